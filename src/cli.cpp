@@ -1,0 +1,115 @@
+#include "cli.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "interrupt.h"
+#include "podman_client.h"
+#include "terminal_text.h"
+
+#include <nlohmann/json.hpp>
+
+namespace lazyagent {
+
+namespace {
+
+int cmd_version(const std::vector<std::string>&) {
+  std::cout << "lazyagent-oci " << LAZYAGENT_VERSION << "\n";
+  return 0;
+}
+
+int cmd_help(const std::vector<std::string>&);
+
+}  // namespace
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"test", "prove a patch against a seed project in a hardened sandbox", cmd_test},
+      {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
+      {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
+      {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
+      {"version", "print the version", cmd_version},
+      {"help", "show this help", cmd_help},
+  };
+  return table;
+}
+
+namespace {
+
+int cmd_help(const std::vector<std::string>&) {
+  std::cout << "usage: lazyagent-oci COMMAND [OPTIONS]\n\n"
+               "Run an LLM coding agent's patch without trusting it: the patch is proven in an\n"
+               "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
+  for (const auto& c : commands()) {
+    std::string n = c.name;
+    std::cout << "  " << n << std::string(12 - std::min<std::size_t>(11, n.size()), ' ') << c.summary << "\n";
+  }
+  std::cout << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
+               "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"
+               "            4 patch refused, 5 engine (podman), 128+N signal N\n";
+  return 0;
+}
+
+}  // namespace
+
+int exit_code_for(const Error& e) {
+  switch (e.kind) {
+    case ErrorKind::kUsage: return kExitUsage;
+    case ErrorKind::kPlanner: return kExitPlanner;
+    case ErrorKind::kPatch: return kExitRefused;
+    case ErrorKind::kInterrupted: return 128 + (interrupted_signal() ? interrupted_signal() : 2);
+    case ErrorKind::kEngine:
+    case ErrorKind::kTimeout: return kExitEngine;
+  }
+  return kExitEngine;
+}
+
+int report_error(const Error& e, bool json) {
+  const int code = exit_code_for(e);
+  if (json) {
+    static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
+    nlohmann::json j = {{"error", to_valid_utf8(e.message)},
+                        {"error_kind", kinds[static_cast<int>(e.kind)]},
+                        {"exit_code", code}};
+    std::cout << j.dump(2) << std::endl;
+  }
+  std::cerr << "lazyagent-oci: " << escape_for_terminal(e.message) << "\n";
+  return code;
+}
+
+Result<Config> load_config_or_default(const std::string& path) {
+  const std::string chosen = path.empty() ? default_config_path() : path;
+  if (chosen.empty()) return Config{};
+  return load_config_file(chosen);
+}
+
+Result<std::string> podman_socket_from_env() {
+  return resolve_podman_socket(std::getenv("CONTAINER_HOST"), getuid(), std::getenv("XDG_RUNTIME_DIR"));
+}
+
+RunStore default_run_store() {
+  return RunStore(default_state_dir(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")));
+}
+
+void progress_line(const std::string& text) {
+  std::cerr << "==> " << escape_for_terminal(text) << std::endl;
+}
+
+int run_cli(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") return cmd_help({});
+  if (args[0] == "--version") return cmd_version({});
+  for (const auto& c : commands()) {
+    if (args[0] == c.name) {
+      install_interrupt_handlers();
+      return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+    }
+  }
+  std::cerr << "lazyagent-oci: unknown command '" << escape_for_terminal(args[0])
+            << "' (see `lazyagent-oci --help`)\n";
+  return kExitUsage;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,59 @@
+// The command-line interface: one table of subcommands, each with its own
+// options struct and parser (STYLE.md principle 10). Only this layer turns an
+// Error into an exit code, and only main() returns it.
+//
+// Exit codes (documented in README.md):
+//   0 tests passed (or the command succeeded)   1 tests failed
+//   2 usage or config error                     3 planner/provider error
+//   4 patch refused                             5 engine (podman) error
+//   128+N interrupted by signal N (130 for SIGINT, 143 for SIGTERM)
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "result.h"
+#include "run_store.h"
+
+namespace lazyagent {
+
+inline constexpr int kExitPassed = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitPlanner = 3;
+inline constexpr int kExitRefused = 4;
+inline constexpr int kExitEngine = 5;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+int run_cli(int argc, char** argv);
+
+// Shared by subcommands ------------------------------------------------------
+
+int exit_code_for(const Error& e);
+// Prints "lazyagent-oci: <message>" (escaped) to stderr, or the JSON error
+// object to stdout when json is set; returns the exit code.
+int report_error(const Error& e, bool json);
+
+Result<Config> load_config_or_default(const std::string& path);
+Result<std::string> podman_socket_from_env();
+RunStore default_run_store();
+
+// "==> step" lines on stderr.
+void progress_line(const std::string& text);
+
+// Command entry points (one file each).
+int cmd_test(const std::vector<std::string>& args);
+int cmd_sandboxes(const std::vector<std::string>& args);
+int cmd_reap(const std::vector<std::string>& args);
+int cmd_doctor(const std::vector<std::string>& args);
+
+}  // namespace lazyagent

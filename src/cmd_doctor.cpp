@@ -1,0 +1,142 @@
+// `lazyagent-oci doctor`: is this host ready, and if not, what to do.
+//
+// Each check names what it looked at, its finding, and the fix. The host
+// quirks are the ones measured on Debian 12 / podman 4.3.1 (ARCHITECTURE
+// section 5): hybrid cgroups need runc, a missing CAP_SYS_RESOURCE needs
+// explicit nofile limits, images must be built locally.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "podman_client.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+struct Check {
+  std::string name;
+  std::string status;  // ok | warn | fail
+  std::string detail;
+  std::string fix;
+};
+
+bool cgroup_hybrid() {
+  struct stat st {};
+  std::ifstream mounts("/proc/self/mounts");
+  std::string line;
+  bool v1 = false, unified = false;
+  while (std::getline(mounts, line)) {
+    if (line.find(" /sys/fs/cgroup/unified cgroup2 ") != std::string::npos) unified = true;
+    if (line.find(" cgroup ") != std::string::npos && line.find("/sys/fs/cgroup/") != std::string::npos) v1 = true;
+  }
+  (void)st;
+  return v1 && unified;
+}
+
+bool has_cap_sys_resource() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      const unsigned long long caps = std::stoull(line.substr(7), nullptr, 16);
+      return (caps >> 24) & 1ULL;  // CAP_SYS_RESOURCE = 24
+    }
+  }
+  return false;
+}
+
+std::vector<Check> run_checks(const Config& config) {
+  std::vector<Check> checks;
+  auto socket = podman_socket_from_env();
+  if (!socket) {
+    checks.push_back({"socket", "fail", socket.error().message, "set CONTAINER_HOST=unix:///path/to/podman.sock"});
+    return checks;
+  }
+  PodmanClient podman(*socket);
+  auto version = podman.ping();
+  if (!version) {
+    checks.push_back({"socket", "fail", version.error().message,
+                      "run scripts/setup.sh, or: podman --runtime runc system service --time=0 unix://" + *socket + " &"});
+    return checks;
+  }
+  checks.push_back({"socket", "ok", *socket, ""});
+  checks.push_back({"api", "ok", "libpod API " + *version, ""});
+
+  auto info = podman.info();
+  std::string runtime = info ? info->value("/host/ociRuntime/name"_json_pointer, std::string()) : "";
+  const bool hybrid = cgroup_hybrid();
+  if (runtime == config.engine.runtime) {
+    checks.push_back({"runtime", "ok", "podman's service uses " + runtime, ""});
+  } else {
+    checks.push_back({"runtime", hybrid && runtime == "crun" ? "fail" : "warn",
+                      "podman's service uses '" + runtime + "', the config asks for '" + config.engine.runtime + "'",
+                      "restart the service with `podman --runtime " + config.engine.runtime +
+                          " system service ...` or set [engine] runtime in containers.conf (the create request cannot choose it)"});
+  }
+  checks.push_back({"cgroups", hybrid ? "warn" : "ok",
+                    hybrid ? "cgroups v1+v2 hybrid: crun refuses it, runc works" : "not hybrid",
+                    hybrid ? "keep runc as the runtime (scripts/setup.sh configures it)" : ""});
+  checks.push_back({"rlimits", has_cap_sys_resource() ? "ok" : "warn",
+                    has_cap_sys_resource() ? "CAP_SYS_RESOURCE present"
+                                           : "no CAP_SYS_RESOURCE: podman's default nofile=1048576 makes starts fail",
+                    has_cap_sys_resource() ? "" : "lazyagent-oci sets nofile/nproc itself; for plain `podman run`, "
+                                                  "scripts/setup.sh adds default_ulimits to containers.conf"});
+  for (const auto& image : {config.images.sandbox}) {
+    auto img = podman.image_inspect(image);
+    checks.push_back({"image " + image, img ? "ok" : "fail",
+                      img ? img->value("Id", "").substr(0, 19) : img.error().message,
+                      img ? "" : "run scripts/build-images.sh (no registry is needed)"});
+  }
+  const RunStore store = default_run_store();
+  auto st = store.ensure();
+  checks.push_back({"state", st ? "ok" : "fail", st ? store.dir() : st.error().message,
+                    st ? "" : "set XDG_STATE_HOME to a writable directory"});
+  return checks;
+}
+
+}  // namespace
+
+int cmd_doctor(const std::vector<std::string>& args) {
+  bool as_json = false;
+  std::string config_path;
+  ArgParser p("doctor", "[--config FILE] [--json]",
+              "Checks podman's socket and API version, the OCI runtime, the images, the run store\n"
+              "and this host's known quirks; prints the fix for each problem.");
+  p.option("--config", &config_path, "FILE", "config file");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto s = p.parse(args); !s) return report_error(s.error(), false);
+  if (p.help_requested()) {
+    std::cout << p.help_text();
+    return 0;
+  }
+  auto config = load_config_or_default(config_path);
+  if (!config) return report_error(config.error(), as_json);
+  const auto checks = run_checks(*config);
+  bool failed = false;
+  json rows = json::array();
+  for (const auto& c : checks) {
+    failed = failed || c.status == "fail";
+    rows.push_back({{"check", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
+  }
+  if (as_json) {
+    std::cout << json{{"ok", !failed}, {"checks", rows}}.dump(2) << std::endl;
+  } else {
+    for (const auto& c : checks) {
+      std::cout << (c.status == "ok" ? "[ ok ] " : c.status == "warn" ? "[warn] " : "[FAIL] ") << c.name
+                << ": " << escape_for_terminal(c.detail) << "\n";
+      if (!c.fix.empty()) std::cout << "       fix: " << escape_for_terminal(c.fix) << "\n";
+    }
+  }
+  return failed ? kExitEngine : 0;
+}
+
+}  // namespace lazyagent

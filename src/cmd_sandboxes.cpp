@@ -1,0 +1,127 @@
+// `lazyagent-oci sandboxes [N]` and `lazyagent-oci reap`.
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "podman_client.h"
+#include "reaper.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+int cmd_sandboxes(const std::vector<std::string>& args) {
+  std::string count = "20";
+  bool as_json = false;
+  ArgParser p("sandboxes", "[N] [--json]",
+              "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
+              "whether each container still exists in podman (it should not: they are removed).");
+  p.positional("N", &count, false, "how many runs to show");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
+  if (p.help_requested()) {
+    std::cout << p.help_text();
+    return 0;
+  }
+  long n = 0;
+  try {
+    n = std::stol(count);
+  } catch (...) {
+    n = -1;
+  }
+  if (n < 1 || n > 100000) return report_error(usage_error("sandboxes: N must be a positive integer, got '" + count + "'"), as_json);
+
+  const RunStore store = default_run_store();
+  std::vector<std::string> problems;
+  auto records = store.recent(static_cast<std::size_t>(n), &problems);
+
+  std::unique_ptr<PodmanClient> podman;
+  std::string engine_note;
+  if (auto socket = podman_socket_from_env(); socket) {
+    podman = std::make_unique<PodmanClient>(*socket);
+    if (auto v = podman->ping(); !v) {
+      engine_note = v.error().message;
+      podman.reset();
+    }
+  } else {
+    engine_note = socket.error().message;
+  }
+
+  json rows = json::array();
+  for (const auto& r : records) {
+    const std::string id = r.value("sandbox_id", "");
+    json exists = nullptr;  // unknown
+    if (podman && !id.empty()) {
+      if (auto e = podman->exists(id); e) exists = *e;
+    } else if (id.empty()) {
+      exists = false;
+    }
+    rows.push_back({{"run_id", r.value("run_id", "")},
+                    {"status", r.value("status", "")},
+                    {"sandbox_id", id},
+                    {"exists", exists},
+                    {"tests_passed", r.value("tests_passed", false)},
+                    {"test_exit_code", r.value("test_exit_code", -1)},
+                    {"reason", r.value("reason", "")},
+                    {"updated_at", r.value("updated_at", 0L)}});
+  }
+  if (as_json) {
+    json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"problems", problems}};
+    if (!engine_note.empty()) out["engine"] = engine_note;
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+    return 0;
+  }
+  std::cout << std::left << std::setw(28) << "RUN" << std::setw(12) << "STATUS" << std::setw(14)
+            << "SANDBOX" << std::setw(9) << "EXISTS" << "REASON\n";
+  for (const auto& row : rows) {
+    const std::string exists = row["exists"].is_null() ? "?" : row["exists"].get<bool>() ? "YES" : "no";
+    std::cout << std::setw(28) << row["run_id"].get<std::string>() << std::setw(12)
+              << row["status"].get<std::string>() << std::setw(14)
+              << row["sandbox_id"].get<std::string>().substr(0, 12) << std::setw(9) << exists
+              << escape_for_terminal(row["reason"].get<std::string>().substr(0, 80)) << "\n";
+  }
+  if (rows.empty()) std::cout << "(no runs recorded in " << store.runs_dir() << ")\n";
+  if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
+  for (const auto& pr : problems) std::cerr << "note: " << escape_for_terminal(pr) << "\n";
+  return 0;
+}
+
+int cmd_reap(const std::vector<std::string>& args) {
+  bool all = false, as_json = false;
+  ArgParser p("reap", "[--all] [--json]",
+              "Removes lazyagent-oci containers (found by label) and private seed copies whose\n"
+              "owning process is gone, e.g. after `kill -9`. Runs in progress are left alone\n"
+              "unless --all is given.");
+  p.flag("--all", &all, "also remove containers of runs that are still in progress");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
+  if (p.help_requested()) {
+    std::cout << p.help_text();
+    return 0;
+  }
+  auto socket = podman_socket_from_env();
+  if (!socket) return report_error(socket.error(), as_json);
+  PodmanClient podman(*socket);
+  if (auto v = podman.ping(); !v) return report_error(v.error(), as_json);
+  auto report = reap_leftovers(podman, default_run_store(), all);
+  if (!report) return report_error(report.error(), as_json);
+  if (as_json) {
+    std::cout << json{{"removed", report->removed},
+                      {"left_running", report->left_running},
+                      {"work_dirs_removed", report->work_dirs_removed},
+                      {"errors", report->errors}}.dump(2) << std::endl;
+  } else {
+    for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
+    for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
+    for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
+    for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
+    if (report->removed.empty() && report->work_dirs_removed.empty()) std::cout << "nothing to reap\n";
+  }
+  return report->errors.empty() ? 0 : kExitEngine;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,124 @@
+// `lazyagent-oci test`: prove a given patch against a seed project.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "podman_client.h"
+#include "sandbox_run.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+
+namespace {
+
+constexpr std::size_t kMaxPatchFileBytes = 1 << 20;
+
+struct TestOptions {
+  std::string seed;
+  std::string patch;
+  std::vector<std::string> allow;
+  std::string test_command;
+  long timeout = 0;
+  std::string config;
+  bool json = false;
+};
+
+Result<std::string> read_patch_file(const std::string& path) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) return usage_error("--patch " + path + ": cannot open the file");
+    in = &file;
+  }
+  std::string data(kMaxPatchFileBytes + 1, '\0');
+  in->read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(in->gcount()));
+  if (data.size() > kMaxPatchFileBytes) {
+    return Error{ErrorKind::kPatch, "--patch " + path + ": the file is larger than 1 MiB; a patch "
+                                    "holds at most 12000 bytes of content"};
+  }
+  return data;
+}
+
+void print_human(const TestResult& r) {
+  std::ostream& o = std::cout;
+  const std::string verdict = r.status == "refused" ? "REFUSED" : r.tests_passed ? "PASSED" : "FAILED";
+  o << "run " << r.run_id << ": " << verdict << "\n";
+  if (!r.findings.empty()) {
+    for (const auto& f : r.findings) {
+      o << "  " << f.code << (f.path.empty() ? "" : " [" + escape_for_terminal(f.path) + "]") << ": "
+        << escape_for_terminal(f.message) << "\n";
+    }
+    return;
+  }
+  if (!r.tests_passed) o << "reason: " << escape_for_terminal(r.reason) << "\n";
+  o << "sandbox: " << r.sandbox_id.substr(0, 12) << " (removed)\n";
+  o << "image: " << r.image << " " << r.image_digest << "\n";
+  o << "changed: ";
+  for (std::size_t i = 0; i < r.changed_paths.size(); ++i) o << (i ? ", " : "") << escape_for_terminal(r.changed_paths[i]);
+  o << (r.changed_paths.empty() ? "(nothing)\n" : "\n");
+  o << "test exit code: " << r.test_exit_code << "\n";
+  o << "--- test output" << (r.test_output_truncated ? " (cut)" : "") << " ---\n"
+    << escape_for_terminal(r.test_output);
+  if (!r.test_output.empty() && r.test_output.back() != '\n') o << "\n";
+  o << "---\ntimings (ms):";
+  for (const auto& t : r.timings) o << " " << t.step << "=" << t.ms;
+  o << "\n";
+}
+
+}  // namespace
+
+int cmd_test(const std::vector<std::string>& args) {
+  TestOptions opt;
+  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--json]",
+              "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
+              "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
+              "container is always removed. The user's seed directory is never modified.");
+  p.option("--patch", &opt.patch, "FILE", "the patch: {\"files\":[{\"path\",\"content\"}]} ('-' = stdin)");
+  p.option("--seed", &opt.seed, "DIR", "the project to test (default: the config's seed)");
+  p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
+  p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
+  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
+  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
+  if (p.help_requested()) {
+    std::cout << p.help_text();
+    return 0;
+  }
+  if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
+
+  auto config = load_config_or_default(opt.config);
+  if (!config) return report_error(config.error(), opt.json);
+  TestRequest req;
+  req.config = *config;
+  if (!opt.seed.empty()) req.config.seed = opt.seed;
+  if (!opt.allow.empty()) req.config.allow = opt.allow;
+  if (!opt.test_command.empty()) req.config.test_command = opt.test_command;
+  req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
+  if (req.config.seed.empty()) return report_error(usage_error("test: no seed: pass --seed DIR or set `seed` in the config"), opt.json);
+
+  auto patch = read_patch_file(opt.patch);
+  if (!patch) return report_error(patch.error(), opt.json);
+  req.patch_json = std::move(*patch);
+
+  auto socket = podman_socket_from_env();
+  if (!socket) return report_error(socket.error(), opt.json);
+  PodmanClient podman(*socket);
+  const RunStore store = default_run_store();
+
+  auto result = run_test(req, podman, store, [](const std::string& step) { progress_line(step); });
+  if (!result) return report_error(result.error(), opt.json);
+  if (opt.json) {
+    std::cout << result_to_json(*result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  } else {
+    print_human(*result);
+  }
+  if (result->status == "refused") return kExitRefused;
+  return result->tests_passed ? kExitPassed : kExitFailed;
+}
+
+}  // namespace lazyagent

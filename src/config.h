@@ -1,0 +1,81 @@
+// Typed configuration, loaded from YAML (config/lazyagent.yaml by default).
+//
+// Unknown keys are errors, not warnings: podman silently ignores misspelled
+// settings (ARCHITECTURE section 5), and we refuse to repeat that mistake.
+// Every error names the key path, e.g.
+//   "config/lazyagent.yaml: limits.memory_mib: expected a positive integer, got 'lots'".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+namespace lazyagent {
+
+struct ImagesConfig {
+  std::string sandbox = "localhost/lazyagent-sandbox:latest";
+  std::string planner = "localhost/lazyagent-planner:latest";
+};
+
+// Resource caps for the test sandbox. Defaults are the documented policy.
+struct LimitsConfig {
+  std::int64_t memory_mib = 512;
+  std::int64_t pids = 256;
+  double cpus = 1.0;
+  std::int64_t nofile = 1024;
+  std::int64_t nproc = 256;
+  std::int64_t work_tmpfs_mib = 64;      // the working copy (/work)
+  std::int64_t tmp_tmpfs_mib = 64;       // /tmp
+  std::int64_t log_bytes = 1024 * 1024;  // output kept from the sandbox
+};
+
+struct TimeoutsConfig {
+  std::int64_t test_seconds = 120;  // host-side deadline for one sandbox run
+};
+
+struct PatchLimitsConfig {
+  std::int64_t max_files = 3;      // may be lowered, never above 3
+  std::int64_t max_bytes = 12000;  // may be lowered, never above 12000
+};
+
+// Names of the podman secrets that carry the provider settings, and of the
+// environment variables `configure` reads them from.
+struct ProviderConfig {
+  std::string base_url_secret = "CODING_AGENT_BASE_URL";
+  std::string model_secret = "CODING_AGENT_MODEL";
+  std::string api_key_secret = "CODING_AGENT_API_KEY";
+};
+
+struct EngineConfig {
+  std::string runtime = "runc";  // informational + checked by doctor
+};
+
+struct Config {
+  std::string source;  // file it came from ("" for built-in defaults)
+  std::string seed;    // absolute once loaded (resolved against the file's directory)
+  std::vector<std::string> allow = {"calculator.py"};
+  std::string test_command = "python3 -m unittest -v";
+  ImagesConfig images;
+  LimitsConfig limits;
+  TimeoutsConfig timeouts;
+  PatchLimitsConfig patch;
+  ProviderConfig provider;
+  EngineConfig engine;
+};
+
+// Parse YAML text. `source` names the file in error messages; `base_dir`
+// resolves a relative `seed`. Errors are kUsage and name the key path.
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
+                            const std::string& base_dir);
+
+// Read and parse a file.
+Result<Config> load_config_file(const std::string& path);
+
+// The config the CLI uses when --config is absent: $LAZYAGENT_CONFIG, else
+// ./config/lazyagent.yaml, else the installed share/lazyagent-oci/config/lazyagent.yaml,
+// else built-in defaults. Returns the path chosen ("" for defaults).
+std::string default_config_path();
+
+}  // namespace lazyagent

@@ -1,0 +1,29 @@
+#include "interrupt.h"
+
+#include <csignal>
+
+namespace lazyagent {
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: let blocking calls see EINTR
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+int interrupted_signal() { return g_signal; }
+
+void set_interrupted_for_test(int sig) { g_signal = sig; }
+
+}  // namespace lazyagent

@@ -1,0 +1,91 @@
+// The patch contract: the only shape of change the model may propose.
+//
+//   {"files":[{"path":"calculator.py","content":"<complete UTF-8 file>"}]}
+//
+// The patch is untrusted input (it comes from a model, through the planner
+// container). It is validated twice with this same code: once inside the
+// planner, once by the orchestrator before anything reaches a sandbox
+// (ARCHITECTURE invariant 6). Validation reports *every* finding, each with a
+// stable reason code (part of the public contract: scripts match on them) and
+// the offending path.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lazyagent {
+
+// Hard caps: config may lower these, never raise them.
+inline constexpr std::size_t kMaxPatchFilesCap = 3;
+inline constexpr std::size_t kMaxPatchBytesCap = 12000;
+
+struct PatchFile {
+  std::string path;
+  std::string content;
+};
+
+struct Patch {
+  std::vector<PatchFile> files;
+};
+
+struct ContractLimits {
+  std::size_t max_files = kMaxPatchFilesCap;
+  std::size_t max_bytes = kMaxPatchBytesCap;  // sum of content bytes
+  // Exact relative paths; an entry ending in '/' allows any path under it.
+  std::vector<std::string> allow;
+};
+
+// Stable reason codes.
+namespace reason {
+inline constexpr const char* kMalformedJson = "malformed_json";
+inline constexpr const char* kBadShape = "bad_shape";
+inline constexpr const char* kNoFiles = "no_files";
+inline constexpr const char* kInvalidUtf8 = "invalid_utf8";
+inline constexpr const char* kEmptyPath = "empty_path";
+inline constexpr const char* kAbsolutePath = "absolute_path";
+inline constexpr const char* kDotComponent = "dot_component";      // "." or ".." or empty ("a//b")
+inline constexpr const char* kBackslashInPath = "backslash_in_path";
+inline constexpr const char* kControlCharInPath = "control_char_in_path";
+inline constexpr const char* kControlCharInContent = "control_char_in_content";
+inline constexpr const char* kDuplicatePath = "duplicate_path";
+inline constexpr const char* kNotAllowed = "not_allowed";
+inline constexpr const char* kTooManyFiles = "too_many_files";
+inline constexpr const char* kTooLarge = "too_large";
+}  // namespace reason
+
+struct Finding {
+  std::string code;     // one of reason::k*
+  std::string path;     // offending patch path ("" when the finding is about the whole patch)
+  std::string message;  // one human sentence, safe to print (no raw control bytes)
+};
+
+struct ContractResult {
+  Patch patch;                    // what could be parsed (may be partial when findings exist)
+  std::vector<Finding> findings;  // empty means accepted
+  bool ok() const { return findings.empty(); }
+};
+
+// Parse JSON text and validate it. Never throws.
+ContractResult validate_patch_json(std::string_view json_text, const ContractLimits& limits);
+
+// Validate an already-parsed patch (used after parsing and by tests).
+std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& limits);
+
+// The path rules alone, in rule order: empty_path, invalid_utf8, absolute_path,
+// dot_component, backslash_in_path, control_char_in_path. Config checks its
+// `allow` entries with these, so an allowlist can never name a path the
+// contract would refuse. Empty when `path` is a valid relative patch path.
+std::vector<Finding> check_patch_path(std::string_view path);
+
+// True when `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+bool is_valid_utf8(std::string_view s);
+
+// Serialize a patch back to contract JSON (stable key order).
+std::string patch_to_json(const Patch& patch);
+
+// sha256 hex of patch_to_json(patch): the patch's identity in records.
+std::string patch_sha256(const Patch& patch);
+
+}  // namespace lazyagent

@@ -1,0 +1,321 @@
+#include "podman_client.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "interrupt.h"
+
+namespace lazyagent {
+namespace {
+
+using nlohmann::json;
+
+struct Transfer {
+  HttpResponse* resp;
+  std::size_t max_body;
+  bool interruptible;
+};
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  const size_t room = t->max_body > t->resp->body.size() ? t->max_body - t->resp->body.size() : 0;
+  if (len > room) {
+    t->resp->body.append(data, room);
+    t->resp->body_truncated = true;
+    return 0;  // stop the transfer: we have all we will keep
+  }
+  t->resp->body.append(data, len);
+  return len;
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  std::string line(data, len);
+  static const char kName[] = "libpod-api-version:";
+  if (line.size() > sizeof kName - 1 && strncasecmp(line.c_str(), kName, sizeof kName - 1) == 0) {
+    std::string v = line.substr(sizeof kName - 1);
+    const auto b = v.find_first_not_of(" \t");
+    const auto e = v.find_last_not_of(" \t\r\n");
+    t->resp->api_version = (b == std::string::npos) ? "" : v.substr(b, e - b + 1);
+  }
+  return len;
+}
+
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  return (t->interruptible && interrupted_signal() != 0) ? 1 : 0;
+}
+
+std::string escape(const std::string& s) {
+  char* e = curl_easy_escape(nullptr, s.c_str(), static_cast<int>(s.size()));
+  std::string out = e ? e : "";
+  curl_free(e);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> resolve_podman_socket(const char* container_host, unsigned uid,
+                                          const char* xdg_runtime_dir) {
+  if (container_host && *container_host) {
+    std::string h = container_host;
+    const std::string scheme = "unix://";
+    if (h.rfind(scheme, 0) != 0 || h.size() == scheme.size()) {
+      return usage_error("CONTAINER_HOST=" + h +
+                         ": only unix:///path/to/podman.sock is supported (for a remote "
+                         "podman, forward its socket locally, e.g. ssh -L)");
+    }
+    return h.substr(scheme.size());
+  }
+  if (uid == 0) return std::string("/run/podman/podman.sock");
+  if (xdg_runtime_dir && *xdg_runtime_dir) {
+    return std::string(xdg_runtime_dir) + "/podman/podman.sock";
+  }
+  return usage_error("cannot find podman's socket: XDG_RUNTIME_DIR is not set; set "
+                     "CONTAINER_HOST=unix:///path/to/podman.sock");
+}
+
+Status check_api_version(const std::string& version) {
+  int major = 0;
+  if (std::sscanf(version.c_str(), "%d", &major) != 1) {
+    return engine_error("podman did not report its API version (got '" + version +
+                        "'); is this podman's service socket?");
+  }
+  if (major < 4) {
+    return engine_error("podman API " + version +
+                        " is too old: lazyagent-oci needs podman 4.0 or newer");
+  }
+  return ok_status();
+}
+
+std::string podman_error_text(long status, const std::string& body) {
+  std::string msg;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    if (j.contains("message") && j["message"].is_string()) msg = j["message"].get<std::string>();
+    else if (j.contains("cause") && j["cause"].is_string()) msg = j["cause"].get<std::string>();
+  }
+  if (msg.empty()) msg = body.substr(0, 300);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r')) msg.pop_back();
+  return "podman said " + std::to_string(status) + ": " + msg;
+}
+
+PodmanClient::PodmanClient(std::string socket_path) : socket_path_(std::move(socket_path)) {
+  curl_ = curl_easy_init();
+}
+
+PodmanClient::~PodmanClient() {
+  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+Result<HttpResponse> PodmanClient::call(const std::string& method, const std::string& path,
+                                        const std::string& body, const RequestOptions& opts) {
+  CURL* c = static_cast<CURL*>(curl_);
+  if (!c) return engine_error("libcurl could not be initialised");
+  curl_easy_reset(c);
+  HttpResponse resp;
+  Transfer t{&resp, opts.max_body, opts.interruptible};
+  const std::string url = std::string("http://d") + kApiPrefix + path;
+  curl_slist* headers = nullptr;
+  if (!body.empty()) headers = curl_slist_append(headers, ("Content-Type: " + opts.content_type).c_str());
+  headers = curl_slist_append(headers, "Expect:");
+  curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  if (method == "POST" || method == "PUT" || !body.empty()) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, opts.timeout_ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  curl_slist_free_all(headers);
+
+  if (rc == CURLE_WRITE_ERROR && resp.body_truncated) return resp;  // our own cut-off
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    return Error{ErrorKind::kInterrupted, method + " " + path + ": interrupted by signal " +
+                                              std::to_string(interrupted_signal())};
+  }
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(opts.timeout_ms) +
+                                          " ms: " + method + " " + path};
+  }
+  if (rc == CURLE_COULDNT_CONNECT) {
+    return engine_error("cannot reach podman at " + socket_path_ +
+                        " (connection refused or no such socket): start the service with "
+                        "scripts/setup.sh, or `podman system service --time=0 unix://" +
+                        socket_path_ + " &`, or set CONTAINER_HOST");
+  }
+  if (rc != CURLE_OK) {
+    return engine_error(method + " " + path + " via " + socket_path_ + ": " +
+                        curl_easy_strerror(rc));
+  }
+  return resp;
+}
+
+Status PodmanClient::expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
+                            const std::string& what) {
+  if (!r) return r.error().context(what);
+  for (long s : ok_statuses) {
+    if (r->status == s) return ok_status();
+  }
+  return engine_error(what + ": " + podman_error_text(r->status, r->body));
+}
+
+Result<std::string> PodmanClient::ping() {
+  auto r = call("GET", "/_ping", "", RequestOptions{.timeout_ms = 5000});
+  if (auto st = expect(r, {200}, "pinging podman"); !st) return st.error();
+  if (auto st = check_api_version(r->api_version); !st) return st.error();
+  return r->api_version;
+}
+
+namespace {
+Result<json> parse_json_reply(const Result<HttpResponse>& r, const std::string& what) {
+  json j = json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return engine_error(what + ": podman sent a body that is not JSON");
+  return j;
+}
+}  // namespace
+
+Result<json> PodmanClient::info() {
+  auto r = call("GET", "/info");
+  if (auto st = expect(r, {200}, "reading podman info"); !st) return st.error();
+  return parse_json_reply(r, "reading podman info");
+}
+
+Result<json> PodmanClient::image_inspect(const std::string& image) {
+  const std::string what = "inspecting image " + image;
+  auto r = call("GET", "/images/" + escape(image) + "/json");
+  if (r && r->status == 404) {
+    return engine_error(what + ": image not found; build it with scripts/build-images.sh "
+                               "(or set images.sandbox in the config)");
+  }
+  if (auto st = expect(r, {200}, what); !st) return st.error();
+  return parse_json_reply(r, what);
+}
+
+Result<CreateReply> PodmanClient::create(const json& spec) {
+  auto r = call("POST", "/containers/create", spec.dump());
+  if (auto st = expect(r, {201}, "creating container"); !st) return st.error();
+  auto j = parse_json_reply(r, "creating container");
+  if (!j) return j.error();
+  CreateReply reply;
+  if (!j->contains("Id") || !(*j)["Id"].is_string()) {
+    return engine_error("creating container: podman's reply has no Id");
+  }
+  reply.id = (*j)["Id"].get<std::string>();
+  if (j->contains("Warnings") && (*j)["Warnings"].is_array()) {
+    for (const auto& w : (*j)["Warnings"]) {
+      if (w.is_string()) reply.warnings.push_back(w.get<std::string>());
+    }
+  }
+  return reply;
+}
+
+Status PodmanClient::init(const std::string& id) {
+  return expect(call("POST", "/containers/" + id + "/init"), {204, 304},
+                "initialising container " + id.substr(0, 12));
+}
+
+Status PodmanClient::start(const std::string& id) {
+  return expect(call("POST", "/containers/" + id + "/start"), {204, 304},
+                "starting container " + id.substr(0, 12));
+}
+
+Result<json> PodmanClient::inspect(const std::string& id) {
+  const std::string what = "inspecting container " + id.substr(0, 12);
+  auto r = call("GET", "/containers/" + id + "/json");
+  if (auto st = expect(r, {200}, what); !st) return st.error();
+  return parse_json_reply(r, what);
+}
+
+Result<int> PodmanClient::wait(const std::string& id, long deadline_ms) {
+  // interval=5ms: podman polls every 250 ms by default, which alone cost
+  // ~150 ms per run (ARCHITECTURE section 5).
+  RequestOptions opts{.timeout_ms = deadline_ms, .interruptible = true};
+  auto r = call("POST", "/containers/" + id + "/wait?condition=exited&interval=5ms", "", opts);
+  const std::string what = "waiting for container " + id.substr(0, 12);
+  if (!r) return r.error();
+  if (auto st = expect(r, {200}, what); !st) return st.error();
+  try {
+    return std::stoi(r->body);
+  } catch (...) {
+    return engine_error(what + ": podman's reply is not an exit code: " + r->body.substr(0, 80));
+  }
+}
+
+Result<HttpResponse> PodmanClient::logs(const std::string& id, std::size_t max_bytes) {
+  RequestOptions opts{.timeout_ms = 30000, .max_body = max_bytes + 8, .interruptible = true};
+  auto r = call("GET", "/containers/" + id + "/logs?stdout=true&stderr=true", "", opts);
+  if (auto st = expect(r, {200}, "reading logs of " + id.substr(0, 12)); !st) return st.error();
+  return r;
+}
+
+Status PodmanClient::kill(const std::string& id, const std::string& signal) {
+  auto r = call("POST", "/containers/" + id + "/kill?signal=" + signal);
+  if (r && r->status == 409) return ok_status();  // not running any more: fine
+  return expect(r, {204}, "killing container " + id.substr(0, 12));
+}
+
+Status PodmanClient::put_archive(const std::string& id, const std::string& dest,
+                                 const std::string& tar) {
+  RequestOptions opts{.timeout_ms = 60000, .content_type = "application/x-tar"};
+  return expect(call("PUT", "/containers/" + id + "/archive?path=" + escape(dest), tar, opts),
+                {200}, "uploading into container " + id.substr(0, 12));
+}
+
+Result<bool> PodmanClient::exists(const std::string& id) {
+  auto r = call("GET", "/containers/" + id + "/exists");
+  if (!r) return r.error();
+  if (r->status == 204) return true;
+  if (r->status == 404) return false;
+  return engine_error("checking container " + id.substr(0, 12) + ": " +
+                      podman_error_text(r->status, r->body));
+}
+
+Status PodmanClient::remove(const std::string& id) {
+  const std::string what = "removing container " + id.substr(0, 12);
+  std::string last;
+  // Right after wait, podman sometimes answers 500 "device or resource busy"
+  // (ARCHITECTURE section 5): retry with a short backoff, then confirm.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto r = call("DELETE", "/containers/" + id + "?force=true&v=true",
+                  "", RequestOptions{.timeout_ms = 60000});
+    if (!r) {
+      last = r.error().message;
+    } else if (r->status == 200 || r->status == 204 || r->status == 404) {
+      auto gone = exists(id);
+      if (gone && !*gone) return ok_status();
+      last = gone ? "podman still lists it after DELETE" : gone.error().message;
+    } else {
+      last = podman_error_text(r->status, r->body);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 << std::min(attempt, 4)));
+  }
+  return engine_error(what + ": " + last + " (remove it with `lazyagent-oci reap`)");
+}
+
+Result<json> PodmanClient::list_by_label(const std::string& label) {
+  const json filters = {{"label", json::array({label})}};
+  auto r = call("GET", "/containers/json?all=true&filters=" + escape(filters.dump()));
+  if (auto st = expect(r, {200}, "listing containers"); !st) return st.error();
+  return parse_json_reply(r, "listing containers");
+}
+
+}  // namespace lazyagent

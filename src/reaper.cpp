@@ -1,0 +1,71 @@
+#include "reaper.h"
+
+#include <filesystem>
+#include <map>
+
+#include "ownership.h"
+#include "sandbox_policy.h"
+#include "seed_snapshot.h"
+
+namespace lazyagent {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::map<std::string, std::string> labels_of(const json& c) {
+  std::map<std::string, std::string> out;
+  const json& l = c.contains("Labels") ? c["Labels"] : json();
+  if (l.is_object()) {
+    for (const auto& [k, v] : l.items()) {
+      if (v.is_string()) out[k] = v.get<std::string>();
+    }
+  }
+  return out;
+}
+
+std::string name_of(const json& c) {
+  if (c.contains("Names") && c["Names"].is_array() && !c["Names"].empty()) {
+    return c["Names"][0].get<std::string>();
+  }
+  return "";
+}
+
+// A private copy belongs to a run whose record names its owner.
+bool work_dir_owner_alive(const RunStore& store, const std::string& run_id) {
+  auto rec = store.read(run_id);
+  if (!rec) return false;
+  const json& o = (*rec).value("owner", json::object());
+  return owner_alive({{kLabelOwner, o.value("user_host", "")},
+                      {kLabelPid, std::to_string(o.value("pid", 0L))},
+                      {kLabelPidStart, o.value("start_time", "")}});
+}
+
+}  // namespace
+
+Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all) {
+  ReapReport report;
+  auto list = podman.list_by_label(kLabelRole);
+  if (!list) return list.error().context("looking for leftover containers");
+  for (const auto& c : *list) {
+    const std::string id = c.value("Id", "");
+    const std::string label = name_of(c) + " (" + id.substr(0, 12) + ")";
+    if (!all && owner_alive(labels_of(c))) {
+      report.left_running.push_back(label);
+      continue;
+    }
+    if (auto st = podman.remove(id); st) report.removed.push_back(label);
+    else report.errors.push_back(st.error().message);
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(store.work_dir(), ec)) {
+    const std::string run_id = e.path().filename().string();
+    if (!all && work_dir_owner_alive(store, run_id)) continue;
+    if (auto st = remove_tree(e.path().string()); st) report.work_dirs_removed.push_back(run_id);
+    else report.errors.push_back(st.error().message);
+  }
+  return report;
+}
+
+}  // namespace lazyagent

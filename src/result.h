@@ -1,0 +1,60 @@
+// Errors are values across module boundaries (STYLE.md principle 4).
+//
+// Result<T> holds either a T or an Error. Only main() turns an Error into an
+// exit code; every layer in between may add context as the error climbs:
+//   return r.error().context("creating sandbox for run " + id);
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace lazyagent {
+
+// What kind of failure, so main() can pick the documented exit code.
+enum class ErrorKind {
+  kUsage,      // bad flags or config: exit 2
+  kPlanner,    // planner or provider failed: exit 3
+  kPatch,      // patch refused by the contract: exit 4
+  kEngine,     // podman / infrastructure: exit 5
+  kTimeout,    // a deadline passed (callers usually handle it; else exit 5)
+  kInterrupted // SIGINT/SIGTERM: exit 130
+};
+
+struct Error {
+  ErrorKind kind = ErrorKind::kEngine;
+  std::string message;
+
+  // "outer: inner" — context goes in front, like Mesos' error chaining.
+  Error context(const std::string& outer) const {
+    return Error{kind, outer + ": " + message};
+  }
+};
+
+inline Error usage_error(std::string m) { return Error{ErrorKind::kUsage, std::move(m)}; }
+inline Error engine_error(std::string m) { return Error{ErrorKind::kEngine, std::move(m)}; }
+
+template <typename T>
+class Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit on purpose
+  Result(Error error) : v_(std::move(error)) {}      // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() { return std::get<0>(v_); }
+  const T& value() const { return std::get<0>(v_); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  const Error& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+struct Unit {};
+using Status = Result<Unit>;
+inline Status ok_status() { return Unit{}; }
+
+}  // namespace lazyagent

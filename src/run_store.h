@@ -1,0 +1,51 @@
+// Durable records of runs, one JSON file per run.
+//
+// Layout under the state directory ($XDG_STATE_HOME/lazyagent-oci, default
+// ~/.local/state/lazyagent-oci):
+//   runs/<run-id>.json   the record: written when the run starts (status
+//                        "running", owner pid) and rewritten at each step and
+//                        at the end. Each write is atomic: a temp file in the
+//                        same directory, fsync, rename, fsync of the directory,
+//                        so a crash leaves the old record or the new one, never
+//                        a torn one.
+//   work/<run-id>/       the private seed copy of a running sandbox run; mode
+//                        0700, deleted when the run ends, reaped after a crash.
+// Run ids sort by time, so "recent" is a reverse sort of names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "result.h"
+
+namespace lazyagent {
+
+// $XDG_STATE_HOME/lazyagent-oci, or $HOME/.local/state/lazyagent-oci. Pure.
+std::string default_state_dir(const char* xdg_state_home, const char* home);
+
+class RunStore {
+ public:
+  explicit RunStore(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+  std::string runs_dir() const { return dir_ + "/runs"; }
+  std::string work_dir() const { return dir_ + "/work"; }
+
+  // Creates the directories (0700). Idempotent.
+  Status ensure() const;
+  // Atomically writes runs/<record["run_id"]>.json.
+  Status write(const nlohmann::json& record) const;
+  Result<nlohmann::json> read(const std::string& run_id) const;
+  // The newest `limit` records (by run id), newest first. Unreadable files
+  // are skipped and reported in `problems`.
+  std::vector<nlohmann::json> recent(std::size_t limit, std::vector<std::string>* problems) const;
+
+ private:
+  std::string dir_;
+};
+
+// Writes `data` to `path` atomically (temp + fsync + rename + dir fsync).
+Status write_file_atomic(const std::string& path, const std::string& data);
+
+}  // namespace lazyagent

@@ -1,0 +1,338 @@
+#include "sandbox_run.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "interrupt.h"
+#include "log_stream.h"
+#include "ownership.h"
+#include "policy_verifier.h"
+#include "reaper.h"
+#include "sandbox_policy.h"
+#include "seed_snapshot.h"
+#include "terminal_text.h"
+#include "verdict.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+json result_to_json(const TestResult& r) {
+  json timings = json::object();
+  for (const auto& t : r.timings) timings[t.step] = t.ms;
+  json j = {
+      {"run_id", r.run_id},
+      {"status", r.status},
+      {"sandbox_id", r.sandbox_id},
+      {"changed_paths", r.changed_paths},
+      {"test_exit_code", r.test_exit_code},
+      {"test_output", r.test_output},
+      {"test_output_truncated", r.test_output_truncated},
+      {"tests_passed", r.tests_passed},
+      {"image", r.image},
+      {"image_digest", r.image_digest},
+      {"policy", r.policy},
+      {"timings", timings},
+      {"seed_sha256", r.seed_sha256},
+      {"patch_sha256", r.patch_sha256},
+  };
+  if (!r.tests_passed) j["reason"] = r.reason;
+  if (!r.findings.empty()) {
+    json f = json::array();
+    for (const auto& x : r.findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
+    j["findings"] = f;
+  }
+  return j;
+}
+
+namespace {
+
+// Removes its container unless released; used on every exit path.
+class ContainerGuard {
+ public:
+  explicit ContainerGuard(PodmanClient& p) : podman_(p) {}
+  ~ContainerGuard() {
+    if (!id_.empty()) (void)podman_.remove(id_);
+  }
+  void hold(const std::string& id) { id_ = id; }
+  Status remove_now() {
+    if (id_.empty()) return ok_status();
+    auto st = podman_.remove(id_);
+    if (st) id_.clear();
+    return st;
+  }
+
+ private:
+  PodmanClient& podman_;
+  std::string id_;
+};
+
+// Deletes a directory tree when it goes out of scope.
+class TreeGuard {
+ public:
+  ~TreeGuard() {
+    if (!path_.empty()) (void)remove_tree(path_);
+  }
+  void hold(const std::string& p) { path_ = p; }
+  void remove_now() {
+    if (!path_.empty()) (void)remove_tree(path_);
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+};
+
+class TestPipeline {
+ public:
+  TestPipeline(const TestRequest& req, PodmanClient& podman, const RunStore& store,
+               const ProgressFn& progress)
+      : req_(req), podman_(podman), store_(store), progress_(progress), guard_(podman) {}
+
+  Result<TestResult> run() {
+    res_.run_id = req_.run_id.empty() ? new_run_id() : req_.run_id;
+    policy_ = policy_from_config(req_.config, req_.timeout_seconds);
+    res_.image = policy_.image;
+    res_.policy = policy_to_json(policy_);
+    if (auto st = store_.ensure(); !st) return st.error();
+    save("running");
+    auto st = steps();
+    if (!st) {
+      const bool interrupted = st.error().kind == ErrorKind::kInterrupted;
+      cleanup();
+      record_error(interrupted ? "interrupted" : "error", st.error().message);
+      return st.error().context("run " + res_.run_id);
+    }
+    return res_;
+  }
+
+ private:
+  Status steps() {
+    if (auto st = timed("validate", [&] { return validate(); }); !st || refused()) return st;
+    if (auto st = timed("snapshot", [&] { return snapshot(); }); !st || refused()) return st;
+    for (auto [name, fn] : std::initializer_list<std::pair<const char*, Status (TestPipeline::*)()>>{
+             {"engine", &TestPipeline::engine}, {"image", &TestPipeline::image},
+             {"copy", &TestPipeline::copy},     {"create", &TestPipeline::create},
+             {"verify", &TestPipeline::verify}, {"run", &TestPipeline::start_and_wait},
+             {"logs", &TestPipeline::logs},     {"remove", &TestPipeline::remove}}) {
+      if (auto st = timed(name, [&] { return (this->*fn)(); }); !st) return st;
+    }
+    judge_and_save();
+    return ok_status();
+  }
+
+  template <typename F>
+  Status timed(const char* step, F&& f) {
+    if (progress_) progress_(step);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = f();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+    res_.timings.push_back({step, static_cast<long>(ms.count())});
+    if (st && interrupted_signal() != 0) {
+      return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
+    }
+    return st;
+  }
+
+  bool refused() const { return res_.status == "refused"; }
+
+  Status validate() {
+    ContractLimits limits;
+    limits.allow = req_.config.allow;
+    limits.max_files = static_cast<std::size_t>(req_.config.patch.max_files);
+    limits.max_bytes = static_cast<std::size_t>(req_.config.patch.max_bytes);
+    ContractResult c = validate_patch_json(req_.patch_json, limits);
+    patch_ = c.patch;
+    res_.patch_sha256 = c.ok() ? patch_sha256(patch_) : "";
+    if (!c.ok()) refuse(std::move(c.findings));
+    return ok_status();
+  }
+
+  Status snapshot() {
+    auto snap = snapshot_seed(req_.config.seed);
+    if (!snap) return snap.error().context("reading the seed");
+    seed_ = std::move(*snap);
+    res_.seed_sha256 = seed_.sha256;
+    res_.changed_paths = changed_paths(seed_, patch_);
+    auto findings = check_patch_against_seed(seed_, patch_);
+    if (!findings.empty()) refuse(std::move(findings));
+    return ok_status();
+  }
+
+  void refuse(std::vector<Finding> findings) {
+    res_.findings = std::move(findings);
+    res_.status = "refused";
+    res_.reason = "patch refused: " + std::to_string(res_.findings.size()) + " finding(s)";
+    save("refused");
+  }
+
+  Status engine() {
+    if (auto v = podman_.ping(); !v) return v.error();
+    auto reaped = reap_leftovers(podman_, store_, false);
+    if (!reaped) return reaped.error();
+    if (!reaped->removed.empty() && progress_) {
+      progress_("reaped " + std::to_string(reaped->removed.size()) + " container(s) left by crashed runs");
+    }
+    return ok_status();
+  }
+
+  Status image() {
+    auto img = podman_.image_inspect(policy_.image);
+    if (!img) return img.error();
+    const std::string digest = img->value("Digest", "");
+    res_.image_digest = digest.empty() ? img->value("Id", "") : digest;
+    return ok_status();
+  }
+
+  Status copy() {
+    const std::string dir = store_.work_dir() + "/" + res_.run_id;
+    if (auto st = remove_tree(dir); !st) return st;
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return engine_error("creating " + dir + ": " + std::strerror(errno));
+    }
+    copy_guard_.hold(dir);
+    seed_copy_ = dir + "/seed";
+    return materialize_copy(seed_, patch_, seed_copy_);
+  }
+
+  Status create() {
+    sreq_.policy = policy_;
+    sreq_.name = "lazyagent-sandbox-" + res_.run_id;
+    sreq_.labels = owner_labels(current_owner(), "sandbox", res_.run_id);
+    sreq_.seed_copy_path = seed_copy_;
+    sreq_.test_command = req_.config.test_command;
+    auto reply = podman_.create(build_create_spec(sreq_));
+    if (!reply) return reply.error().context("creating the sandbox");
+    guard_.hold(reply->id);
+    res_.sandbox_id = reply->id;
+    save("running");
+    for (const auto& w : reply->warnings) {
+      if (progress_) progress_("podman warning: " + w);
+    }
+    return ok_status();
+  }
+
+  Status verify() {
+    if (auto st = podman_.init(res_.sandbox_id); !st) return st;
+    auto inspect = podman_.inspect(res_.sandbox_id);
+    if (!inspect) return inspect.error();
+    const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
+    std::ifstream f(spec_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    json spec = json::parse(ss.str(), nullptr, false);
+    if (!f || spec.is_discarded()) {
+      return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " +
+                          spec_path + " (lazyagent-oci must run on the podman host)");
+    }
+    auto violations = verify_effective_config(sreq_, res_.sandbox_id, *inspect, spec);
+    if (!violations.empty()) {
+      return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
+                          describe_violations(violations));
+    }
+    return ok_status();
+  }
+
+  Status start_and_wait() {
+    if (auto st = podman_.start(res_.sandbox_id); !st) return st;
+    auto code = podman_.wait(res_.sandbox_id, static_cast<long>(req_.timeout_seconds) * 1000);
+    if (!code && code.error().kind == ErrorKind::kTimeout) {
+      outcome_.timed_out = true;
+      if (auto st = podman_.kill(res_.sandbox_id); !st) return st;
+      auto after = podman_.wait(res_.sandbox_id, 10000);
+      outcome_.exit_code = after ? *after : 137;
+      return ok_status();
+    }
+    if (!code) return code.error();
+    outcome_.exit_code = *code;
+    return ok_status();
+  }
+
+  Status logs() {
+    const auto cap = static_cast<std::size_t>(policy_.log_bytes);
+    auto raw = podman_.logs(res_.sandbox_id, cap);
+    if (!raw) return raw.error();
+    DemuxedLogs d = demux_logs(raw->body, cap);
+    res_.test_output = to_valid_utf8(d.combined);
+    res_.test_output_truncated = d.truncated || raw->body_truncated;
+    output_for_verdict_ = res_.test_output;
+    if (res_.test_output_truncated) {
+      res_.test_output += "\n[lazyagent-oci: output cut at " + std::to_string(cap) + " bytes]\n";
+    }
+    return ok_status();
+  }
+
+  Status remove() {
+    if (auto st = guard_.remove_now(); !st) return st;
+    copy_guard_.remove_now();
+    return ok_status();
+  }
+
+  void judge_and_save() {
+    outcome_.timeout_seconds = req_.timeout_seconds;
+    outcome_.output_truncated = res_.test_output_truncated;
+    res_.test_exit_code = outcome_.exit_code;
+    const Verdict v = judge(outcome_, output_for_verdict_);
+    res_.tests_passed = v.passed;
+    res_.reason = v.reason;
+    res_.status = v.passed ? "passed" : "failed";
+    save(res_.status);
+  }
+
+  void cleanup() {
+    (void)guard_.remove_now();
+    copy_guard_.remove_now();
+  }
+
+  void save(const std::string& status) {
+    json rec = result_to_json(res_);
+    rec["status"] = status;
+    rec["kind"] = "test";
+    const Owner o = current_owner();
+    rec["owner"] = {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}};
+    rec["seed"] = req_.config.seed;
+    rec["test_command"] = req_.config.test_command;
+    rec["updated_at"] = static_cast<long>(std::time(nullptr));
+    if (!error_.empty()) rec["error"] = error_;
+    (void)store_.write(rec);  // a record we cannot write must not hide the verdict
+  }
+
+  void record_error(const std::string& status, const std::string& message) {
+    error_ = message;
+    res_.status = status;
+    save(status);
+  }
+
+  const TestRequest& req_;
+  PodmanClient& podman_;
+  const RunStore& store_;
+  const ProgressFn& progress_;
+  ContainerGuard guard_;
+  TreeGuard copy_guard_;
+  TestResult res_;
+  SandboxPolicy policy_;
+  SandboxRequest sreq_;
+  Patch patch_;
+  SeedSnapshot seed_;
+  std::string seed_copy_;
+  RunOutcome outcome_;
+  std::string output_for_verdict_;
+  std::string error_;
+};
+
+}  // namespace
+
+Result<TestResult> run_test(const TestRequest& req, PodmanClient& podman, const RunStore& store,
+                            const ProgressFn& progress) {
+  TestPipeline p(req, podman, store, progress);
+  return p.run();
+}
+
+}  // namespace lazyagent

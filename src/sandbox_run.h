@@ -1,0 +1,75 @@
+// `lazyagent-oci test`: prove one patch against a seed in a fresh sandbox.
+//
+// The pipeline, as named steps (each timed, each announced on the progress
+// callback):
+//   validate   the patch against the contract (refusal => no container)
+//   snapshot   read the seed (no symlink following), check the patch fits it
+//   engine     ping podman, check its API version, reap crashed runs' leftovers
+//   image      inspect the sandbox image (digest for the record)
+//   copy       write seed + patch into a private directory of the run store
+//   create     POST containers/create with the policy's request
+//   verify     init, then read inspect + the generated OCI spec; refuse on
+//              any difference from the policy
+//   run        start, wait with the host-side deadline (kill on timeout)
+//   logs       read bounded, demultiplexed output
+//   remove     delete the container and confirm it is gone; delete the copy
+//   verdict    exit status + the runner's report (verdict.h)
+// The container and the private copy are owned by scope guards: every path
+// out of this function (error, timeout, signal) removes them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "patch_contract.h"
+#include "podman_client.h"
+#include "result.h"
+#include "run_store.h"
+
+namespace lazyagent {
+
+struct TestRequest {
+  Config config;                 // effective config (CLI flags already applied)
+  std::string patch_json;        // the patch text, untrusted
+  std::int64_t timeout_seconds = 120;
+  std::string run_id;            // "" = generate
+};
+
+struct StepTiming {
+  std::string step;
+  long ms = 0;
+};
+
+struct TestResult {
+  std::string run_id;
+  std::string status;            // passed | failed | refused
+  std::string sandbox_id;
+  std::vector<std::string> changed_paths;
+  int test_exit_code = -1;
+  std::string test_output;       // bounded, valid UTF-8 (may hold control chars)
+  bool test_output_truncated = false;
+  bool tests_passed = false;
+  std::string reason;            // why not passed
+  std::string image;
+  std::string image_digest;
+  nlohmann::json policy;
+  std::vector<StepTiming> timings;
+  std::vector<Finding> findings; // contract findings when refused
+  std::string seed_sha256;
+  std::string patch_sha256;
+};
+
+nlohmann::json result_to_json(const TestResult& r);
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+// Engine failures are Errors (kEngine); a refused patch or a failing test is
+// a TestResult. The run record is written at the start and at the end.
+Result<TestResult> run_test(const TestRequest& req, PodmanClient& podman, const RunStore& store,
+                            const ProgressFn& progress);
+
+}  // namespace lazyagent

@@ -1,0 +1,84 @@
+#include "terminal_text.h"
+
+#include <cstdio>
+
+#include "utf8.h"
+
+namespace lazyagent {
+namespace {
+
+bool is_format_control(long cp) {
+  return (cp >= 0x200b && cp <= 0x200f) ||  // zero-width, LRM/RLM
+         (cp >= 0x202a && cp <= 0x202e) ||  // bidi embeddings/overrides
+         (cp >= 0x2066 && cp <= 0x2069) ||  // bidi isolates
+         cp == 0xfeff;
+}
+
+void append_hex_byte(std::string& out, unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  out += buf;
+}
+
+void append_codepoint_escape(std::string& out, long cp) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "\\u{%lx}", cp);
+  out += buf;
+}
+
+}  // namespace
+
+std::string escape_for_terminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t len = 1;
+    const long cp = decode_utf8(text, i, len);
+    if (cp < 0) {
+      append_hex_byte(out, static_cast<unsigned char>(text[i]));
+    } else if (cp == '\n' || cp == '\t') {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp == '\r') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') {
+        // CRLF: the CR is harmless line ending noise; drop it.
+      } else {
+        out += "\\r";
+      }
+    } else if (cp < 0x20 || cp == 0x7f) {
+      append_hex_byte(out, static_cast<unsigned char>(cp));
+    } else if ((cp >= 0x80 && cp <= 0x9f) || is_format_control(cp)) {
+      append_codepoint_escape(out, cp);
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string to_valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t len = 1;
+    const long cp = decode_utf8(text, i, len);
+    if (cp < 0) {
+      append_utf8(out, 0xfffd);
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes, bool& cut) {
+  cut = text.size() > max_bytes;
+  if (!cut) return std::string(text);
+  std::size_t end = max_bytes;
+  // Step back over continuation bytes so we never split a character.
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
+
+}  // namespace lazyagent

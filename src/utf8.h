@@ -1,0 +1,19 @@
+// Strict UTF-8 decoding, shared by everything that inspects untrusted text.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace lazyagent {
+
+// Decodes one code point starting at s[pos]. On success returns the code
+// point and sets `len` to its byte length. On a malformed sequence (bad lead
+// or continuation byte, overlong form, surrogate, > U+10FFFF, truncated)
+// returns -1 and sets `len` to 1 so a caller can skip the byte.
+long decode_utf8(std::string_view s, std::size_t pos, std::size_t& len);
+
+// Encodes a code point (caller guarantees it is a valid scalar value).
+void append_utf8(std::string& out, long cp);
+
+}  // namespace lazyagent
