@@ -1,0 +1,174 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "digest.h"
+#include "patch_contract.h"
+#include "seed_snapshot.h"
+
+namespace fs = std::filesystem;
+
+namespace it {
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/lazyagent-it-XXXXXX";
+  path_ = mkdtemp(tmpl);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string TempDir::file(const std::string& name, const std::string& content) const {
+  const std::string p = path_ + "/" + name;
+  fs::create_directories(fs::path(p).parent_path());
+  std::ofstream(p, std::ios::binary) << content;
+  return p;
+}
+
+namespace {
+
+std::vector<std::string> build_env(const CliEnv& env) {
+  std::map<std::string, std::string> vars;
+  for (const char* keep : {"PATH", "HOME", "CONTAINER_HOST", "LANG"}) {
+    if (const char* v = std::getenv(keep)) vars[keep] = v;
+  }
+  vars["XDG_STATE_HOME"] = env.state_dir;
+  vars["LAZYAGENT_CONFIG"] = std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml";
+  for (const auto& [k, v] : env.extra) vars[k] = v;
+  std::vector<std::string> out;
+  for (const auto& [k, v] : vars) out.push_back(k + "=" + v);
+  return out;
+}
+
+pid_t spawn(const CliEnv& env, const std::vector<std::string>& args, int out_fd, int err_fd) {
+  std::vector<std::string> argv_s = {LAZYAGENT_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const std::vector<std::string> env_s = build_env(env);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv, envp;
+    for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    const int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+pid_t spawn_cli(const CliEnv& env, const std::vector<std::string>& args, const std::string& out_dir) {
+  const int out = open((out_dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const int err = open((out_dir + "/stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  const pid_t pid = spawn(env, args, out, err);
+  close(out);
+  close(err);
+  return pid;
+}
+
+int wait_cli(pid_t pid, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+CliResult run_cli(const CliEnv& env, const std::vector<std::string>& args, int timeout_s) {
+  TempDir io;
+  const pid_t pid = spawn_cli(env, args, io.path());
+  CliResult r;
+  r.exit_code = wait_cli(pid, timeout_s);
+  r.out = slurp(io.path() + "/stdout");
+  r.err = slurp(io.path() + "/stderr");
+  return r;
+}
+
+std::string seed_dir() { return std::string(LAZYAGENT_SOURCE_DIR) + "/seed"; }
+
+std::string patch_json(const std::string& path, const std::string& content) {
+  lazyagent::Patch p;
+  p.files.push_back({path, content});
+  return lazyagent::patch_to_json(p);
+}
+
+namespace {
+std::string calculator_with(const std::string& add_body, const std::string& prelude) {
+  std::ifstream f(seed_dir() + "/calculator.py");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string src = ss.str();
+  const std::string broken = "return a - b";
+  const auto pos = src.find(broken);
+  if (pos != std::string::npos) src.replace(pos, broken.size(), add_body);
+  return prelude + (prelude.empty() ? "" : "\n") + src;
+}
+}  // namespace
+
+std::string fixing_patch() { return patch_json("calculator.py", calculator_with("return a + b", "")); }
+std::string wrong_patch() { return patch_json("calculator.py", calculator_with("return a * b", "")); }
+std::string attack_patch(const std::string& prelude) {
+  return patch_json("calculator.py", calculator_with("return a + b", prelude));
+}
+
+std::string sh(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::vector<std::string> containers_with_label(const std::string& label) {
+  std::vector<std::string> ids;
+  std::istringstream in(sh("podman ps -a --filter label=" + label + " --format '{{.ID}}' 2>/dev/null"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) ids.push_back(line);
+  }
+  return ids;
+}
+
+std::string hash_tree(const std::string& dir) {
+  auto snap = lazyagent::snapshot_seed(dir);
+  return snap ? snap->sha256 : "unreadable: " + snap.error().message;
+}
+
+}  // namespace it

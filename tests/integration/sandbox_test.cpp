@@ -1,0 +1,126 @@
+// End-to-end: the real CLI, the real podman service, the real sandbox image.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+
+namespace {
+
+struct Run {
+  CliResult cli;
+  json result;
+};
+
+Run test_patch(const CliEnv& env, const std::string& patch, std::vector<std::string> extra = {}) {
+  TempDir dir;
+  const std::string p = dir.file("patch.json", patch);
+  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", p, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Run r;
+  r.cli = run_cli(env, args);
+  r.result = json::parse(r.cli.out, nullptr, false);
+  INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
+  REQUIRE(r.result.is_object());
+  return r;
+}
+
+bool container_gone(const std::string& id) {
+  return sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
+}
+
+}  // namespace
+
+TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged", "[sandbox]") {
+  TempDir state;
+  const std::string before = hash_tree(seed_dir());
+  Run r = test_patch({state.path()}, fixing_patch());
+  INFO(r.cli.err << r.result.dump(2));
+  CHECK(r.cli.exit_code == 0);
+  CHECK(r.result["tests_passed"] == true);
+  CHECK(r.result["test_exit_code"] == 0);
+  CHECK(r.result["changed_paths"] == json::array({"calculator.py"}));
+  CHECK(r.result["test_output"].get<std::string>().find("Ran 4 tests") != std::string::npos);
+  CHECK(r.result["image_digest"].get<std::string>().rfind("sha256:", 0) == 0);
+  CHECK(r.result["policy"]["network"] == "none");
+  CHECK(r.result["policy"]["memory_bytes"] == 512LL << 20);
+  CHECK(r.result["timings"].contains("verify"));
+  CHECK_FALSE(r.result.contains("reason"));
+  CHECK(container_gone(r.result["sandbox_id"]));
+  CHECK(hash_tree(seed_dir()) == before);
+  // The run store has a durable record that `sandboxes` reads back.
+  CliResult list = run_cli({state.path()}, {"sandboxes", "5", "--json"});
+  REQUIRE(list.exit_code == 0);
+  json rows = json::parse(list.out)["sandboxes"];
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["run_id"] == r.result["run_id"]);
+  CHECK(rows[0]["status"] == "passed");
+  CHECK(rows[0]["exists"] == false);
+}
+
+TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {
+  TempDir state;
+  Run r = test_patch({state.path()}, wrong_patch());
+  CHECK(r.cli.exit_code == 1);
+  CHECK(r.result["tests_passed"] == false);
+  CHECK(r.result["test_exit_code"] == 1);
+  CHECK(r.result["reason"].get<std::string>().rfind("tests failed: the test command exited 1 (unittest:", 0) == 0);
+  CHECK(container_gone(r.result["sandbox_id"]));
+}
+
+TEST_CASE("a refused patch creates no container and names every finding", "[sandbox]") {
+  TempDir state;
+  const std::string bad = R"({"files":[{"path":"../etc/passwd","content":"x"},{"path":"test_calculator.py","content":"y"}]})";
+  Run r = test_patch({state.path()}, bad);
+  CHECK(r.cli.exit_code == 4);
+  CHECK(r.result["sandbox_id"] == "");
+  std::vector<std::string> codes;
+  for (const auto& f : r.result["findings"]) codes.push_back(f["code"]);
+  CHECK(std::find(codes.begin(), codes.end(), "dot_component") != codes.end());
+  CHECK(std::find(codes.begin(), codes.end(), "not_allowed") != codes.end());
+}
+
+TEST_CASE("a hang is cut at the timeout and the container removed", "[sandbox]") {
+  TempDir state;
+  const auto t0 = std::chrono::steady_clock::now();
+  Run r = test_patch({state.path()}, attack_patch("import time\ntime.sleep(3600)"), {"--timeout", "3"});
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.cli.exit_code == 1);
+  CHECK(r.result["reason"] == "timeout: the tests did not finish within 3 s and were killed");
+  CHECK(secs < 15);
+  CHECK(container_gone(r.result["sandbox_id"]));
+}
+
+TEST_CASE("exit 0 without a test report is not a pass", "[sandbox]") {
+  TempDir state;
+  Run r = test_patch({state.path()}, attack_patch("import os\nos._exit(0)"));
+  CHECK(r.cli.exit_code == 1);
+  CHECK(r.result["test_exit_code"] == 0);
+  CHECK(r.result["tests_passed"] == false);
+  CHECK(r.result["reason"] == "no test report: the test command exited 0 but no test runner reported results");
+  Run none = test_patch({state.path()}, fixing_patch(),
+                        {"--test-command", "python3 -m unittest discover -p 'nomatch_*.py'"});
+  CHECK(none.result["tests_passed"] == false);
+  CHECK(none.result["reason"] == "no tests ran: unittest found no tests");
+}
+
+TEST_CASE("engine failures are exit 5, never test failures", "[sandbox]") {
+  TempDir state, cfg;
+  const std::string patch = cfg.file("p.json", fixing_patch());
+  CliResult gone = run_cli({state.path(), {{"CONTAINER_HOST", "unix://" + cfg.path() + "/no.sock"}}},
+                           {"test", "--seed", seed_dir(), "--patch", patch, "--json"});
+  CHECK(gone.exit_code == 5);
+  CHECK(json::parse(gone.out)["error"].get<std::string>().find("cannot reach podman at") != std::string::npos);
+  const std::string config = cfg.file("c.yaml", "seed: " + seed_dir() +
+                                                    "\nimages:\n  sandbox: localhost/lazyagent-missing-image:none\n");
+  CliResult missing = run_cli({state.path()}, {"test", "--config", config, "--patch", patch, "--json"});
+  CHECK(missing.exit_code == 5);
+  CHECK(json::parse(missing.out)["error"].get<std::string>().find("image not found") != std::string::npos);
+}

@@ -1,0 +1,30 @@
+#include <catch2/catch.hpp>
+
+#include "podman_client.h"
+
+using namespace lazyagent;
+
+TEST_CASE("CONTAINER_HOST chooses the socket like podman does") {
+  CHECK(*resolve_podman_socket("unix:///tmp/p.sock", 1000, "/run/user/1000") == "/tmp/p.sock");
+  CHECK(*resolve_podman_socket(nullptr, 0, nullptr) == "/run/podman/podman.sock");
+  CHECK(*resolve_podman_socket("", 1000, "/run/user/1000") == "/run/user/1000/podman/podman.sock");
+  auto ssh = resolve_podman_socket("ssh://core@host/run/podman/podman.sock", 0, nullptr);
+  REQUIRE_FALSE(ssh.ok());
+  CHECK(ssh.error().kind == ErrorKind::kUsage);
+  CHECK(ssh.error().message.rfind("CONTAINER_HOST=ssh://core@host/run/podman/podman.sock: only unix://", 0) == 0);
+  CHECK_FALSE(resolve_podman_socket(nullptr, 1000, nullptr).ok());
+}
+
+TEST_CASE("API versions below 4 are refused with advice") {
+  CHECK(check_api_version("4.3.1").ok());
+  CHECK(check_api_version("5.0.0").ok());
+  CHECK(check_api_version("3.4.4").error().message ==
+        "podman API 3.4.4 is too old: lazyagent-oci needs podman 4.0 or newer");
+  CHECK_FALSE(check_api_version("").ok());
+}
+
+TEST_CASE("podman's own error message is carried") {
+  CHECK(podman_error_text(404, R"({"cause":"no such container","message":"no container with name or ID \"x\" found: no such container","response":404})") ==
+        "podman said 404: no container with name or ID \"x\" found: no such container");
+  CHECK(podman_error_text(500, "plain failure\n") == "podman said 500: plain failure");
+}

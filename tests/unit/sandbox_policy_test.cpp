@@ -1,0 +1,79 @@
+#include <catch2/catch.hpp>
+
+#include "sandbox_policy.h"
+
+using namespace lazyagent;
+using nlohmann::json;
+
+namespace {
+SandboxRequest request() {
+  SandboxRequest r;
+  r.policy.image = "localhost/lazyagent-sandbox:latest";
+  r.name = "lazyagent-sandbox-r-1";
+  r.labels = {{kLabelRole, "sandbox"}, {kLabelRun, "r-1"}};
+  r.seed_copy_path = "/state/work/r-1/seed";
+  r.test_command = "python3 -m unittest -v";
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the create request uses the field names podman 4.3 honours") {
+  const json s = build_create_spec(request());
+  CHECK(s["netns"] == json{{"nsmode", "none"}});
+  CHECK(s["cap_drop"] == json::array({"ALL"}));
+  CHECK(s["no_new_privileges"] == true);
+  CHECK(s["read_only_filesystem"] == true);
+  CHECK(s["unsetenvall"] == true);
+  CHECK(s["resource_limits"]["memory"]["limit"] == 512LL << 20);
+  CHECK(s["resource_limits"]["pids"]["limit"] == 256);
+  CHECK(s["resource_limits"]["cpu"] == json{{"quota", 100000}, {"period", 100000}});
+  CHECK(s["r_limits"][0] == json{{"type", "nofile"}, {"soft", 1024}, {"hard", 1024}});
+  CHECK(s["r_limits"][1]["type"] == "nproc");
+  CHECK(s["log_configuration"]["driver"] == "k8s-file");
+  CHECK(s["labels"]["io.lazyagent.role"] == "sandbox");
+  CHECK_FALSE(s.contains("secrets"));
+  CHECK_FALSE(s["netns"].contains("mode"));  // the misspelling podman ignores
+}
+
+TEST_CASE("mounts: two size-capped tmpfs and the private copy read-only, nothing else") {
+  const json m = build_create_spec(request())["mounts"];
+  REQUIRE(m.size() == 3);
+  CHECK(m[0]["destination"] == "/work");
+  CHECK(m[0]["type"] == "tmpfs");
+  CHECK(m[0]["options"] == json::array({"rw", "nosuid", "nodev", "size=67108864", "mode=1777"}));
+  CHECK(m[1]["destination"] == "/tmp");
+  CHECK(std::find(m[1]["options"].begin(), m[1]["options"].end(), "noexec") != m[1]["options"].end());
+  CHECK(m[2]["destination"] == "/seed");
+  CHECK(m[2]["source"] == "/state/work/r-1/seed");
+  CHECK(m[2]["options"] == json::array({"bind", "ro", "nosuid", "nodev", "noexec"}));
+}
+
+TEST_CASE("the environment is exactly the allowlist") {
+  const json env = build_create_spec(request())["env"];
+  CHECK(env.size() == 5);
+  CHECK(env["HOME"] == "/work");
+  CHECK_FALSE(env.contains("CODING_AGENT_API_KEY"));
+}
+
+TEST_CASE("the test command travels as an argument, never spliced into the script") {
+  const auto cmd = sandbox_command("python3 -m unittest -v; echo \"$x\"");
+  REQUIRE(cmd.size() == 5);
+  CHECK(cmd[0] == "/bin/sh");
+  CHECK(cmd[2] == "cp -R /seed/. /work/ && cd /work && exec /bin/sh -c \"$1\"");
+  CHECK(cmd[4] == "python3 -m unittest -v; echo \"$x\"");
+}
+
+TEST_CASE("policy comes from config limits") {
+  Config c;
+  c.limits.memory_mib = 256;
+  c.limits.cpus = 0.5;
+  c.limits.pids = 64;
+  const SandboxPolicy p = policy_from_config(c, 30);
+  CHECK(p.memory_bytes == 256LL << 20);
+  CHECK(p.cpu_quota == 50000);
+  CHECK(p.pids == 64);
+  CHECK(p.timeout_seconds == 30);
+  const json j = policy_to_json(p);
+  CHECK(j["cpus"] == 0.5);
+  CHECK(j["network"] == "none");
+}
