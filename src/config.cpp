@@ -1,0 +1,343 @@
+// Config loading: YAML text -> Config, every key checked against one schema.
+//
+// The schema is written once, in parse_config(), as nested tables of
+// {key, reader}. A key not in its table is an error naming the full key path
+// and the valid keys; a value of the wrong type or out of range is an error
+// naming the key path and the value. All errors are collected (one per line,
+// each "<source>: <key.path>: <what is wrong>") so a user fixes them in one go.
+// yaml-cpp exceptions are caught here and never leave this file.
+//
+// Ranges (also documented in config/lazyagent.yaml):
+//   limits.memory_mib      6..65536    runc refuses a memory limit under 6 MB
+//   limits.pids            1..65536
+//   limits.cpus            0.01..256   the kernel's smallest CFS quota is 1 ms per 100 ms
+//   limits.nofile, nproc   1..65536    the hosts lack CAP_SYS_RESOURCE to raise hard limits
+//   limits.*_tmpfs_mib     1..16384
+//   limits.log_bytes       4096..64 MiB
+//   timeouts.test_seconds  1..86400
+//   patch.max_files        1..3        may be lowered, never raised past the contract cap
+//   patch.max_bytes        1..12000    likewise
+#include "config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <system_error>
+
+#include "patch_contract.h"
+
+#ifndef LAZYAGENT_DATADIR
+#define LAZYAGENT_DATADIR "/usr/local/share/lazyagent-oci"
+#endif
+
+namespace lazyagent {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kMaxConfigFileBytes = 1024 * 1024;
+
+// Text from the file, made safe for a one-line message: C0 and DEL as \xNN, cut at 80 bytes.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (out.size() > 80) return out + "...";
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
+// A value as a user would recognise it in a message.
+std::string describe(const YAML::Node& n) {
+  if (n.IsNull()) return "nothing";
+  if (n.IsSequence()) return n.size() == 0 ? "an empty list" : "a list";
+  if (n.IsMap()) return n.size() == 0 ? "an empty mapping" : "a mapping";
+  return "'" + printable(n.Scalar()) + "'";
+}
+
+std::string join_key(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+// Reads one document against the schema, collecting every error.
+class Reader {
+ public:
+  using Read = std::function<void(const YAML::Node&, const std::string& key_path)>;
+  struct Field {
+    const char* key;
+    Read read;
+  };
+
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  const std::vector<std::string>& errors() const { return errors_; }
+
+  void error(const std::string& key_path, const std::string& what) {
+    errors_.push_back(source_ + ": " + (key_path.empty() ? "top level" : key_path) + ": " + what);
+  }
+
+  // A mapping whose keys must all appear in `fields`. Absent or empty (null)
+  // means "all defaults", so a section with every line commented out is fine.
+  void mapping(const YAML::Node& node, const std::string& path, const std::vector<Field>& fields) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) return error(path, "expected a mapping, got " + describe(node));
+    std::set<std::string> seen;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) {
+        error(path, "keys must be plain names, got " + describe(entry.first));
+        continue;
+      }
+      const std::string key = entry.first.Scalar();
+      const std::string key_path = join_key(path, printable(key));
+      const Field* field = nullptr;
+      std::string valid;
+      for (const Field& f : fields) {
+        valid += (valid.empty() ? "" : ", ") + std::string(f.key);
+        if (key == f.key) field = &f;
+      }
+      if (field == nullptr) {
+        error(key_path, "unknown key (valid keys: " + valid + ")");
+      } else if (!seen.insert(key).second) {
+        error(key_path, "duplicate key");
+      } else {
+        field->read(entry.second, key_path);
+      }
+    }
+  }
+
+  Read nested(std::vector<Field> fields) {
+    return [this, fields = std::move(fields)](const YAML::Node& n, const std::string& p) {
+      mapping(n, p, fields);
+    };
+  }
+
+  // A non-empty string. `valid` (optional) is the stricter rule, `expected`
+  // says it in words: "expected <expected>, got '<value>'".
+  Read string(std::string* out, bool (*valid)(const std::string&) = nullptr,
+              const char* expected = "a non-empty string") {
+    return [=, this](const YAML::Node& n, const std::string& p) {
+      if (!n.IsScalar() || n.Scalar().empty() || (valid != nullptr && !valid(n.Scalar())))
+        return error(p, std::string("expected ") + expected + ", got " + describe(n));
+      *out = n.Scalar();
+    };
+  }
+
+  // A decimal integer in [min, max]. `cap` names a hard cap (patch limits),
+  // which gets its own message: the user tried to raise something they cannot.
+  Read integer(std::int64_t* out, std::int64_t min, std::int64_t max, bool cap = false) {
+    return [=, this](const YAML::Node& n, const std::string& p) {
+      std::int64_t v = 0;
+      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      const bool digits_only = !s.empty() && end == s.data() + s.size();
+      if (!n.IsScalar() || !digits_only ||
+          (ec != std::errc() && ec != std::errc::result_out_of_range))
+        return error(p, "expected a positive integer, got " + describe(n));
+      if (cap && (ec != std::errc() || v > max))
+        return error(p, "cannot be raised past the cap of " + std::to_string(max) + ", got " + s);
+      if (ec != std::errc() || v < min || v > max)
+        return error(p, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                            ", got " + s);
+      *out = v;
+    };
+  }
+
+  Read number(double* out, double min, double max, const char* range_text) {
+    return [=, this](const YAML::Node& n, const std::string& p) {
+      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+      const bool decimal =
+          !s.empty() && s.find_first_not_of("0123456789.eE+-") == std::string::npos;
+      char* end = nullptr;
+      errno = 0;
+      const double v = decimal ? std::strtod(s.c_str(), &end) : NAN;
+      if (!decimal || end != s.c_str() + s.size() || !std::isfinite(v) || errno == ERANGE)
+        return error(p, "expected a positive number, got " + describe(n));
+      if (v < min || v > max) return error(p, std::string("must be ") + range_text + ", got " + s);
+      *out = v;
+    };
+  }
+
+  // A non-empty list of allowlist entries, each obeying the patch contract's
+  // path rules (an entry may end in one '/' to allow a directory).
+  Read allow_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence() || n.size() == 0)
+        return error(p, "expected a non-empty list of relative paths, got " + describe(n));
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const std::string item_path = p + "[" + std::to_string(i) + "]";
+        const YAML::Node item = n[i];
+        if (!item.IsScalar() || item.Scalar().empty()) {
+          error(item_path, "expected a non-empty path, got " + describe(item));
+          continue;
+        }
+        std::string_view path = item.Scalar();
+        if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+        const std::vector<Finding> findings = check_patch_path(path);
+        if (!findings.empty()) {
+          std::string why = findings.front().message;
+          if (!why.empty() && why.back() == '.') why.pop_back();
+          error(item_path, why);
+          continue;
+        }
+        entries.push_back(item.Scalar());
+      }
+      *out = std::move(entries);
+    };
+  }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+// Valid as both a podman secret name and an environment variable name.
+bool is_secret_name(const std::string& s) {
+  bool ok = !s.empty() && s.size() <= 253 && !(s[0] >= '0' && s[0] <= '9');
+  for (const char c : s)
+    ok = ok &&
+         ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  return ok;
+}
+constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
+
+bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+
+bool is_image_reference(const std::string& s) {
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
+  return true;
+}
+constexpr const char* kImage = "an image reference without spaces or control characters";
+
+// `seed` relative to the config file's directory (or the working directory).
+std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
+  fs::path p(seed);
+  if (p.is_relative()) {
+    std::error_code ec;
+    fs::path base = base_dir.empty() ? fs::current_path(ec) : fs::path(base_dir);
+    if (base.is_relative()) base = fs::absolute(base, ec);
+    p = base / p;
+  }
+  std::string out = p.lexically_normal().string();
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::string error_text(int err) { return std::generic_category().message(err); }
+
+}  // namespace
+
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
+                            const std::string& base_dir) {
+  const std::string name = source.empty() ? "config" : source;
+  try {
+    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+    if (docs.size() > 1)
+      return usage_error(name + ": expected one YAML document, found " +
+                         std::to_string(docs.size()));
+    Config cfg;
+    cfg.source = source;
+    if (docs.empty()) return cfg;  // an empty file means the defaults
+
+    Reader r(name);
+    std::string seed;
+    LimitsConfig& lim = cfg.limits;
+    r.mapping(
+        docs[0], "",
+        {
+            {"seed", r.string(&seed)},
+            {"allow", r.allow_list(&cfg.allow)},
+            {"test_command", r.string(&cfg.test_command)},
+            {"images",
+             r.nested({{"sandbox", r.string(&cfg.images.sandbox, is_image_reference, kImage)},
+                       {"planner", r.string(&cfg.images.planner, is_image_reference, kImage)}})},
+            {"limits",
+             r.nested({{"memory_mib", r.integer(&lim.memory_mib, 6, 65536)},
+                       {"pids", r.integer(&lim.pids, 1, 65536)},
+                       {"cpus", r.number(&lim.cpus, 0.01, 256, "between 0.01 and 256")},
+                       {"nofile", r.integer(&lim.nofile, 1, 65536)},
+                       {"nproc", r.integer(&lim.nproc, 1, 65536)},
+                       {"work_tmpfs_mib", r.integer(&lim.work_tmpfs_mib, 1, 16384)},
+                       {"tmp_tmpfs_mib", r.integer(&lim.tmp_tmpfs_mib, 1, 16384)},
+                       {"log_bytes", r.integer(&lim.log_bytes, 4096, 64 * 1024 * 1024)}})},
+            {"timeouts",
+             r.nested({{"test_seconds", r.integer(&cfg.timeouts.test_seconds, 1, 86400)}})},
+            {"patch", r.nested({{"max_files", r.integer(&cfg.patch.max_files, 1,
+                                                        std::int64_t{kMaxPatchFilesCap}, true)},
+                                {"max_bytes", r.integer(&cfg.patch.max_bytes, 1,
+                                                        std::int64_t{kMaxPatchBytesCap}, true)}})},
+            {"provider",
+             r.nested(
+                 {{"secrets", r.nested({{"base_url", r.string(&cfg.provider.base_url_secret,
+                                                              is_secret_name, kSecretName)},
+                                        {"model", r.string(&cfg.provider.model_secret,
+                                                           is_secret_name, kSecretName)},
+                                        {"api_key", r.string(&cfg.provider.api_key_secret,
+                                                             is_secret_name, kSecretName)}})}})},
+            {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
+                                                      "'runc' or 'runsc'")}})},
+        });
+    if (!r.errors().empty()) {
+      std::string all;
+      for (const std::string& e : r.errors()) all += (all.empty() ? "" : "\n") + e;
+      return usage_error(all);
+    }
+    if (!seed.empty()) cfg.seed = resolve_seed(seed, base_dir);
+    return cfg;
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return usage_error(name + ": invalid YAML: " + e.msg);
+    return usage_error(name + ": line " + std::to_string(e.mark.line + 1) + ", column " +
+                       std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    return usage_error(name + ": cannot load config: " + e.what());
+  }
+}
+
+Result<Config> load_config_file(const std::string& path) {
+  if (path.empty()) return usage_error("config file path is empty");
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return usage_error(path + ": cannot read config file: it is a directory");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return usage_error(path + ": cannot read config file: " + error_text(errno));
+  std::string text;
+  char buf[8192];
+  std::size_t n = 0;
+  while (text.size() <= kMaxConfigFileBytes && (n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    text.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) return usage_error(path + ": cannot read config file: " + error_text(err));
+  if (text.size() > kMaxConfigFileBytes)
+    return usage_error(path + ": config file is larger than 1 MiB");
+  fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
+  if (ec) dir = fs::path(path).parent_path();
+  return parse_config(text, path, dir.string());
+}
+
+std::string default_config_path() {
+  if (const char* env = std::getenv("LAZYAGENT_CONFIG"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  if (fs::is_regular_file("config/lazyagent.yaml", ec)) return "config/lazyagent.yaml";
+  const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
+  if (fs::is_regular_file(installed, ec)) return installed;
+  return "";
+}
+
+}  // namespace lazyagent

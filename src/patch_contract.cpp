@@ -1,0 +1,607 @@
+// Patch contract: a strict, byte-transparent JSON reader and the validation rules.
+//
+// Why not nlohmann::json::parse: it rejects the whole document at the first
+// invalid UTF-8 byte or unpaired surrogate escape ("\ud800"), so the refusal
+// would read "malformed_json" and name no file. The reader below follows the
+// RFC 8259 grammar exactly, but copies string bytes as they are and decodes an
+// unpaired surrogate escape to its 3-byte form (which is not UTF-8), so the
+// rules see the bad bytes and report invalid_utf8 against the right path.
+// It recurses at most kMaxDepth levels: hostile nesting cannot exhaust the stack.
+//
+// Order of findings (stable, tests and scripts rely on it): document-level
+// shape findings; then each file in index order (its shape, path rules, then
+// content rules, each in reason-code order); then patch-level limits.
+#include "patch_contract.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "digest.h"
+#include "utf8.h"
+
+namespace lazyagent {
+namespace {
+
+// The contract needs depth 3 (object, files array, entry object); deeper input
+// is refused as bad_shape before it can cost anything.
+constexpr int kMaxDepth = 16;
+// Raw text bound: 12,000 content bytes escaped as \u00XX are 72,000 bytes, so no
+// conforming patch comes near this; bigger input is refused before parsing. It
+// also bounds the reader's memory (tens of bytes per input byte at worst).
+constexpr std::size_t kMaxPatchTextBytes = 256 * 1024;
+// Paths shown in messages are cut here (a path is not bounded by max_bytes).
+constexpr std::size_t kMaxShownPathBytes = 256;
+
+// ---- display: messages are one line with no raw control bytes ------------------
+
+// False for -1 (an invalid byte): that is invalid_utf8, not a control character.
+bool is_control(long cp) {
+  return (cp >= 0 && cp < 0x20) || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f);
+}
+
+bool is_format_control(long cp) {  // can reorder or hide what a reader sees
+  return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff;
+}
+
+std::string hex_byte(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  return buf;
+}
+
+// C0 and DEL as \xNN, C1 and format controls as \u{NN}, invalid bytes as \xNN,
+// '\' as "\\" (so a literal "\x01" in a path cannot pass for an escape).
+std::string shown(std::string_view s, std::size_t max_bytes = kMaxShownPathBytes) {
+  std::string out;
+  for (std::size_t i = 0, len = 1; i < s.size(); i += len) {
+    if (out.size() >= max_bytes) return out + "...";
+    const long cp = decode_utf8(s, i, len);
+    if (cp < 0 || cp < 0x20 || cp == 0x7f) {
+      out += hex_byte(static_cast<unsigned char>(s[i]));
+    } else if (is_control(cp) || is_format_control(cp)) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "\\u{%lx}", cp);
+      out += buf;
+    } else if (cp == '\\') {
+      out += "\\\\";
+    } else {
+      out.append(s.substr(i, len));
+    }
+  }
+  return out;
+}
+
+std::string quoted(std::string_view path) { return "'" + shown(path) + "'"; }
+
+// ---- the JSON reader ------------------------------------------------------------
+
+struct JsonMember;
+struct JsonValue {
+  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
+  Kind kind = Kind::kNull;
+  std::string text;                 // kString: decoded bytes, possibly not UTF-8
+  std::vector<JsonValue> items;     // kArray
+  std::vector<JsonMember> members;  // kObject, in document order, duplicates kept
+};
+struct JsonMember {
+  std::string key;
+  JsonValue value;
+};
+
+const char* kind_name(JsonValue::Kind k) {
+  switch (k) {
+    case JsonValue::Kind::kNull: return "null";
+    case JsonValue::Kind::kBool: return "a boolean";
+    case JsonValue::Kind::kNumber: return "a number";
+    case JsonValue::Kind::kString: return "a string";
+    case JsonValue::Kind::kArray: return "an array";
+    case JsonValue::Kind::kObject: return "an object";
+  }
+  return "?";
+}
+
+class JsonReader {
+ public:
+  explicit JsonReader(std::string_view text) : text_(text) {}
+
+  // Reads the whole text as exactly one value. On failure error() says what and where.
+  bool read_document(JsonValue* out) {
+    if (!value(out, 1)) return false;
+    skip_ws();
+    return pos_ == text_.size() || fail("unexpected text after the JSON value");
+  }
+  const std::string& error() const { return error_; }
+  bool too_deep() const { return too_deep_; }
+
+ private:
+  bool value(JsonValue* out, int depth) {
+    skip_ws();
+    if (pos_ >= text_.size()) return fail("unexpected end of input");
+    switch (text_[pos_]) {
+      case '{': return object(out, depth);
+      case '[': return array(out, depth);
+      case '"': out->kind = JsonValue::Kind::kString; return string(&out->text);
+      case 't': out->kind = JsonValue::Kind::kBool; return literal("true");
+      case 'f': out->kind = JsonValue::Kind::kBool; return literal("false");
+      case 'n': out->kind = JsonValue::Kind::kNull; return literal("null");
+      default: out->kind = JsonValue::Kind::kNumber; return number();
+    }
+  }
+
+  bool enter(int depth) {
+    if (depth <= kMaxDepth) return true;
+    too_deep_ = true;
+    return fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+  }
+
+  bool object(JsonValue* out, int depth) {
+    out->kind = JsonValue::Kind::kObject;
+    if (!enter(depth)) return false;
+    ++pos_;  // '{'
+    skip_ws();
+    if (peek('}')) return ++pos_, true;
+    while (true) {
+      skip_ws();
+      if (!peek('"')) return fail("expected a string key");
+      JsonMember m;
+      if (!string(&m.key)) return false;
+      skip_ws();
+      if (!peek(':')) return fail("expected ':'");
+      ++pos_;
+      if (!value(&m.value, depth + 1)) return false;
+      out->members.push_back(std::move(m));
+      skip_ws();
+      if (peek('}')) return ++pos_, true;
+      if (!peek(',')) return fail("expected ',' or '}'");
+      ++pos_;
+    }
+  }
+
+  bool array(JsonValue* out, int depth) {
+    out->kind = JsonValue::Kind::kArray;
+    if (!enter(depth)) return false;
+    ++pos_;  // '['
+    skip_ws();
+    if (peek(']')) return ++pos_, true;
+    while (true) {
+      out->items.emplace_back();
+      if (!value(&out->items.back(), depth + 1)) return false;
+      skip_ws();
+      if (peek(']')) return ++pos_, true;
+      if (!peek(',')) return fail("expected ',' or ']'");
+      ++pos_;
+    }
+  }
+
+  bool string(std::string* out) {
+    ++pos_;  // opening quote
+    while (pos_ < text_.size()) {
+      const auto c = static_cast<unsigned char>(text_[pos_]);
+      if (c == '"') return ++pos_, true;
+      if (c < 0x20) return fail("unescaped control character in a string");
+      ++pos_;
+      if (c != '\\') {
+        out->push_back(static_cast<char>(c));  // raw bytes kept, valid or not
+        continue;
+      }
+      if (pos_ >= text_.size()) break;
+      const char e = text_[pos_++];
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/': out->push_back(e); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u':
+          if (!unicode_escape(out)) return false;
+          break;
+        default: --pos_; return fail("invalid escape sequence");
+      }
+    }
+    return fail("unterminated string");
+  }
+
+  // After "\u": one code point, or a high+low surrogate pair. An unpaired
+  // surrogate is kept as its 3-byte encoding, which the UTF-8 rule refuses.
+  bool unicode_escape(std::string* out) {
+    long cp = 0;
+    if (!hex4(&cp)) return fail("invalid \\u escape");
+    if (cp >= 0xd800 && cp <= 0xdbff && text_.substr(pos_, 2) == "\\u") {
+      const std::size_t save = pos_;
+      pos_ += 2;
+      long low = 0;
+      if (hex4(&low) && low >= 0xdc00 && low <= 0xdfff) {
+        append_utf8(*out, 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00));
+        return true;
+      }
+      pos_ = save;  // not a pair: the next escape is read on its own
+    }
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    } else {
+      append_utf8(*out, cp);
+    }
+    return true;
+  }
+
+  bool hex4(long* cp) {
+    if (pos_ + 4 > text_.size()) return false;
+    *cp = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char h = text_[pos_ + i];
+      const int d = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+      if (d < 0) return false;
+      *cp = *cp * 16 + d;
+    }
+    pos_ += 4;
+    return true;
+  }
+
+  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; the value itself is never needed.
+  bool number() {
+    const std::size_t start = pos_;
+    if (peek('-')) ++pos_;
+    if (peek('0')) {
+      ++pos_;
+    } else if (!digits()) {
+      pos_ = start;
+      return fail(unexpected());
+    }
+    if (peek('.')) {
+      ++pos_;
+      if (!digits()) return fail("expected a digit after '.'");
+    }
+    if (peek('e') || peek('E')) {
+      ++pos_;
+      if (peek('+') || peek('-')) ++pos_;
+      if (!digits()) return fail("expected a digit in the exponent");
+    }
+    return true;
+  }
+
+  bool digits() {
+    const std::size_t start = pos_;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+    return pos_ > start;
+  }
+
+  bool literal(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word) return fail(unexpected());
+    pos_ += word.size();
+    return true;
+  }
+
+  std::string unexpected() const {
+    const auto c = static_cast<unsigned char>(text_[pos_]);
+    if (c > 0x20 && c < 0x7f) return std::string("unexpected character '") + char(c) + "'";
+    return "unexpected byte " + hex_byte(c);
+  }
+
+  bool peek(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+
+  void skip_ws() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
+      ++pos_;
+  }
+
+  // Records what went wrong at the current position (1-based line and byte column).
+  bool fail(const std::string& what) {
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < pos_ && i < text_.size(); ++i) {
+      if (text_[i] == '\n')
+        ++line, column = 1;
+      else
+        ++column;
+    }
+    error_ = what + " at line " + std::to_string(line) + ", column " + std::to_string(column);
+    return false;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::string error_;
+  bool too_deep_ = false;
+};
+
+// ---- the rules --------------------------------------------------------------------
+
+Finding finding(const char* code, std::string_view path, std::string message) {
+  return Finding{code, path.empty() ? std::string() : shown(path), std::move(message)};
+}
+
+std::size_t first_invalid_utf8(std::string_view s) {
+  for (std::size_t i = 0, len = 1; i < s.size(); i += len) {
+    if (decode_utf8(s, i, len) < 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+std::string invalid_utf8_detail(std::string_view s, std::size_t at) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const bool surrogate =
+      at + 2 < s.size() && b(at) == 0xed && b(at + 1) >= 0xa0 && (b(at + 2) & 0xc0) == 0x80;
+  return " is not valid UTF-8 at byte " + std::to_string(at) +
+         (surrogate ? " (an unpaired UTF-16 surrogate)." : ".");
+}
+
+bool allowed(std::string_view path, const std::vector<std::string>& allow) {
+  return std::any_of(allow.begin(), allow.end(), [&](const std::string& a) {
+    if (path == a) return true;
+    return !a.empty() && a.back() == '/' && path.size() > a.size() && path.substr(0, a.size()) == a;
+  });
+}
+
+ContractLimits clamped(const ContractLimits& limits) {
+  ContractLimits out = limits;
+  out.max_files = std::min(out.max_files, kMaxPatchFilesCap);
+  out.max_bytes = std::min(out.max_bytes, kMaxPatchBytesCap);
+  return out;
+}
+
+// Per-file and patch-level rules; remembers paths seen for duplicate_path.
+class FileRules {
+ public:
+  explicit FileRules(const ContractLimits& limits) : limits_(clamped(limits)) {}
+
+  void check(const PatchFile& f, std::size_t index, std::vector<Finding>* out) {
+    std::vector<Finding> path_findings = check_patch_path(f.path);
+    out->insert(out->end(), path_findings.begin(), path_findings.end());
+    const auto [first, inserted] = seen_.emplace(f.path, index);
+    if (!inserted)
+      out->push_back(finding(reason::kDuplicatePath, f.path,
+                             "path " + quoted(f.path) + " appears more than once (first as files[" +
+                                 std::to_string(first->second) + "])."));
+    if (!f.path.empty() && !allowed(f.path, limits_.allow)) out->push_back(not_allowed(f.path));
+    check_content(f, out);
+    total_bytes_ += f.content.size();
+  }
+
+  void finish(std::size_t file_count, std::vector<Finding>* out) const {
+    if (file_count == 0) out->push_back(finding(reason::kNoFiles, "", "patch has no files."));
+    if (file_count > limits_.max_files)
+      out->push_back(finding(reason::kTooManyFiles, "",
+                             "patch has " + std::to_string(file_count) + " files; the limit is " +
+                                 std::to_string(limits_.max_files) + "."));
+    if (total_bytes_ > limits_.max_bytes)
+      out->push_back(finding(reason::kTooLarge, "",
+                             "patch content totals " + std::to_string(total_bytes_) +
+                                 " bytes; the limit is " + std::to_string(limits_.max_bytes) +
+                                 "."));
+  }
+
+ private:
+  Finding not_allowed(const std::string& path) const {
+    std::string list;
+    for (const std::string& a : limits_.allow) list += (list.empty() ? "" : ", ") + shown(a);
+    return finding(reason::kNotAllowed, path,
+                   "path " + quoted(path) + " is not allowed" +
+                       (list.empty() ? "; the allowlist is empty." : "; allowed: " + list + "."));
+  }
+
+  void check_content(const PatchFile& f, std::vector<Finding>* out) const {
+    const std::string_view c = f.content;
+    const std::size_t bad = first_invalid_utf8(c);
+    if (bad != std::string_view::npos)
+      out->push_back(finding(reason::kInvalidUtf8, f.path,
+                             "content of " + quoted(f.path) + invalid_utf8_detail(c, bad)));
+    std::size_t count = 0, first_at = 0, first_len = 1;
+    for (std::size_t i = 0, len = 1; i < c.size(); i += len) {
+      const long cp = decode_utf8(c, i, len);
+      if (cp < 0 || cp == '\t' || cp == '\n' || cp == '\r' || !is_control(cp)) continue;
+      if (count++ == 0) first_at = i, first_len = len;
+    }
+    if (count == 0) return;
+    const std::string what = shown(c.substr(first_at, first_len));
+    out->push_back(finding(reason::kControlCharInContent, f.path,
+                           "content of " + quoted(f.path) +
+                               (count == 1 ? " contains control character " + what
+                                           : " contains " + std::to_string(count) +
+                                                 " control characters, the first " + what) +
+                               " at byte " + std::to_string(first_at) + "."));
+  }
+
+  ContractLimits limits_;
+  std::map<std::string, std::size_t> seen_;
+  std::size_t total_bytes_ = 0;
+};
+
+// Shape of one files[] entry. Returns the file when path and content are both
+// strings (even if the entry has other shape problems: every rule still runs).
+bool read_entry(const JsonValue& entry, std::size_t index, PatchFile* file,
+                std::vector<Finding>* out) {
+  const std::string where = "files[" + std::to_string(index) + "]";
+  if (entry.kind != JsonValue::Kind::kObject) {
+    out->push_back(finding(reason::kBadShape, "",
+                           where + " must be an object, got " + kind_name(entry.kind) + "."));
+    return false;
+  }
+  const JsonValue* fields[2] = {nullptr, nullptr};  // path, content
+  const char* names[2] = {"path", "content"};
+  std::vector<std::string> problems;
+  for (const JsonMember& m : entry.members) {
+    const int k = m.key == "path" ? 0 : m.key == "content" ? 1 : -1;
+    if (k < 0) {
+      problems.push_back(where + " has unknown key " + quoted(m.key) +
+                         " (allowed: path, content).");
+    } else if (fields[k] != nullptr) {
+      problems.push_back(where + " has the key '" + names[k] + "' more than once.");
+    } else {
+      fields[k] = &m.value;
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    if (fields[k] == nullptr) {
+      problems.push_back(where + " has no '" + names[k] + "'.");
+    } else if (fields[k]->kind != JsonValue::Kind::kString) {
+      problems.push_back(where + "." + names[k] + " must be a string, got " +
+                         kind_name(fields[k]->kind) + ".");
+    }
+  }
+  const bool has_path = fields[0] != nullptr && fields[0]->kind == JsonValue::Kind::kString;
+  for (std::string& p : problems)
+    out->push_back(finding(reason::kBadShape, has_path ? fields[0]->text : "", std::move(p)));
+  if (!has_path || fields[1] == nullptr || fields[1]->kind != JsonValue::Kind::kString)
+    return false;
+  *file = PatchFile{fields[0]->text, fields[1]->text};
+  return true;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
+
+std::vector<Finding> check_patch_path(std::string_view path) {
+  std::vector<Finding> out;
+  const std::string q = quoted(path);
+  if (path.empty()) {
+    out.push_back(finding(reason::kEmptyPath, path, "path is empty."));
+    return out;
+  }
+  const std::size_t bad = first_invalid_utf8(path);
+  if (bad != std::string_view::npos)
+    out.push_back(
+        finding(reason::kInvalidUtf8, path, "path " + q + invalid_utf8_detail(path, bad)));
+  const bool absolute = path.front() == '/';
+  if (absolute)
+    out.push_back(finding(reason::kAbsolutePath, path,
+                          "path " + q + " is absolute; paths must be relative to the seed."));
+  // Components between '/'; the leading empty one of an absolute path is reported above.
+  for (std::size_t start = absolute ? 1 : 0;;) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      out.push_back(finding(reason::kDotComponent, path,
+                            "path " + q +
+                                (part.empty() ? " has an empty component ('//' or a trailing '/')."
+                                              : " has a '" + std::string(part) + "' component.")));
+      break;
+    }
+    if (end == path.size()) break;
+    start = end + 1;
+  }
+  if (path.find('\\') != std::string_view::npos)
+    out.push_back(finding(reason::kBackslashInPath, path,
+                          "path " + q + " contains a backslash; separate components with '/'."));
+  for (std::size_t i = 0, len = 1; i < path.size(); i += len) {
+    if (is_control(decode_utf8(path, i, len))) {
+      out.push_back(
+          finding(reason::kControlCharInPath, path,
+                  "path " + q + " contains control character " + shown(path.substr(i, len)) + "."));
+      break;
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& limits) {
+  std::vector<Finding> out;
+  FileRules rules(limits);
+  for (std::size_t i = 0; i < patch.files.size(); ++i) rules.check(patch.files[i], i, &out);
+  rules.finish(patch.files.size(), &out);
+  return out;
+}
+
+ContractResult validate_patch_json(std::string_view json_text, const ContractLimits& limits) {
+  ContractResult r;
+  auto add = [&](const char* code, std::string message) {
+    r.findings.push_back(finding(code, "", std::move(message)));
+  };
+  auto refuse = [&](const char* code, std::string message) {
+    add(code, std::move(message));
+    return r;
+  };
+  try {
+    if (json_text.size() > kMaxPatchTextBytes)
+      return refuse(reason::kTooLarge, "patch text is " + std::to_string(json_text.size()) +
+                                           " bytes; the limit is " +
+                                           std::to_string(kMaxPatchTextBytes) + ".");
+    JsonReader reader(json_text);
+    JsonValue doc;
+    if (!reader.read_document(&doc))
+      return refuse(reader.too_deep() ? reason::kBadShape : reason::kMalformedJson,
+                    "patch is not valid JSON: " + reader.error() + ".");
+    if (doc.kind != JsonValue::Kind::kObject)
+      return refuse(reason::kBadShape, std::string("patch must be a JSON object with a 'files' "
+                                                   "array, got ") +
+                                           kind_name(doc.kind) + ".");
+    const JsonValue* files = nullptr;
+    for (const JsonMember& m : doc.members) {
+      if (m.key != "files") {
+        add(reason::kBadShape, "patch has unknown key " + quoted(m.key) + " (allowed: files).");
+      } else if (files != nullptr) {
+        add(reason::kBadShape, "patch has the key 'files' more than once.");
+      } else {
+        files = &m.value;
+      }
+    }
+    if (files == nullptr) return refuse(reason::kBadShape, "patch has no 'files' array.");
+    if (files->kind != JsonValue::Kind::kArray)
+      return refuse(reason::kBadShape,
+                    std::string("'files' must be an array, got ") + kind_name(files->kind) + ".");
+    FileRules rules(limits);
+    for (std::size_t i = 0; i < files->items.size(); ++i) {
+      PatchFile f;
+      if (!read_entry(files->items[i], i, &f, &r.findings)) continue;
+      rules.check(f, i, &r.findings);
+      r.patch.files.push_back(std::move(f));
+    }
+    rules.finish(files->items.size(), &r.findings);
+    return r;
+  } catch (const std::exception& e) {  // std::bad_alloc is the only one possible
+    r.findings.clear();
+    return refuse(reason::kMalformedJson,
+                  std::string("patch could not be read: ") + e.what() + ".");
+  }
+}
+
+std::string patch_to_json(const Patch& patch) {
+  std::string out = "{\"files\":[";
+  for (std::size_t i = 0; i < patch.files.size(); ++i) {
+    out += i == 0 ? "{\"path\":" : ",{\"path\":";
+    append_json_string(out, patch.files[i].path);
+    out += ",\"content\":";
+    append_json_string(out, patch.files[i].content);
+    out += "}";
+  }
+  return out + "]}";
+}
+
+std::string patch_sha256(const Patch& patch) { return sha256_hex(patch_to_json(patch)); }
+
+}  // namespace lazyagent

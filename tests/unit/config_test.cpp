@@ -1,0 +1,270 @@
+// Config: the shipped file equals the built-in defaults, and every kind of
+// mistake a user can make is reported with its key path, in exact words.
+#include "config.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+using namespace lazyagent;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<Config> parse(const std::string& yaml) {
+  return parse_config(yaml, "cfg.yaml", "/srv/proj/config");
+}
+
+// The error text of a config that must be refused (and is a usage error).
+std::string error_of(const std::string& yaml) {
+  const Result<Config> r = parse(yaml);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kUsage);
+  return r.error().message;
+}
+
+// A directory that removes itself.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() / ("lazyagent-config-test-" + std::to_string(::getpid()) +
+                                        "-" + std::to_string(++counter));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+void check_defaults_except_seed(const Config& c) {
+  const Config d;
+  CHECK(c.allow == d.allow);
+  CHECK(c.test_command == d.test_command);
+  CHECK(c.images.sandbox == d.images.sandbox);
+  CHECK(c.images.planner == d.images.planner);
+  CHECK(c.limits.memory_mib == d.limits.memory_mib);
+  CHECK(c.limits.pids == d.limits.pids);
+  CHECK(c.limits.cpus == d.limits.cpus);
+  CHECK(c.limits.nofile == d.limits.nofile);
+  CHECK(c.limits.nproc == d.limits.nproc);
+  CHECK(c.limits.work_tmpfs_mib == d.limits.work_tmpfs_mib);
+  CHECK(c.limits.tmp_tmpfs_mib == d.limits.tmp_tmpfs_mib);
+  CHECK(c.limits.log_bytes == d.limits.log_bytes);
+  CHECK(c.timeouts.test_seconds == d.timeouts.test_seconds);
+  CHECK(c.patch.max_files == d.patch.max_files);
+  CHECK(c.patch.max_bytes == d.patch.max_bytes);
+  CHECK(c.provider.base_url_secret == d.provider.base_url_secret);
+  CHECK(c.provider.model_secret == d.provider.model_secret);
+  CHECK(c.provider.api_key_secret == d.provider.api_key_secret);
+  CHECK(c.engine.runtime == d.engine.runtime);
+}
+
+}  // namespace
+
+TEST_CASE("the shipped config loads and equals the built-in defaults", "[config]") {
+  const std::string path = std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml";
+  const Result<Config> r = load_config_file(path);
+  REQUIRE(r.ok());
+  check_defaults_except_seed(*r);
+  CHECK(r->source == path);
+  CHECK(r->seed == (fs::path(LAZYAGENT_SOURCE_DIR) / "seed").lexically_normal().string());
+  CHECK(fs::is_regular_file(fs::path(r->seed) / "calculator.py"));
+}
+
+TEST_CASE("an empty document means the defaults", "[config]") {
+  for (const char* text : {"", "# nothing\n", "---\n", "limits:\n"}) {
+    const Result<Config> r = parse(text);
+    REQUIRE(r.ok());
+    check_defaults_except_seed(*r);
+    CHECK(r->seed.empty());
+  }
+}
+
+TEST_CASE("every key can be set", "[config]") {
+  const Result<Config> r = parse(R"(
+seed: /abs/seed/
+allow: [calculator.py, pkg/]
+test_command: pytest -q
+images: {sandbox: localhost/s:1, planner: localhost/p:1}
+limits: {memory_mib: 256, pids: 64, cpus: 0.5, nofile: 512, nproc: 64,
+         work_tmpfs_mib: 32, tmp_tmpfs_mib: 16, log_bytes: 4096}
+timeouts: {test_seconds: 30}
+patch: {max_files: 1, max_bytes: 4000}
+provider: {secrets: {base_url: URL, model: M_1, api_key: _KEY}}
+engine: {runtime: runsc}
+)");
+  REQUIRE(r.ok());
+  CHECK(r->seed == "/abs/seed");
+  CHECK(r->allow == std::vector<std::string>{"calculator.py", "pkg/"});
+  CHECK(r->test_command == "pytest -q");
+  CHECK(r->images.planner == "localhost/p:1");
+  CHECK(r->limits.memory_mib == 256);
+  CHECK(r->limits.cpus == 0.5);
+  CHECK(r->limits.log_bytes == 4096);
+  CHECK(r->timeouts.test_seconds == 30);
+  CHECK(r->patch.max_files == 1);
+  CHECK(r->patch.max_bytes == 4000);
+  CHECK(r->provider.api_key_secret == "_KEY");
+  CHECK(r->engine.runtime == "runsc");
+}
+
+TEST_CASE("a relative seed resolves against the config file's directory", "[config]") {
+  CHECK(parse("seed: ../seed")->seed == "/srv/proj/seed");
+  CHECK(parse("seed: .")->seed == "/srv/proj/config");
+  CHECK(parse("seed: sub/dir/")->seed == "/srv/proj/config/sub/dir");
+  const Result<Config> cwd = parse_config("seed: s", "", "");
+  REQUIRE(cwd.ok());
+  CHECK(cwd->seed == (fs::current_path() / "s").string());
+}
+
+TEST_CASE("wrong types name the key and the value", "[config]") {
+  CHECK(error_of("limits:\n  memory_mib: lots\n") ==
+        "cfg.yaml: limits.memory_mib: expected a positive integer, got 'lots'");
+  CHECK(error_of("limits: {pids: [1]}") ==
+        "cfg.yaml: limits.pids: expected a positive integer, got a list");
+  CHECK(error_of("limits: {nofile: 1.5}") ==
+        "cfg.yaml: limits.nofile: expected a positive integer, got '1.5'");
+  CHECK(error_of("limits: {cpus: lots}") ==
+        "cfg.yaml: limits.cpus: expected a positive number, got 'lots'");
+  CHECK(error_of("limits: {cpus: 0x10}") ==
+        "cfg.yaml: limits.cpus: expected a positive number, got '0x10'");
+  CHECK(error_of("limits: 5") == "cfg.yaml: limits: expected a mapping, got '5'");
+  CHECK(error_of("seed:") == "cfg.yaml: seed: expected a non-empty string, got nothing");
+  CHECK(error_of("test_command: ''") ==
+        "cfg.yaml: test_command: expected a non-empty string, got ''");
+  CHECK(
+      error_of("images: {sandbox: {a: 1}}") ==
+      "cfg.yaml: images.sandbox: expected an image reference without spaces or control characters, "
+      "got a mapping");
+  CHECK(error_of("- a\n- b\n") == "cfg.yaml: top level: expected a mapping, got a list");
+}
+
+TEST_CASE("out-of-range values state the range", "[config]") {
+  CHECK(error_of("limits: {memory_mib: 100000}") ==
+        "cfg.yaml: limits.memory_mib: must be between 6 and 65536, got 100000");
+  CHECK(error_of("limits: {memory_mib: 0}") ==
+        "cfg.yaml: limits.memory_mib: must be between 6 and 65536, got 0");
+  CHECK(error_of("limits: {pids: -1}") ==
+        "cfg.yaml: limits.pids: must be between 1 and 65536, got -1");
+  CHECK(error_of("limits: {log_bytes: 100}") ==
+        "cfg.yaml: limits.log_bytes: must be between 4096 and 67108864, got 100");
+  CHECK(error_of("limits: {cpus: 0}") ==
+        "cfg.yaml: limits.cpus: must be between 0.01 and 256, got 0");
+  CHECK(error_of("timeouts: {test_seconds: 86401}") ==
+        "cfg.yaml: timeouts.test_seconds: must be between 1 and 86400, got 86401");
+  CHECK(error_of("timeouts: {test_seconds: 99999999999999999999}") ==
+        "cfg.yaml: timeouts.test_seconds: must be between 1 and 86400, got 99999999999999999999");
+}
+
+TEST_CASE("patch limits may be lowered but never raised past the caps", "[config]") {
+  CHECK(error_of("patch: {max_files: 5}") ==
+        "cfg.yaml: patch.max_files: cannot be raised past the cap of 3, got 5");
+  CHECK(error_of("patch: {max_bytes: 12001}") ==
+        "cfg.yaml: patch.max_bytes: cannot be raised past the cap of 12000, got 12001");
+  CHECK(error_of("patch: {max_files: 0}") ==
+        "cfg.yaml: patch.max_files: must be between 1 and 3, got 0");
+  CHECK(parse("patch: {max_files: 2, max_bytes: 12000}")->patch.max_files == 2);
+}
+
+TEST_CASE("unknown keys are errors naming the full key path and the valid keys", "[config]") {
+  CHECK(error_of("sed: ../seed") ==
+        "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, images, limits, "
+        "timeouts, "
+        "patch, provider, engine)");
+  CHECK(error_of("limits: {memory: 5}") ==
+        "cfg.yaml: limits.memory: unknown key (valid keys: memory_mib, pids, cpus, nofile, nproc, "
+        "work_tmpfs_mib, tmp_tmpfs_mib, log_bytes)");
+  CHECK(error_of("provider: {secrets: {token: X}}") ==
+        "cfg.yaml: provider.secrets.token: unknown key (valid keys: base_url, model, api_key)");
+  CHECK(error_of("seed: a\nseed: b\n") == "cfg.yaml: seed: duplicate key");
+}
+
+TEST_CASE("secret names, runtime and allow paths are checked", "[config]") {
+  CHECK(
+      error_of("provider: {secrets: {api_key: my-key}}") ==
+      "cfg.yaml: provider.secrets.api_key: expected a secret name matching [A-Za-z_][A-Za-z0-9_]*, "
+      "got 'my-key'");
+  CHECK(error_of("provider: {secrets: {model: 1MODEL}}") ==
+        "cfg.yaml: provider.secrets.model: expected a secret name matching [A-Za-z_][A-Za-z0-9_]*, "
+        "got '1MODEL'");
+  CHECK(error_of("engine: {runtime: crun}") ==
+        "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'");
+  CHECK(error_of("allow: []") ==
+        "cfg.yaml: allow: expected a non-empty list of relative paths, got an empty list");
+  CHECK(error_of("allow: calculator.py") ==
+        "cfg.yaml: allow: expected a non-empty list of relative paths, got 'calculator.py'");
+  CHECK(error_of("allow: [ok.py, ../x, /etc/, 'a//b', 'c\\d', '', [x]]") ==
+        "cfg.yaml: allow[1]: path '../x' has a '..' component\n"
+        "cfg.yaml: allow[2]: path '/etc' is absolute; paths must be relative to the seed\n"
+        "cfg.yaml: allow[3]: path 'a//b' has an empty component ('//' or a trailing '/')\n"
+        "cfg.yaml: allow[4]: path 'c\\\\d' contains a backslash; separate components with '/'\n"
+        "cfg.yaml: allow[5]: expected a non-empty path, got ''\n"
+        "cfg.yaml: allow[6]: expected a non-empty path, got a list");
+}
+
+TEST_CASE("all errors are reported, one per line", "[config]") {
+  CHECK(error_of("limits: {memory_mib: lots, pids: 0}\nengine: {runtime: crun}\nextra: 1\n") ==
+        "cfg.yaml: limits.memory_mib: expected a positive integer, got 'lots'\n"
+        "cfg.yaml: limits.pids: must be between 1 and 65536, got 0\n"
+        "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'\n"
+        "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, images, limits, "
+        "timeouts, "
+        "patch, provider, engine)");
+}
+
+TEST_CASE("YAML syntax errors report line and column", "[config]") {
+  CHECK(error_of("seed: x\nallow: [a, b\ntest_command: y\n") ==
+        "cfg.yaml: line 3, column 13: invalid YAML: end of sequence flow not found");
+  CHECK(error_of("limits:\n  pids: 1\n   nproc: 2\n") ==
+        "cfg.yaml: line 3, column 9: invalid YAML: illegal map value");
+  CHECK(error_of("a: 1\n---\nb: 2\n") == "cfg.yaml: expected one YAML document, found 2");
+  CHECK(error_of("limits: {pids: \"a\\x1bb\"}") ==
+        "cfg.yaml: limits.pids: expected a positive integer, got 'a\\x1bb'");  // shown escaped
+}
+
+TEST_CASE("load_config_file reports unreadable files and resolves seed next to the file",
+          "[config]") {
+  const Result<Config> missing = load_config_file("/nonexistent/lazyagent.yaml");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::kUsage);
+  CHECK(missing.error().message ==
+        "/nonexistent/lazyagent.yaml: cannot read config file: No such file or directory");
+
+  TempDir dir;
+  CHECK(load_config_file(dir.path.string()).error().message ==
+        dir.path.string() + ": cannot read config file: it is a directory");
+  const std::string file = dir.write("my.yaml", "seed: project\nlimits: {pids: x}\n");
+  CHECK(load_config_file(file).error().message ==
+        file + ": limits.pids: expected a positive integer, got 'x'");
+  dir.write("my.yaml", "seed: project\n");
+  const Result<Config> ok = load_config_file(file);
+  REQUIRE(ok.ok());
+  CHECK(ok->seed == (dir.path / "project").string());
+}
+
+TEST_CASE("default_config_path prefers $LAZYAGENT_CONFIG", "[config]") {
+  const char* old = std::getenv("LAZYAGENT_CONFIG");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("LAZYAGENT_CONFIG", "/some/where.yaml", 1);
+  CHECK(default_config_path() == "/some/where.yaml");
+  if (old != nullptr) {
+    ::setenv("LAZYAGENT_CONFIG", saved.c_str(), 1);
+  } else {
+    ::unsetenv("LAZYAGENT_CONFIG");
+    const std::string chosen = default_config_path();
+    CHECK((chosen.empty() || fs::is_regular_file(chosen)));
+  }
+}

@@ -1,0 +1,170 @@
+// The verifier against the documents podman 4.3.1 really produced for our
+// create request (tests/fixtures/podman-4.3.1, captured from a real
+// container), then with each violation planted in them.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "policy_verifier.h"
+
+using namespace lazyagent;
+using nlohmann::json;
+
+namespace {
+
+const std::string kId = "fea19114810413b12f8daa28405246262c1905b8b93734adc9c48938304e4691";
+
+json load(const std::string& name) {
+  std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/podman-4.3.1/" + name);
+  return json::parse(f);
+}
+
+SandboxRequest captured_request() {
+  SandboxRequest r;
+  r.policy.image = "localhost/lazyagent-sandbox:latest";
+  r.name = "lazyagent-capture";
+  r.labels = {{"io.lazyagent.role", "capture"}};
+  r.seed_copy_path = "/tmp/cap/seedcopy";
+  r.test_command = "python3 -m unittest -v";
+  return r;
+}
+
+struct Docs {
+  json inspect = load("inspect.json");
+  json spec = load("oci-config.json");
+};
+
+std::vector<std::string> codes(const Docs& d, const SandboxRequest& r = captured_request()) {
+  std::vector<std::string> out;
+  for (const auto& v : verify_effective_config(r, kId, d.inspect, d.spec)) out.push_back(v.code);
+  return out;
+}
+
+json& mount_at(json& spec, const std::string& dest) {
+  for (auto& m : spec["mounts"]) {
+    if (m["destination"] == dest) return m;
+  }
+  throw std::runtime_error("no mount " + dest);
+}
+
+}  // namespace
+
+TEST_CASE("the real container podman made for our request passes") {
+  Docs d;
+  CHECK(codes(d).empty());
+}
+
+TEST_CASE("each planted violation is found, by name") {
+  using V = std::vector<std::string>;
+  SECTION("bridge network (netns path)") {
+    Docs d;
+    d.spec["linux"]["namespaces"][1]["path"] = "/run/netns/netns-1234";
+    d.inspect["HostConfig"]["NetworkMode"] = "bridge";
+    CHECK(codes(d) == V{"network", "network"});
+  }
+  SECTION("host network (no network namespace)") {
+    Docs d;
+    d.spec["linux"]["namespaces"].erase(1);
+    CHECK(codes(d) == V{"network"});
+    const auto v = verify_effective_config(captured_request(), kId, d.inspect, d.spec);
+    CHECK(describe_violations(v) == "network: the sandbox shares the host's network namespace");
+  }
+  SECTION("host pid namespace") {
+    Docs d;
+    d.spec["linux"]["namespaces"].erase(0);
+    CHECK(codes(d) == V{"namespaces"});
+  }
+  SECTION("capabilities left") {
+    Docs d;
+    d.spec["process"]["capabilities"]["bounding"] = {"CAP_NET_RAW"};
+    CHECK(codes(d) == V{"capabilities"});
+  }
+  SECTION("no-new-privileges missing") {
+    Docs d;
+    d.spec["process"].erase("noNewPrivileges");
+    CHECK(codes(d) == V{"no_new_privileges"});
+  }
+  SECTION("writable root") {
+    Docs d;
+    d.spec["root"]["readonly"] = false;
+    CHECK(codes(d) == V{"read_only_root"});
+  }
+  SECTION("privileged") {
+    Docs d;
+    d.inspect["HostConfig"]["Privileged"] = true;
+    CHECK(codes(d) == V{"privileged"});
+  }
+  SECTION("a host path bind-mounted") {
+    Docs d;
+    d.spec["mounts"].push_back({{"destination", "/host"}, {"type", "bind"}, {"source", "/home/user"}, {"options", {"rbind"}}});
+    CHECK(codes(d) == V{"mounts"});
+  }
+  SECTION("a standard destination bound from a host path") {
+    Docs d;
+    mount_at(d.spec, "/etc/hosts")["source"] = "/etc/hosts";
+    CHECK(codes(d) == V{"mounts"});
+  }
+  SECTION("the user's seed mounted instead of the private copy, writable") {
+    Docs d;
+    json& seed = mount_at(d.spec, "/seed");
+    seed["source"] = "/home/user/project";
+    seed["options"] = {"bind", "rw"};
+    CHECK(codes(d) == V{"mounts", "mounts"});
+  }
+  SECTION("a named volume") {
+    Docs d;
+    d.spec["mounts"].push_back({{"destination", "/data"}, {"type", "volume"}, {"source", "vol"}});
+    CHECK(codes(d) == V{"mounts"});
+  }
+  SECTION("tmpfs without the size cap, or missing") {
+    Docs d;
+    json& work = mount_at(d.spec, "/work");
+    work["options"] = {"rw", "nosuid"};
+    CHECK(codes(d) == V{"tmpfs"});
+    Docs e;
+    mount_at(e.spec, "/tmp")["destination"] = "/elsewhere";
+    CHECK(codes(e) == V{"mounts", "tmpfs"});
+  }
+  SECTION("a secret mounted") {
+    Docs d;
+    d.spec["mounts"].push_back({{"destination", "/run/secrets/CODING_AGENT_API_KEY"}, {"type", "bind"},
+                                {"source", "/var/lib/containers/storage/secrets/x"}, {"options", {"rbind", "ro"}}});
+    CHECK(codes(d) == V{"mounts", "secrets"});
+    Docs e;
+    e.inspect["Config"]["Secrets"] = {{{"Name", "CODING_AGENT_API_KEY"}}};
+    CHECK(codes(e) == V{"secrets"});
+  }
+  SECTION("an environment variable off the allowlist, a changed one, a missing one") {
+    Docs d;
+    d.spec["process"]["env"].push_back("CODING_AGENT_API_KEY=sk-123");
+    d.spec["process"]["env"][2] = "HOME=/root";
+    d.spec["process"]["env"].erase(0);
+    CHECK(codes(d) == V{"env", "env", "env"});
+  }
+  SECTION("resource limits dropped (the misspelled request case)") {
+    Docs d;
+    d.spec["linux"]["resources"].erase("memory");
+    d.spec["linux"]["resources"]["pids"]["limit"] = 0;
+    d.spec["linux"]["resources"]["cpu"].erase("quota");
+    CHECK(codes(d) == V{"resources", "resources", "resources"});
+  }
+  SECTION("rlimits not as asked") {
+    Docs d;
+    d.spec["process"]["rlimits"][0]["hard"] = 1048576;
+    d.spec["process"]["rlimits"].erase(1);
+    CHECK(codes(d) == V{"rlimits", "rlimits"});
+  }
+  SECTION("labels lost, log driver changed, command changed") {
+    Docs d;
+    d.inspect["Config"]["Labels"].erase("io.lazyagent.role");
+    d.inspect["HostConfig"]["LogConfig"]["Type"] = "journald";
+    d.spec["process"]["args"][4] = "true";
+    CHECK(codes(d) == V{"labels", "log", "command"});
+  }
+  SECTION("the verdict depends on the policy asked for") {
+    Docs d;
+    SandboxRequest stricter = captured_request();
+    stricter.policy.memory_bytes = 256LL << 20;
+    CHECK(codes(d, stricter) == V{"resources"});
+  }
+}
