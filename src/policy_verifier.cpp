@@ -188,7 +188,7 @@ void check_inspect(Checker& c, const SandboxRequest& req, const json& spec, cons
   const json& log_type = at(inspect, {"HostConfig", "LogConfig", "Type"});
   if (log_type != "k8s-file") c.fail("log", "log driver is " + log_type.dump() + ", not k8s-file");
   const json& args = at(spec, {"process", "args"});
-  if (args != json(sandbox_command(req.test_command))) c.fail("command", "the process would run " + args.dump());
+  if (args != json(sandbox_command(req.test_command, req.policy.log_bytes))) c.fail("command", "the process would run " + args.dump());
 }
 
 }  // namespace

@@ -62,13 +62,37 @@ std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p) {
           "mode=1777"};
 }
 
-std::vector<std::string> sandbox_command(const std::string& test_command) {
-  // $1 is the test command, passed as an argument so that no quoting of it is
-  // ever needed. `exec` makes the test runner the container's main process,
-  // so its exit status is the container's.
+std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes) {
+  // $1 is the test command, $2/$3 the head/tail output budgets, all passed as
+  // arguments so that no quoting is ever needed. The test writes stdout and
+  // stderr into one FIFO (their order is kept). A reader passes the first $2
+  // bytes on as they come (`head -c`, unbuffered through stdbuf where
+  // present, so a killed run still shows what it printed), keeps the last $3
+  // bytes (`tail -c`, where runners print their verdict) and drains the rest,
+  // so a flooding test is neither blocked nor killed, and a cut is marked
+  // between head and tail. When the test exits, the reader gets 2 s to
+  // finish: background processes still holding the FIFO do not keep the
+  // sandbox alive; they die with it when this script (PID 1) exits with the
+  // test's status. Needs only sh, cp, mkfifo, head, tail, wc, cat and sleep.
   static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
-                                    "/ && cd " + kWorkDir + " && exec /bin/sh -c \"$1\"";
-  return {"/bin/sh", "-c", script, "lazyagent-test", test_command};
+                                    "/ && cd " + kWorkDir + R"sh( || exit 125
+fifo=/tmp/.lazyagent-output; tailf=/tmp/.lazyagent-tail
+mkfifo -m 600 "$fifo" || exit 125
+ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
+{ $ub head -c "$2"; tail -c "$(($3 + 1))" >"$tailf"; n=$(wc -c <"$tailf")
+  if [ "$n" -gt "$3" ]; then printf '\n%s: kept the first %s and the last %s bytes]\n' ')sh" +
+                                    kOutputCutMarker + R"sh(' "$2" "$3"; tail -c "$3" "$tailf"; else cat "$tailf"; fi
+} <"$fifo" &
+reader=$!
+/bin/sh -c "$1" >"$fifo" 2>&1 </dev/null
+rc=$?
+(sleep 2; kill "$reader" 2>/dev/null) &
+wait "$reader"
+exit "$rc"
+)sh";
+  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
+  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
+          std::to_string(output_bytes - tail), std::to_string(tail)};
 }
 
 namespace {
@@ -94,7 +118,7 @@ json build_create_spec(const SandboxRequest& req) {
   return json{
       {"name", req.name},
       {"image", p.image},
-      {"command", sandbox_command(req.test_command)},
+      {"command", sandbox_command(req.test_command, p.log_bytes)},
       {"entrypoint", json::array()},
       {"work_dir", "/"},
       {"hostname", p.hostname},

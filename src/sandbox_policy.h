@@ -74,9 +74,16 @@ nlohmann::json policy_to_json(const SandboxPolicy& p);
 std::vector<std::string> work_tmpfs_options(const SandboxPolicy& p);
 std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p);
 
-// The shell line the sandbox runs: copy the seed into the tmpfs, then exec the
-// test command there. argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command}.
-std::vector<std::string> sandbox_command(const std::string& test_command);
+// What the sandbox prints between the head and the tail of an output longer
+// than its budget: "[lazyagent-oci: output cut: kept the first H and the last T bytes]".
+inline constexpr const char* kOutputCutMarker = "[lazyagent-oci: output cut";
+
+// The shell program the sandbox runs: copy the seed into the tmpfs, run the
+// test command there with its output capped at `output_bytes` (head and
+// tail kept), exit with its status.
+// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL}.
+std::vector<std::string> sandbox_command(const std::string& test_command,
+                                         std::int64_t output_bytes);
 
 struct SandboxRequest {
   SandboxPolicy policy;

@@ -256,15 +256,21 @@ class TestPipeline {
   }
 
   Status logs() {
-    const auto cap = static_cast<std::size_t>(policy_.log_bytes);
+    // The sandbox itself caps its output at log_bytes and appends the cut
+    // marker (sandbox_command); the read budget leaves room for the marker.
+    // A process that bypasses the pipe (writes to PID 1's stdout) still meets
+    // the read cap here and the log file cap in podman.
+    const auto cap = static_cast<std::size_t>(policy_.log_bytes) + 4096;
     auto raw = podman_.logs(res_.sandbox_id, cap);
     if (!raw) return raw.error();
     DemuxedLogs d = demux_logs(raw->body, cap);
     res_.test_output = to_valid_utf8(d.combined);
-    res_.test_output_truncated = d.truncated || raw->body_truncated;
     output_for_verdict_ = res_.test_output;
-    if (res_.test_output_truncated) {
-      res_.test_output += "\n[lazyagent-oci: output cut at " + std::to_string(cap) + " bytes]\n";
+    const bool cut_in_sandbox = res_.test_output.find(kOutputCutMarker) != std::string::npos;
+    const bool cut_here = d.truncated || raw->body_truncated;
+    res_.test_output_truncated = cut_in_sandbox || cut_here;
+    if (cut_here && !cut_in_sandbox) {
+      res_.test_output += "\n" + std::string(kOutputCutMarker) + " at " + std::to_string(cap) + " bytes]\n";
     }
     return ok_status();
   }

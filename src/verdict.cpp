@@ -6,6 +6,8 @@
 namespace lazyagent {
 namespace {
 
+constexpr std::size_t kMaxSummaryLine = 400;
+
 std::vector<std::string_view> split_lines(std::string_view s) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
@@ -34,6 +36,7 @@ bool try_unittest(const std::vector<std::string_view>& lines, std::size_t i, Run
   std::size_t j = i + 1;
   while (j < lines.size() && lines[j].empty()) ++j;
   if (j >= lines.size()) return false;
+  if (lines[j].size() > kMaxSummaryLine) return false;
   const std::string status(lines[j]);
   r.runner = "unittest";
   r.tests_run = std::stol(m[1].str());
@@ -96,6 +99,9 @@ bool try_plain(std::string_view line, RunnerReport& r) {
 RunnerReport find_runner_report(std::string_view output) {
   const auto lines = split_lines(output);
   for (std::size_t k = lines.size(); k-- > 0;) {
+    // Runner summaries are short; std::regex recurses per character and
+    // would overflow the stack on a megabyte-long line of hostile output.
+    if (lines[k].size() > kMaxSummaryLine) continue;
     RunnerReport r;
     if (try_unittest(lines, k, r) || try_pytest(lines[k], r) || try_plain(lines[k], r)) return r;
   }

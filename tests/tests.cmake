@@ -1,20 +1,20 @@
-# Unit tests: pure code, no podman needed.
+include(/usr/lib/cmake/Catch2/Catch.cmake)
+
+# Unit tests: pure code, no podman needed. Each Catch2 test case is one ctest test.
 file(GLOB UNIT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/*.cpp)
 add_executable(unit_tests ${UNIT_SOURCES})
 target_link_libraries(unit_tests PRIVATE lazyagent Catch2::Catch2)
-target_compile_definitions(unit_tests PRIVATE
-  LAZYAGENT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-add_test(NAME unit COMMAND unit_tests)
+target_compile_definitions(unit_tests PRIVATE LAZYAGENT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+catch_discover_tests(unit_tests TEST_PREFIX "unit: " PROPERTIES LABELS unit)
 
-# Integration tests: real podman service, real images, the real CLI binary.
+# Integration tests: the real podman service, real images, the real CLI binary.
+# They share one podman service and count its containers, so they run one at a time.
 file(GLOB INTEGRATION_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/*.cpp)
-if(INTEGRATION_SOURCES)
-  add_executable(integration_tests ${INTEGRATION_SOURCES})
-  target_link_libraries(integration_tests PRIVATE lazyagent Catch2::Catch2)
-  target_compile_definitions(integration_tests PRIVATE
-    LAZYAGENT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-    LAZYAGENT_BINARY="$<TARGET_FILE:lazyagent-oci>")
-  add_dependencies(integration_tests lazyagent-oci)
-  add_test(NAME integration COMMAND integration_tests)
-  set_tests_properties(integration PROPERTIES LABELS podman TIMEOUT 1200)
-endif()
+add_executable(integration_tests ${INTEGRATION_SOURCES})
+target_link_libraries(integration_tests PRIVATE lazyagent Catch2::Catch2)
+target_compile_definitions(integration_tests PRIVATE
+  LAZYAGENT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+  LAZYAGENT_BINARY="$<TARGET_FILE:lazyagent-oci>")
+add_dependencies(integration_tests lazyagent-oci)
+catch_discover_tests(integration_tests TEST_PREFIX "integration: "
+  PROPERTIES LABELS integration RESOURCE_LOCK podman TIMEOUT 600)

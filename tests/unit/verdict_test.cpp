@@ -85,3 +85,9 @@ TEST_CASE("pytest and plain summaries are recognised") {
   CHECK(judge(exited(0), "tests: 5 passed, 0 failed, 1 skipped\n").passed);
   CHECK_FALSE(judge(exited(0), "5 passed, 1 failed\n").passed);
 }
+
+TEST_CASE("a megabyte-long line does not crash the report search") {
+  const std::string out = std::string(1 << 20, '=') + "\n" + kUnittestOk;
+  CHECK(judge(exited(0), out).passed);
+  CHECK_FALSE(find_runner_report(std::string(1 << 20, 'A')).found);
+}
