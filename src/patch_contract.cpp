@@ -1,12 +1,12 @@
-// Patch contract: a strict, byte-transparent JSON reader and the validation rules.
+// Patch contract: the validation rules over a patch read by the strict reader.
 //
-// Why not nlohmann::json::parse: it rejects the whole document at the first
-// invalid UTF-8 byte or unpaired surrogate escape ("\ud800"), so the refusal
-// would read "malformed_json" and name no file. The reader below follows the
-// RFC 8259 grammar exactly, but copies string bytes as they are and decodes an
-// unpaired surrogate escape to its 3-byte form (which is not UTF-8), so the
-// rules see the bad bytes and report invalid_utf8 against the right path.
-// It recurses at most kMaxDepth levels: hostile nesting cannot exhaust the stack.
+// The text is read with read_strict_json (strict_json.h), not nlohmann: string
+// bytes come through as they are (an unpaired surrogate escape as its 3-byte,
+// non-UTF-8 form), so the rules below see the bad bytes and report invalid_utf8
+// against the right path instead of refusing the whole patch as malformed_json.
+// The contract needs depth 3 (object, files array, entry object); the reader's
+// nesting limit (kStrictJsonMaxDepth) refuses deeper input as bad_shape before
+// it can cost anything.
 //
 // Order of findings (stable, tests and scripts rely on it): document-level
 // shape findings; then each file in index order (its shape, path rules, then
@@ -18,14 +18,12 @@
 #include <map>
 
 #include "digest.h"
+#include "strict_json.h"
 #include "utf8.h"
 
 namespace lazyagent {
 namespace {
 
-// The contract needs depth 3 (object, files array, entry object); deeper input
-// is refused as bad_shape before it can cost anything.
-constexpr int kMaxDepth = 16;
 // Raw text bound: 12,000 content bytes escaped as \u00XX are 72,000 bytes, so no
 // conforming patch comes near this; bigger input is refused before parsing. It
 // also bounds the reader's memory (tens of bytes per input byte at worst).
@@ -35,15 +33,9 @@ constexpr std::size_t kMaxShownPathBytes = 256;
 
 // ---- display: messages are one line with no raw control bytes ------------------
 
-// False for -1 (an invalid byte): that is invalid_utf8, not a control character.
-bool is_control(long cp) {
-  return (cp >= 0 && cp < 0x20) || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f);
-}
-
-bool is_format_control(long cp) {  // can reorder or hide what a reader sees
-  return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
-         (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff;
-}
+// U+2028/U+2029 end a line in some viewers, so messages show them escaped,
+// like the format controls.
+bool is_line_separator(long cp) { return cp == 0x2028 || cp == 0x2029; }
 
 std::string hex_byte(unsigned char b) {
   char buf[8];
@@ -60,7 +52,7 @@ std::string shown(std::string_view s, std::size_t max_bytes = kMaxShownPathBytes
     const long cp = decode_utf8(s, i, len);
     if (cp < 0 || cp < 0x20 || cp == 0x7f) {
       out += hex_byte(static_cast<unsigned char>(s[i]));
-    } else if (is_control(cp) || is_format_control(cp)) {
+    } else if (is_control_char(cp) || is_format_control(cp) || is_line_separator(cp)) {
       char buf[24];
       std::snprintf(buf, sizeof buf, "\\u{%lx}", cp);
       out += buf;
@@ -74,245 +66,6 @@ std::string shown(std::string_view s, std::size_t max_bytes = kMaxShownPathBytes
 }
 
 std::string quoted(std::string_view path) { return "'" + shown(path) + "'"; }
-
-// ---- the JSON reader ------------------------------------------------------------
-
-struct JsonMember;
-struct JsonValue {
-  enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
-  Kind kind = Kind::kNull;
-  std::string text;                 // kString: decoded bytes, possibly not UTF-8
-  std::vector<JsonValue> items;     // kArray
-  std::vector<JsonMember> members;  // kObject, in document order, duplicates kept
-};
-struct JsonMember {
-  std::string key;
-  JsonValue value;
-};
-
-const char* kind_name(JsonValue::Kind k) {
-  switch (k) {
-    case JsonValue::Kind::kNull: return "null";
-    case JsonValue::Kind::kBool: return "a boolean";
-    case JsonValue::Kind::kNumber: return "a number";
-    case JsonValue::Kind::kString: return "a string";
-    case JsonValue::Kind::kArray: return "an array";
-    case JsonValue::Kind::kObject: return "an object";
-  }
-  return "?";
-}
-
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view text) : text_(text) {}
-
-  // Reads the whole text as exactly one value. On failure error() says what and where.
-  bool read_document(JsonValue* out) {
-    if (!value(out, 1)) return false;
-    skip_ws();
-    return pos_ == text_.size() || fail("unexpected text after the JSON value");
-  }
-  const std::string& error() const { return error_; }
-  bool too_deep() const { return too_deep_; }
-
- private:
-  bool value(JsonValue* out, int depth) {
-    skip_ws();
-    if (pos_ >= text_.size()) return fail("unexpected end of input");
-    switch (text_[pos_]) {
-      case '{': return object(out, depth);
-      case '[': return array(out, depth);
-      case '"': out->kind = JsonValue::Kind::kString; return string(&out->text);
-      case 't': out->kind = JsonValue::Kind::kBool; return literal("true");
-      case 'f': out->kind = JsonValue::Kind::kBool; return literal("false");
-      case 'n': out->kind = JsonValue::Kind::kNull; return literal("null");
-      default: out->kind = JsonValue::Kind::kNumber; return number();
-    }
-  }
-
-  bool enter(int depth) {
-    if (depth <= kMaxDepth) return true;
-    too_deep_ = true;
-    return fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
-  }
-
-  bool object(JsonValue* out, int depth) {
-    out->kind = JsonValue::Kind::kObject;
-    if (!enter(depth)) return false;
-    ++pos_;  // '{'
-    skip_ws();
-    if (peek('}')) return ++pos_, true;
-    while (true) {
-      skip_ws();
-      if (!peek('"')) return fail("expected a string key");
-      JsonMember m;
-      if (!string(&m.key)) return false;
-      skip_ws();
-      if (!peek(':')) return fail("expected ':'");
-      ++pos_;
-      if (!value(&m.value, depth + 1)) return false;
-      out->members.push_back(std::move(m));
-      skip_ws();
-      if (peek('}')) return ++pos_, true;
-      if (!peek(',')) return fail("expected ',' or '}'");
-      ++pos_;
-    }
-  }
-
-  bool array(JsonValue* out, int depth) {
-    out->kind = JsonValue::Kind::kArray;
-    if (!enter(depth)) return false;
-    ++pos_;  // '['
-    skip_ws();
-    if (peek(']')) return ++pos_, true;
-    while (true) {
-      out->items.emplace_back();
-      if (!value(&out->items.back(), depth + 1)) return false;
-      skip_ws();
-      if (peek(']')) return ++pos_, true;
-      if (!peek(',')) return fail("expected ',' or ']'");
-      ++pos_;
-    }
-  }
-
-  bool string(std::string* out) {
-    ++pos_;  // opening quote
-    while (pos_ < text_.size()) {
-      const auto c = static_cast<unsigned char>(text_[pos_]);
-      if (c == '"') return ++pos_, true;
-      if (c < 0x20) return fail("unescaped control character in a string");
-      ++pos_;
-      if (c != '\\') {
-        out->push_back(static_cast<char>(c));  // raw bytes kept, valid or not
-        continue;
-      }
-      if (pos_ >= text_.size()) break;
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/': out->push_back(e); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u':
-          if (!unicode_escape(out)) return false;
-          break;
-        default: --pos_; return fail("invalid escape sequence");
-      }
-    }
-    return fail("unterminated string");
-  }
-
-  // After "\u": one code point, or a high+low surrogate pair. An unpaired
-  // surrogate is kept as its 3-byte encoding, which the UTF-8 rule refuses.
-  bool unicode_escape(std::string* out) {
-    long cp = 0;
-    if (!hex4(&cp)) return fail("invalid \\u escape");
-    if (cp >= 0xd800 && cp <= 0xdbff && text_.substr(pos_, 2) == "\\u") {
-      const std::size_t save = pos_;
-      pos_ += 2;
-      long low = 0;
-      if (hex4(&low) && low >= 0xdc00 && low <= 0xdfff) {
-        append_utf8(*out, 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00));
-        return true;
-      }
-      pos_ = save;  // not a pair: the next escape is read on its own
-    }
-    if (cp >= 0xd800 && cp <= 0xdfff) {
-      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      append_utf8(*out, cp);
-    }
-    return true;
-  }
-
-  bool hex4(long* cp) {
-    if (pos_ + 4 > text_.size()) return false;
-    *cp = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = text_[pos_ + i];
-      const int d = (h >= '0' && h <= '9')   ? h - '0'
-                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
-                                             : -1;
-      if (d < 0) return false;
-      *cp = *cp * 16 + d;
-    }
-    pos_ += 4;
-    return true;
-  }
-
-  // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; the value itself is never needed.
-  bool number() {
-    const std::size_t start = pos_;
-    if (peek('-')) ++pos_;
-    if (peek('0')) {
-      ++pos_;
-    } else if (!digits()) {
-      pos_ = start;
-      return fail(unexpected());
-    }
-    if (peek('.')) {
-      ++pos_;
-      if (!digits()) return fail("expected a digit after '.'");
-    }
-    if (peek('e') || peek('E')) {
-      ++pos_;
-      if (peek('+') || peek('-')) ++pos_;
-      if (!digits()) return fail("expected a digit in the exponent");
-    }
-    return true;
-  }
-
-  bool digits() {
-    const std::size_t start = pos_;
-    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
-    return pos_ > start;
-  }
-
-  bool literal(std::string_view word) {
-    if (text_.substr(pos_, word.size()) != word) return fail(unexpected());
-    pos_ += word.size();
-    return true;
-  }
-
-  std::string unexpected() const {
-    const auto c = static_cast<unsigned char>(text_[pos_]);
-    if (c > 0x20 && c < 0x7f) return std::string("unexpected character '") + char(c) + "'";
-    return "unexpected byte " + hex_byte(c);
-  }
-
-  bool peek(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
-
-  void skip_ws() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
-      ++pos_;
-  }
-
-  // Records what went wrong at the current position (1-based line and byte column).
-  bool fail(const std::string& what) {
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i < pos_ && i < text_.size(); ++i) {
-      if (text_[i] == '\n')
-        ++line, column = 1;
-      else
-        ++column;
-    }
-    error_ = what + " at line " + std::to_string(line) + ", column " + std::to_string(column);
-    return false;
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
-  std::string error_;
-  bool too_deep_ = false;
-};
 
 // ---- the rules --------------------------------------------------------------------
 
@@ -398,7 +151,7 @@ class FileRules {
     std::size_t count = 0, first_at = 0, first_len = 1;
     for (std::size_t i = 0, len = 1; i < c.size(); i += len) {
       const long cp = decode_utf8(c, i, len);
-      if (cp < 0 || cp == '\t' || cp == '\n' || cp == '\r' || !is_control(cp)) continue;
+      if (cp < 0 || cp == '\t' || cp == '\n' || cp == '\r' || !is_control_char(cp)) continue;
       if (count++ == 0) first_at = i, first_len = len;
     }
     if (count == 0) return;
@@ -519,7 +272,7 @@ std::vector<Finding> check_patch_path(std::string_view path) {
     out.push_back(finding(reason::kBackslashInPath, path,
                           "path " + q + " contains a backslash; separate components with '/'."));
   for (std::size_t i = 0, len = 1; i < path.size(); i += len) {
-    if (is_control(decode_utf8(path, i, len))) {
+    if (is_control_char(decode_utf8(path, i, len))) {
       out.push_back(
           finding(reason::kControlCharInPath, path,
                   "path " + q + " contains control character " + shown(path.substr(i, len)) + "."));
@@ -551,11 +304,11 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
       return refuse(reason::kTooLarge, "patch text is " + std::to_string(json_text.size()) +
                                            " bytes; the limit is " +
                                            std::to_string(kMaxPatchTextBytes) + ".");
-    JsonReader reader(json_text);
     JsonValue doc;
-    if (!reader.read_document(&doc))
-      return refuse(reader.too_deep() ? reason::kBadShape : reason::kMalformedJson,
-                    "patch is not valid JSON: " + reader.error() + ".");
+    StrictJsonError error;
+    if (!read_strict_json(json_text, &doc, &error))
+      return refuse(error.too_deep ? reason::kBadShape : reason::kMalformedJson,
+                    "patch is not valid JSON: " + error.message + ".");
     if (doc.kind != JsonValue::Kind::kObject)
       return refuse(reason::kBadShape, std::string("patch must be a JSON object with a 'files' "
                                                    "array, got ") +

@@ -7,13 +7,6 @@
 namespace lazyagent {
 namespace {
 
-bool is_format_control(long cp) {
-  return (cp >= 0x200b && cp <= 0x200f) ||  // zero-width, LRM/RLM
-         (cp >= 0x202a && cp <= 0x202e) ||  // bidi embeddings/overrides
-         (cp >= 0x2066 && cp <= 0x2069) ||  // bidi isolates
-         cp == 0xfeff;
-}
-
 void append_hex_byte(std::string& out, unsigned char b) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\x%02x", b);
@@ -21,7 +14,7 @@ void append_hex_byte(std::string& out, unsigned char b) {
 }
 
 void append_codepoint_escape(std::string& out, long cp) {
-  char buf[16];
+  char buf[24];  // room for any long: "\\u{" + 16 hex digits + "}"
   std::snprintf(buf, sizeof buf, "\\u{%lx}", cp);
   out += buf;
 }
@@ -46,7 +39,7 @@ std::string escape_for_terminal(std::string_view text) {
       }
     } else if (cp < 0x20 || cp == 0x7f) {
       append_hex_byte(out, static_cast<unsigned char>(cp));
-    } else if ((cp >= 0x80 && cp <= 0x9f) || is_format_control(cp)) {
+    } else if (is_control_char(cp) || is_format_control(cp)) {  // C1 (C0/DEL above)
       append_codepoint_escape(out, cp);
     } else {
       out.append(text.substr(i, len));

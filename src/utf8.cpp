@@ -42,4 +42,15 @@ void append_utf8(std::string& out, long cp) {
   }
 }
 
+bool is_control_char(long cp) {
+  return (cp >= 0 && cp < 0x20) || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f);
+}
+
+bool is_format_control(long cp) {
+  return (cp >= 0x200b && cp <= 0x200f) ||  // zero-width, LRM/RLM
+         (cp >= 0x202a && cp <= 0x202e) ||  // bidi embeddings/overrides
+         (cp >= 0x2066 && cp <= 0x2069) ||  // bidi isolates
+         cp == 0xfeff;                      // BOM / zero-width no-break space
+}
+
 }  // namespace lazyagent

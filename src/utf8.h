@@ -16,4 +16,12 @@ long decode_utf8(std::string_view s, std::size_t pos, std::size_t& len);
 // Encodes a code point (caller guarantees it is a valid scalar value).
 void append_utf8(std::string& out, long cp);
 
+// C0 (U+0000-U+001F), DEL (U+007F) or C1 (U+0080-U+009F). False for -1 (what
+// decode_utf8 returns for an invalid byte): that is invalid UTF-8, not a control.
+bool is_control_char(long cp);
+
+// Zero-width characters, LRM/RLM, bidi embeddings, overrides and isolates, and
+// the BOM: they can hide or reorder what a reader sees.
+bool is_format_control(long cp);
+
 }  // namespace lazyagent
