@@ -1,0 +1,62 @@
+// The CLI's surface: help on every command, usage errors, doctor.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+
+TEST_CASE("every command has --help and exits 0", "[cli]") {
+  TempDir state;
+  for (const char* cmd : {"test", "sandboxes", "reap", "doctor"}) {
+    CliResult r = run_cli({state.path()}, {cmd, "--help"});
+    INFO(cmd << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.rfind(std::string("usage: lazyagent-oci ") + cmd, 0) == 0);
+  }
+  CliResult top = run_cli({state.path()}, {"--help"});
+  CHECK(top.exit_code == 0);
+  CHECK(top.out.find("exit codes:") != std::string::npos);
+}
+
+TEST_CASE("usage errors are exit 2 and say what to do", "[cli]") {
+  TempDir state;
+  CliResult unknown = run_cli({state.path()}, {"tset"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err == "lazyagent-oci: unknown command 'tset' (see `lazyagent-oci --help`)\n");
+  CliResult nopatch = run_cli({state.path()}, {"test", "--json"});
+  CHECK(nopatch.exit_code == 2);
+  CHECK(json::parse(nopatch.out)["error"] == "test: --patch FILE is required");
+  CliResult badtimeout = run_cli({state.path()}, {"test", "--patch", "x", "--timeout", "0"});
+  CHECK(badtimeout.exit_code == 2);
+  CHECK(badtimeout.err == "lazyagent-oci: test: --timeout: expected an integer between 1 and 86400, got '0'\n");
+  TempDir cfg;
+  const std::string bad = cfg.file("bad.yaml", "limits:\n  memory_mib: lots\n");
+  CliResult badcfg = run_cli({state.path()}, {"test", "--config", bad, "--patch", "x"});
+  CHECK(badcfg.exit_code == 2);
+  CHECK(badcfg.err.find(bad + ": limits.memory_mib: expected a positive integer, got 'lots'") != std::string::npos);
+  CliResult missing = run_cli({state.path()}, {"test", "--patch", cfg.path() + "/nope.json"});
+  CHECK(missing.exit_code == 2);
+  CHECK(missing.err.find("cannot open the file") != std::string::npos);
+}
+
+TEST_CASE("doctor checks the real podman service and images", "[cli]") {
+  TempDir state;
+  CliResult r = run_cli({state.path()}, {"doctor", "--json"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["ok"] == true);
+  std::map<std::string, std::string> status;
+  for (const auto& c : j["checks"]) status[c["check"]] = c["status"];
+  CHECK(status["socket"] == "ok");
+  CHECK(status["api"] == "ok");
+  CHECK(status["runtime"] == "ok");
+  CHECK(status["image localhost/lazyagent-sandbox:latest"] == "ok");
+  TempDir nosock;
+  CliResult down = run_cli({state.path(), {{"CONTAINER_HOST", "unix://" + nosock.path() + "/x.sock"}}}, {"doctor"});
+  CHECK(down.exit_code == 5);
+  CHECK(down.out.find("[FAIL] socket: pinging podman: cannot reach podman at") != std::string::npos);
+  CHECK(down.out.find("fix: run scripts/setup.sh") != std::string::npos);
+}
