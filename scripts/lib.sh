@@ -1,0 +1,143 @@
+# shellcheck shell=bash disable=SC2034  # constants used by the sourcing scripts
+# Shared helpers for scripts/setup.sh and scripts/build-images.sh.
+# Source it; it defines functions and a few constants and runs nothing.
+
+LAZYAGENT_ROOT="${LAZYAGENT_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+LAZYAGENT_CACHE_DIR="${LAZYAGENT_CACHE_DIR:-/var/cache/lazyagent-oci}"
+LAZYAGENT_DEFAULT_SOCKET="/run/podman/podman.sock"
+LAZYAGENT_SERVICE_LOG="/var/log/lazyagent-podman-service.log"
+LAZYAGENT_SERVICE_PID="/run/lazyagent-podman-service.pid"
+LAZYAGENT_DEBIAN_SUITE="${LAZYAGENT_DEBIAN_SUITE:-bookworm}"
+LAZYAGENT_BASE_IMAGE="localhost/lazyagent-base:${LAZYAGENT_DEBIAN_SUITE}"
+LAZYAGENT_SANDBOX_IMAGE="localhost/lazyagent-sandbox:latest"
+LAZYAGENT_PLANNER_IMAGE="localhost/lazyagent-planner:latest"
+
+# ---- messages (all on stderr; stdout stays free for data) --------------------
+
+_la_prog="$(basename "${0:-lazyagent}")"
+info() { printf '    %s\n' "$*" >&2; }
+warn() { printf '%s: warning: %s\n' "$_la_prog" "$*" >&2; }
+die()  { printf '%s: error: %s\n' "$_la_prog" "$*" >&2; exit 1; }
+
+# Seconds since the epoch with microseconds (bash >= 5).
+now() { printf '%s' "${EPOCHREALTIME:-$(date +%s.%N)}"; }
+# elapsed START -> "12.3s"
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# step "name": announce a step; step_done [note]: report its duration.
+_la_step_name=""
+_la_step_t0=""
+step() {
+  _la_step_name="$1"
+  _la_step_t0="$(now)"
+  printf '==> %s\n' "$1" >&2
+}
+step_done() {
+  printf '    %s: %s%s\n' "$_la_step_name" "$(elapsed "$_la_step_t0")" "${1:+ ($1)}" >&2
+}
+
+require_root() {
+  [ "$(id -u)" -eq 0 ] || die "run as root (the project's podman service is the rootful one at $LAZYAGENT_DEFAULT_SOCKET)"
+}
+
+# Hold an exclusive lock for the rest of the script so that two concurrent
+# runs (e.g. parallel CI jobs on one machine) do not race.
+# Long-lived children (the podman service) must not inherit the lock's file
+# descriptor: start them with `{LAZYAGENT_LOCK_FD}>&-`.
+LAZYAGENT_LOCK_FD=""
+take_lock() {
+  local name="$1"
+  mkdir -p /run/lock
+  exec {LAZYAGENT_LOCK_FD}>"/run/lock/lazyagent-oci-${name}.lock"
+  if ! flock -n "$LAZYAGENT_LOCK_FD"; then
+    info "waiting for another ${name} run to finish (lock /run/lock/lazyagent-oci-${name}.lock)"
+    flock "$LAZYAGENT_LOCK_FD"
+  fi
+}
+
+# ---- apt sources ------------------------------------------------------------
+
+# debian_mirror [SUITE] [COMPONENT]
+# Print the first http(s)/file URI that serves SUITE with COMPONENT, read from
+# /etc/apt/sources.list and /etc/apt/sources.list.d/*.list (one-line format)
+# and /etc/apt/sources.list.d/*.sources (deb822). LAZYAGENT_DEBIAN_MIRROR
+# overrides. The repository never names a mirror host itself.
+debian_mirror() {
+  local suite="${1:-$LAZYAGENT_DEBIAN_SUITE}" comp="${2:-main}"
+  if [ -n "${LAZYAGENT_DEBIAN_MIRROR:-}" ]; then
+    printf '%s\n' "$LAZYAGENT_DEBIAN_MIRROR"
+    return 0
+  fi
+  local f uri=""
+  local -a files=()
+  [ -f /etc/apt/sources.list ] && files+=(/etc/apt/sources.list)
+  for f in /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] && files+=("$f")
+  done
+  for f in "${files[@]}"; do
+    case "$f" in
+      *.sources) uri="$(_debian_mirror_deb822 "$f" "$suite" "$comp")" ;;
+      *)         uri="$(_debian_mirror_oneline "$f" "$suite" "$comp")" ;;
+    esac
+    if [ -n "$uri" ]; then
+      printf '%s\n' "${uri%/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+_debian_mirror_oneline() {
+  awk -v suite="$2" -v comp="$3" '
+    { sub(/#.*/, "") }
+    $1 != "deb" { next }
+    {
+      i = 2
+      if ($i ~ /^\[/) {                       # [ option=value ... ]
+        while (i <= NF && $i !~ /\]$/) i++
+        i++
+      }
+      uri = $i; s = $(i + 1)
+      if (s != suite || uri !~ /^(https?|file):/) next
+      for (j = i + 2; j <= NF; j++) if ($j == comp) { print uri; exit }
+    }' "$1"
+}
+
+_debian_mirror_deb822() {
+  awk -v suite="$2" -v comp="$3" '
+    function flush(   n, i, okT, okS, okC, t, s, c, u) {
+      if (enabled != "no" && uris != "") {
+        n = split(types, t, /[ \t]+/); okT = 0
+        for (i = 1; i <= n; i++) if (t[i] == "deb") okT = 1
+        n = split(suites, s, /[ \t]+/); okS = 0
+        for (i = 1; i <= n; i++) if (s[i] == suite) okS = 1
+        n = split(comps, c, /[ \t]+/); okC = 0
+        for (i = 1; i <= n; i++) if (c[i] == comp) okC = 1
+        if (okT && okS && okC) {
+          n = split(uris, u, /[ \t]+/)
+          for (i = 1; i <= n; i++) if (u[i] ~ /^(https?|file):/) { print u[i]; found = 1; exit }
+        }
+      }
+      types = suites = comps = uris = enabled = ""
+    }
+    /^#/ { next }
+    /^[ \t]*$/ { flush(); next }
+    /^[ \t]/ { next }                        # continuation line (e.g. an inline key)
+    {
+      key = tolower($0); sub(/:.*/, "", key)
+      val = $0; sub(/^[^:]*:[ \t]*/, "", val); sub(/[ \t]+$/, "", val)
+      if (key == "types") types = val
+      else if (key == "uris") uris = val
+      else if (key == "suites") suites = val
+      else if (key == "components") comps = val
+      else if (key == "enabled") enabled = tolower(val)
+    }
+    END { if (!found) flush() }' "$1"
+}
+
+# ---- podman socket ------------------------------------------------------------
+
+# socket_answers PATH: true if a libpod/docker API answers _ping on PATH.
+socket_answers() {
+  [ -S "$1" ] && curl -sf --max-time 3 --unix-socket "$1" http://d/_ping >/dev/null 2>&1
+}

@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# Prepare a Debian 12 machine (as root) to build and run lazyagent-oci:
+#   1. Debian packages (toolchain, libraries, podman + runc, debootstrap)
+#   2. podman configuration for this host (runc, explicit default ulimits)
+#   3. podman's API service on /run/podman/podman.sock (no systemd needed)
+#   4. the C++ build (cmake)
+#   5. the container images (scripts/build-images.sh)
+# Idempotent: a second run changes nothing and takes a few seconds.
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+  cat <<EOF
+usage: $(basename "$0") [--no-build] [--no-images] [--rebuild-images] [-h]
+
+  --no-build         skip the cmake build
+  --no-images        skip building the container images
+  --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
+
+Environment:
+  CONTAINER_HOST=unix:///path   use an already running podman service there
+  LAZYAGENT_ULIMIT_NOFILE=N, LAZYAGENT_ULIMIT_NPROC=N
+                                default container ulimits, soft = hard (default 4096 each)
+  LAZYAGENT_DEBIAN_MIRROR=uri   mirror for debootstrap (default: from the apt sources)
+EOF
+}
+
+DO_BUILD=1
+DO_IMAGES=1
+IMAGE_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-build) DO_BUILD=0 ;;
+    --no-images) DO_IMAGES=0 ;;
+    --rebuild-images) IMAGE_ARGS+=(--rebuild) ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+  shift
+done
+
+require_root
+[ -r /etc/os-release ] && . /etc/os-release
+if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
+  warn "written for Debian 12; this is ${PRETTY_NAME:-an unknown system}"
+fi
+take_lock setup
+T_ALL="$(now)"
+CONF_CHANGED=0
+
+# ---- 1. packages ---------------------------------------------------------------
+
+PACKAGES=(
+  # C++ build
+  build-essential cmake pkg-config git ca-certificates curl
+  libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
+  libcpp-httplib-dev catch2 python3
+  # container engine. runc is named explicitly: podman depends on
+  # "crun | runc" and crun refuses hybrid cgroups (v1 + v2).
+  podman runc conmon containernetworking-plugins
+  golang-github-containernetworking-plugin-dnsname slirp4netns uidmap
+  fuse-overlayfs iptables
+  # base image: debootstrap downloads with wget and verifies with gpgv
+  debootstrap wget gpgv debian-archive-keyring
+)
+
+missing_packages() {
+  # dpkg-query prints nothing (and exits 1) for packages it has never heard of.
+  local installed
+  installed="$( { dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true; } |
+    awk '$2 == "installed" { print $1 }')"
+  local p
+  for p in "${PACKAGES[@]}"; do
+    grep -qxF "$p" <<<"$installed" || printf '%s\n' "$p"
+  done
+}
+
+step "packages"
+mapfile -t MISSING < <(missing_packages)
+if [ ${#MISSING[@]} -eq 0 ]; then
+  step_done "all ${#PACKAGES[@]} installed"
+else
+  info "missing: ${MISSING[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Unreachable third-party sources make apt-get update complain or exit
+  # non-zero; that is fine as long as the Debian lists themselves are there.
+  if ! apt-get update -q >&2; then
+    if compgen -G "/var/lib/apt/lists/*_dists_${LAZYAGENT_DEBIAN_SUITE}_main_binary-*_Packages*" >/dev/null; then
+      warn "apt-get update reported errors (see above); the Debian $LAZYAGENT_DEBIAN_SUITE lists are present, continuing"
+    else
+      die "apt-get update failed and no Debian $LAZYAGENT_DEBIAN_SUITE package lists are present"
+    fi
+  fi
+  apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends "${MISSING[@]}" >&2 ||
+    die "apt-get install failed"
+  mapfile -t STILL < <(missing_packages)
+  [ ${#STILL[@]} -eq 0 ] || die "still missing after install: ${STILL[*]}"
+  step_done "installed ${#MISSING[@]}"
+fi
+
+# ---- 2. podman configuration --------------------------------------------------------
+
+# A limit for both soft and hard, clamped to this process's hard limit:
+# without CAP_SYS_RESOURCE podman cannot raise a limit above it.
+clamp_ulimit() {
+  local n="$1" hardmax="$2"
+  case "$n" in ''|*[!0-9]*) die "ulimit value must be a number, got '$n'" ;; esac
+  if [ "$hardmax" != unlimited ] && [ "$n" -gt "$hardmax" ]; then n="$hardmax"; fi
+  printf '%s:%s' "$n" "$n"
+}
+
+cgroup_mode() {
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    echo "v2 (unified)"
+  elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+    echo "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)"
+  else
+    echo "v1"
+  fi
+}
+
+podman_conf_content() {
+  local nofile nproc
+  nofile="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NOFILE:-4096}" "$(ulimit -Hn)")"
+  nproc="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NPROC:-4096}" "$(ulimit -Hu)")"
+  cat <<EOF
+# Written by lazyagent-oci scripts/setup.sh; rerunning it rewrites this file.
+[containers]
+# Explicit limits: podman otherwise asks for nofile=1048576, and on hosts
+# without CAP_SYS_RESOURCE container start fails with "setrlimit ...
+# operation not permitted". Soft = hard on purpose: podman 4.3.1's REST API
+# (libpod containers/create without r_limits) applies these with soft and
+# hard swapped, and runc then fails with "error setting rlimit type 7:
+# invalid argument" whenever soft < hard here.
+default_ulimits = [
+  "nofile=$nofile",
+  "nproc=$nproc",
+]
+
+[engine]
+# crun refuses hybrid cgroups (v1 + v2); runc works on v1, hybrid and v2.
+runtime = "runc"
+EOF
+  if [ ! -d /run/systemd/system ]; then
+    cat <<'EOF'
+# No systemd here: manage cgroups directly, log events to a file.
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+  fi
+}
+
+# write_if_changed FILE CONTENT -> 0 if written, 1 if it already had CONTENT
+write_if_changed() {
+  local f="$1" content="$2"
+  if [ -f "$f" ] && [ "$(cat "$f")" = "$content" ]; then return 1; fi
+  mkdir -p "$(dirname "$f")"
+  printf '%s\n' "$content" >"$f.tmp.$$"
+  mv -f "$f.tmp.$$" "$f"
+  return 0
+}
+
+# Is FILE among the configuration files podman reads? Its debug log names
+# each merged file: level=debug msg="Merged system config \"FILE\"".
+podman_reads_conf() {
+  local out
+  out="$(podman --log-level=debug info 2>&1 >/dev/null || true)"
+  [[ "$out" == *"Merged system config \\\"$1\\\""* ]]
+}
+
+step "podman configuration"
+command -v podman >/dev/null || die "podman is not installed"
+[ -z "${CONTAINERS_CONF:-}" ] ||
+  warn "CONTAINERS_CONF=$CONTAINERS_CONF is set: podman then ignores the files written here"
+CONF="$(podman_conf_content)"
+DROPIN=/etc/containers/containers.conf.d/lazyagent.conf
+MAINCONF=/etc/containers/containers.conf
+CONF_NOTE=""
+if [ ! -e "$DROPIN" ] && [ -f "$MAINCONF" ] && [ "$(cat "$MAINCONF")" = "$CONF" ]; then
+  CONF_NOTE="$MAINCONF unchanged (written earlier: this podman ignores drop-ins)"
+elif write_if_changed "$DROPIN" "$CONF"; then
+  CONF_CHANGED=1
+  # podman >= 4.x reads drop-ins (containers/common); verify, since older
+  # versions silently ignore the directory.
+  if podman_reads_conf "$DROPIN"; then
+    CONF_NOTE="wrote $DROPIN"
+  else
+    rm -f "$DROPIN"
+    if [ ! -e "$MAINCONF" ]; then
+      printf '%s\n' "$CONF" >"$MAINCONF"
+      CONF_NOTE="this podman ignores containers.conf.d; wrote $MAINCONF"
+    else
+      warn "this podman ignores $(dirname "$DROPIN") and $MAINCONF exists; add to it:"
+      printf '%s\n' "$CONF" | sed 's/^/        /' >&2
+      CONF_NOTE="NOT configured (see above)"
+    fi
+  fi
+else
+  CONF_NOTE="$DROPIN unchanged"
+fi
+RUNTIME="$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>/dev/null || true)"
+[ "$RUNTIME" = runc ] || warn "podman's default OCI runtime is '${RUNTIME:-unknown}', not runc"
+info "cgroups: $(cgroup_mode); OCI runtime: ${RUNTIME:-unknown}"
+step_done "$CONF_NOTE"
+
+# ---- 3. podman API service ------------------------------------------------------
+
+service_pid() {
+  local pid
+  pid="$(cat "$LAZYAGENT_SERVICE_PID" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'podman.*system service' || return 1
+  printf '%s' "$pid"
+}
+
+# stop_service PID: SIGTERM, up to 10 s to finish, then SIGKILL.
+stop_service() {
+  local pid="$1"
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+start_service() {
+  local sock="$1" pid
+  mkdir -p "$(dirname "$sock")" "$(dirname "$LAZYAGENT_SERVICE_LOG")"
+  # A socket file nobody answers on is left over from a dead service.
+  [ -S "$sock" ] && rm -f "$sock"
+  printf '\n--- %s: starting podman system service\n' "$(date -u +%FT%TZ)" >>"$LAZYAGENT_SERVICE_LOG"
+  # setsid: own session, no controlling terminal, survives this shell.
+  # It must not inherit this script's lock.
+  setsid nohup podman --runtime runc system service --time=0 "unix://$sock" \
+    </dev/null >>"$LAZYAGENT_SERVICE_LOG" 2>&1 {LAZYAGENT_LOCK_FD}>&- &
+  pid=$!
+  echo "$pid" >"$LAZYAGENT_SERVICE_PID"
+  for _ in $(seq 1 50); do
+    if socket_answers "$sock"; then
+      info "podman service pid $pid on $sock (log $LAZYAGENT_SERVICE_LOG)"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  printf '%s: last lines of %s:\n' "$_la_prog" "$LAZYAGENT_SERVICE_LOG" >&2
+  tail -n 20 "$LAZYAGENT_SERVICE_LOG" | sed 's/^/        /' >&2
+  if kill -0 "$pid" 2>/dev/null; then
+    die "podman service (pid $pid) does not answer on $sock after 10 s"
+  fi
+  die "podman service exited; it never answered on $sock"
+}
+
+step "podman API service"
+SOCK="$LAZYAGENT_DEFAULT_SOCKET"
+SERVICE_NOTE=""
+if [ -n "${CONTAINER_HOST:-}" ]; then
+  case "$CONTAINER_HOST" in
+    unix://*)
+      user_sock="${CONTAINER_HOST#unix://}"
+      if socket_answers "$user_sock"; then
+        SERVICE_NOTE="CONTAINER_HOST=$CONTAINER_HOST answers; not starting anything"
+        SOCK=""
+      else
+        warn "CONTAINER_HOST=$CONTAINER_HOST does not answer; setting up $SOCK instead" \
+             "(unset CONTAINER_HOST or point it at unix://$SOCK)"
+      fi ;;
+    *) warn "CONTAINER_HOST=$CONTAINER_HOST is not a unix:// socket; setting up $SOCK for this machine" ;;
+  esac
+fi
+if [ -n "$SOCK" ]; then
+  pid="$(service_pid || true)"
+  if [ "$CONF_CHANGED" -eq 1 ] && [ -n "$pid" ]; then
+    # The running service read the old configuration: restart the one we own.
+    info "configuration changed: restarting our podman service (pid $pid)"
+    stop_service "$pid"
+    start_service "$SOCK"
+    SERVICE_NOTE="restarted"
+  elif socket_answers "$SOCK"; then
+    if [ -n "$pid" ]; then
+      SERVICE_NOTE="running (pid $pid)"
+    else
+      SERVICE_NOTE="answering (not started by this script)"
+      [ "$CONF_CHANGED" -eq 0 ] ||
+        warn "the podman configuration changed; restart the service on $SOCK to apply it"
+    fi
+  else
+    if [ -n "$pid" ]; then
+      warn "our podman service (pid $pid) does not answer; restarting it"
+      stop_service "$pid"
+    fi
+    start_service "$SOCK"
+    SERVICE_NOTE="started (pid $(cat "$LAZYAGENT_SERVICE_PID"))"
+  fi
+fi
+step_done "$SERVICE_NOTE"
+
+# ---- 4. build -----------------------------------------------------------------------
+
+if [ "$DO_BUILD" -eq 1 ]; then
+  step "build (cmake, RelWithDebInfo)"
+  cd "$LAZYAGENT_ROOT"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+  cmake --build build -j2 >&2
+  step_done
+fi
+
+# ---- 5. images ----------------------------------------------------------------------
+
+if [ "$DO_IMAGES" -eq 1 ]; then
+  step "images"
+  "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}"
+  step_done
+fi
+
+printf '==> setup done in %s\n' "$(elapsed "$T_ALL")" >&2
