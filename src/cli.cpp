@@ -26,10 +26,16 @@ int cmd_help(const std::vector<std::string>&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
-      {"test", "prove a patch against a seed project in a hardened sandbox", cmd_test},
+      {"run", "ask the model for a fix (planner container), then prove it in a sandbox", cmd_run},
+      {"test", "prove a given patch against a seed project in a hardened sandbox", cmd_test},
+      {"configure", "store the provider's base URL, model and API key as podman secrets", cmd_configure},
+      {"secret", "list or delete the provider secrets (names and dates only)", cmd_secret},
+      {"task", "show a planner task, or its log", cmd_task},
       {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
       {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
+      {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
+      {"plan", "the planner itself, run inside the planner container", cmd_plan},
       {"version", "print the version", cmd_version},
       {"help", "show this help", cmd_help},
   };
@@ -44,7 +50,7 @@ int cmd_help(const std::vector<std::string>&) {
                "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
   for (const auto& c : commands()) {
     std::string n = c.name;
-    std::cout << "  " << n << std::string(12 - std::min<std::size_t>(11, n.size()), ' ') << c.summary << "\n";
+    std::cout << "  " << n << std::string(15 - std::min<std::size_t>(14, n.size()), ' ') << c.summary << "\n";
   }
   std::cout << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
                "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"

@@ -50,10 +50,20 @@ RunStore default_run_store();
 // "==> step" lines on stderr.
 void progress_line(const std::string& text);
 
+struct TestResult;
+// Prints a test/run result (JSON or human) and returns its exit code.
+int finish_result(const Result<TestResult>& result, bool json);
+
 // Command entry points (one file each).
 int cmd_test(const std::vector<std::string>& args);
 int cmd_sandboxes(const std::vector<std::string>& args);
 int cmd_reap(const std::vector<std::string>& args);
 int cmd_doctor(const std::vector<std::string>& args);
+int cmd_run(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_configure(const std::vector<std::string>& args);
+int cmd_secret(const std::vector<std::string>& args);
+int cmd_task(const std::vector<std::string>& args);
+int cmd_provider_stub(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

@@ -47,6 +47,11 @@ void print_human(const TestResult& r) {
   std::ostream& o = std::cout;
   const std::string verdict = r.status == "refused" ? "REFUSED" : r.tests_passed ? "PASSED" : "FAILED";
   o << "run " << r.run_id << ": " << verdict << "\n";
+  if (r.planner.is_object()) {
+    const auto& u = r.planner["usage"];
+    o << "planner task: " << r.planner.value("task_id", "") << " (model " << escape_for_terminal(r.planner.value("model", ""))
+      << ", " << (u.is_object() ? u.value("total_tokens", 0L) : 0L) << " tokens)\n";
+  }
   if (!r.findings.empty()) {
     for (const auto& f : r.findings) {
       o << "  " << f.code << (f.path.empty() ? "" : " [" + escape_for_terminal(f.path) + "]") << ": "
@@ -111,8 +116,12 @@ int cmd_test(const std::vector<std::string>& args) {
   const RunStore store = default_run_store();
 
   auto result = run_test(req, podman, store, [](const std::string& step) { progress_line(step); });
-  if (!result) return report_error(result.error(), opt.json);
-  if (opt.json) {
+  return finish_result(result, opt.json);
+}
+
+int finish_result(const Result<TestResult>& result, bool json) {
+  if (!result) return report_error(result.error(), json);
+  if (json) {
     std::cout << result_to_json(*result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else {
     print_human(*result);

@@ -216,6 +216,7 @@ bool is_secret_name(const std::string& s) {
 constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
 
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
 
 bool is_image_reference(const std::string& s) {
   for (const char c : s)
@@ -276,7 +277,8 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                        {"tmp_tmpfs_mib", r.integer(&lim.tmp_tmpfs_mib, 1, 16384)},
                        {"log_bytes", r.integer(&lim.log_bytes, 4096, 64 * 1024 * 1024)}})},
             {"timeouts",
-             r.nested({{"test_seconds", r.integer(&cfg.timeouts.test_seconds, 1, 86400)}})},
+             r.nested({{"test_seconds", r.integer(&cfg.timeouts.test_seconds, 1, 86400)},
+                       {"planner_seconds", r.integer(&cfg.timeouts.planner_seconds, 1, 86400)}})},
             {"patch", r.nested({{"max_files", r.integer(&cfg.patch.max_files, 1,
                                                         std::int64_t{kMaxPatchFilesCap}, true)},
                                 {"max_bytes", r.integer(&cfg.patch.max_bytes, 1,
@@ -288,7 +290,12 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                         {"model", r.string(&cfg.provider.model_secret,
                                                            is_secret_name, kSecretName)},
                                         {"api_key", r.string(&cfg.provider.api_key_secret,
-                                                             is_secret_name, kSecretName)}})}})},
+                                                             is_secret_name, kSecretName)}})},
+                  {"connect_timeout_seconds", r.integer(&cfg.provider.connect_timeout_seconds, 1, 600)},
+                  {"timeout_seconds", r.integer(&cfg.provider.timeout_seconds, 1, 3600)},
+                  {"max_retries", r.integer(&cfg.provider.max_retries, 0, 10)},
+                  {"network", r.string(&cfg.provider.network, is_planner_network,
+                                       "'bridge', 'host' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")}})},
         });

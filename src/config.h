@@ -32,7 +32,8 @@ struct LimitsConfig {
 };
 
 struct TimeoutsConfig {
-  std::int64_t test_seconds = 120;  // host-side deadline for one sandbox run
+  std::int64_t test_seconds = 120;     // host-side deadline for one sandbox run
+  std::int64_t planner_seconds = 600;  // host-side deadline for the planner container
 };
 
 struct PatchLimitsConfig {
@@ -46,6 +47,12 @@ struct ProviderConfig {
   std::string base_url_secret = "CODING_AGENT_BASE_URL";
   std::string model_secret = "CODING_AGENT_MODEL";
   std::string api_key_secret = "CODING_AGENT_API_KEY";
+  std::int64_t connect_timeout_seconds = 10;
+  std::int64_t timeout_seconds = 120;  // one request, total
+  std::int64_t max_retries = 3;        // on 429, 5xx and connection errors
+  // The planner container's network: enough to reach the provider. "bridge"
+  // reaches the internet and the host (host.containers.internal).
+  std::string network = "bridge";
 };
 
 struct EngineConfig {

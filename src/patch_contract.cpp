@@ -88,12 +88,6 @@ std::string invalid_utf8_detail(std::string_view s, std::size_t at) {
          (surrogate ? " (an unpaired UTF-16 surrogate)." : ".");
 }
 
-bool allowed(std::string_view path, const std::vector<std::string>& allow) {
-  return std::any_of(allow.begin(), allow.end(), [&](const std::string& a) {
-    if (path == a) return true;
-    return !a.empty() && a.back() == '/' && path.size() > a.size() && path.substr(0, a.size()) == a;
-  });
-}
 
 ContractLimits clamped(const ContractLimits& limits) {
   ContractLimits out = limits;
@@ -115,7 +109,7 @@ class FileRules {
       out->push_back(finding(reason::kDuplicatePath, f.path,
                              "path " + quoted(f.path) + " appears more than once (first as files[" +
                                  std::to_string(first->second) + "])."));
-    if (!f.path.empty() && !allowed(f.path, limits_.allow)) out->push_back(not_allowed(f.path));
+    if (!f.path.empty() && !path_on_allowlist(f.path, limits_.allow)) out->push_back(not_allowed(f.path));
     check_content(f, out);
     total_bytes_ += f.content.size();
   }
@@ -236,6 +230,13 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 }  // namespace
+
+bool path_on_allowlist(std::string_view path, const std::vector<std::string>& allow) {
+  return std::any_of(allow.begin(), allow.end(), [&](const std::string& a) {
+    if (path == a) return true;
+    return !a.empty() && a.back() == '/' && path.size() > a.size() && path.substr(0, a.size()) == a;
+  });
+}
 
 bool is_valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
 

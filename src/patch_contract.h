@@ -79,6 +79,9 @@ std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& li
 // contract would refuse. Empty when `path` is a valid relative patch path.
 std::vector<Finding> check_patch_path(std::string_view path);
 
+// The allowlist rule: an exact match, or under an entry that ends in '/'.
+bool path_on_allowlist(std::string_view path, const std::vector<std::string>& allow);
+
 // True when `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view s);
 

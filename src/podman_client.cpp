@@ -318,4 +318,30 @@ Result<json> PodmanClient::list_by_label(const std::string& label) {
   return parse_json_reply(r, "listing containers");
 }
 
+Result<bool> PodmanClient::secret_exists(const std::string& name) {
+  auto r = call("GET", "/secrets/" + escape(name) + "/json");
+  if (r && r->status == 404) return false;
+  if (auto st = expect(r, {200}, "looking up secret " + name); !st) return st.error();
+  return true;
+}
+
+Status PodmanClient::secret_create(const std::string& name, const std::string& value) {
+  RequestOptions opts;
+  opts.content_type = "application/octet-stream";
+  auto r = call("POST", "/secrets/create?name=" + escape(name), value, opts);
+  return expect(r, {200, 201}, "creating secret " + name);
+}
+
+Status PodmanClient::secret_delete(const std::string& name) {
+  auto r = call("DELETE", "/secrets/" + escape(name));
+  if (r && r->status == 404) return usage_error("no secret named " + name);
+  return expect(r, {204, 200}, "deleting secret " + name);
+}
+
+Result<nlohmann::json> PodmanClient::secret_list() {
+  auto r = call("GET", "/secrets/json");
+  if (auto st = expect(r, {200}, "listing secrets"); !st) return st.error();
+  return parse_json_reply(r, "listing secrets");
+}
+
 }  // namespace lazyagent

@@ -87,6 +87,12 @@ class PodmanClient {
   // Containers (running or not) carrying `label` (key or key=value).
   Result<nlohmann::json> list_by_label(const std::string& label);
 
+  // Podman secrets (values are never returned by podman, nor logged here).
+  Result<bool> secret_exists(const std::string& name);
+  Status secret_create(const std::string& name, const std::string& value);
+  Status secret_delete(const std::string& name);  // a missing secret is an error
+  Result<nlohmann::json> secret_list();
+
  private:
   Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
                 const std::string& what);

@@ -91,21 +91,40 @@ Status RunStore::write(const json& record) const {
   const std::string id = record.value("run_id", "");
   if (!valid_run_id(id)) return engine_error("run store: invalid run id '" + id + "'");
   if (auto st = ensure(); !st) return st;
-  auto st = write_file_atomic(runs_dir() + "/" + id + ".json",
-                              record.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-  if (!st) return st.error().context("saving run record " + id);
+  return write_in("runs", id, record);
+}
+
+Result<json> RunStore::read(const std::string& run_id) const { return read_in("runs", run_id); }
+
+Status RunStore::write_in(const std::string& subdir, const std::string& id, const json& record) const {
+  return write_text(subdir, id + ".json", record.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+Status RunStore::write_text(const std::string& subdir, const std::string& name, const std::string& text) const {
+  if (!valid_run_id(subdir) || name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
+    return engine_error("run store: invalid name " + subdir + "/" + name);
+  }
+  if (auto st = mkdirs_private(dir_ + "/" + subdir); !st) return st;
+  auto st = write_file_atomic(dir_ + "/" + subdir + "/" + name, text);
+  if (!st) return st.error().context("saving " + subdir + "/" + name);
   return st;
 }
 
-Result<json> RunStore::read(const std::string& run_id) const {
-  if (!valid_run_id(run_id)) return usage_error("'" + run_id + "' is not a run id");
-  const std::string path = runs_dir() + "/" + run_id + ".json";
-  std::ifstream f(path);
-  if (!f) return usage_error("no run " + run_id + " in " + runs_dir());
+Result<std::string> RunStore::read_text(const std::string& subdir, const std::string& name) const {
+  const std::string path = dir_ + "/" + subdir + "/" + name;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return usage_error("no " + name + " in " + dir_ + "/" + subdir);
   std::stringstream ss;
   ss << f.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) return engine_error("run record " + path + " is not valid JSON");
+  return ss.str();
+}
+
+Result<json> RunStore::read_in(const std::string& subdir, const std::string& id) const {
+  if (!valid_run_id(id)) return usage_error("'" + id + "' is not a run id");
+  auto text = read_text(subdir, id + ".json");
+  if (!text) return usage_error("no record " + id + " in " + dir_ + "/" + subdir);
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return engine_error("record " + dir_ + "/" + subdir + "/" + id + ".json is not valid JSON");
   return j;
 }
 

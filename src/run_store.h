@@ -8,6 +8,8 @@
 //                        same directory, fsync, rename, fsync of the directory,
 //                        so a crash leaves the old record or the new one, never
 //                        a torn one.
+//   tasks/<task-id>.json the planner task record (`task show`), atomic
+//   tasks/<task-id>.log  the planner's log (`task logs`), never the API key
 //   work/<run-id>/       the private seed copy of a running sandbox run; mode
 //                        0700, deleted when the run ends, reaped after a crash.
 // Run ids sort by time, so "recent" is a reverse sort of names.
@@ -37,6 +39,11 @@ class RunStore {
   // Atomically writes runs/<record["run_id"]>.json.
   Status write(const nlohmann::json& record) const;
   Result<nlohmann::json> read(const std::string& run_id) const;
+  // Records and text files of other kinds ("tasks"), same atomic writes.
+  Status write_in(const std::string& subdir, const std::string& id, const nlohmann::json& record) const;
+  Status write_text(const std::string& subdir, const std::string& name, const std::string& text) const;
+  Result<nlohmann::json> read_in(const std::string& subdir, const std::string& id) const;
+  Result<std::string> read_text(const std::string& subdir, const std::string& name) const;
   // The newest `limit` records (by run id), newest first. Unreadable files
   // are skipped and reported in `problems`.
   std::vector<nlohmann::json> recent(std::size_t limit, std::vector<std::string>* problems) const;

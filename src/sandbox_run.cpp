@@ -43,6 +43,11 @@ json result_to_json(const TestResult& r) {
       {"patch_sha256", r.patch_sha256},
   };
   if (!r.tests_passed) j["reason"] = r.reason;
+  if (r.planner.is_object()) {
+    j["planner_task_id"] = r.planner.value("task_id", "");
+    j["usage"] = r.planner.value("usage", json::object());
+    j["planner"] = r.planner;
+  }
   if (!r.findings.empty()) {
     json f = json::array();
     for (const auto& x : r.findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
@@ -97,6 +102,7 @@ class TestPipeline {
 
   Result<TestResult> run() {
     res_.run_id = req_.run_id.empty() ? new_run_id() : req_.run_id;
+    res_.planner = req_.planner;
     policy_ = policy_from_config(req_.config, req_.timeout_seconds);
     res_.image = policy_.image;
     res_.policy = policy_to_json(policy_);
@@ -300,7 +306,7 @@ class TestPipeline {
   void save(const std::string& status) {
     json rec = result_to_json(res_);
     rec["status"] = status;
-    rec["kind"] = "test";
+    rec["kind"] = res_.planner.is_object() ? "run" : "test";
     const Owner o = current_owner();
     rec["owner"] = {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}};
     rec["seed"] = req_.config.seed;

@@ -37,6 +37,7 @@ struct TestRequest {
   std::string patch_json;        // the patch text, untrusted
   std::int64_t timeout_seconds = 120;
   std::string run_id;            // "" = generate
+  nlohmann::json planner;        // set by `run`: the planner task's record
 };
 
 struct StepTiming {
@@ -61,6 +62,7 @@ struct TestResult {
   std::vector<Finding> findings; // contract findings when refused
   std::string seed_sha256;
   std::string patch_sha256;
+  nlohmann::json planner;        // null for `test`
 };
 
 nlohmann::json result_to_json(const TestResult& r);

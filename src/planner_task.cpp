@@ -1,0 +1,160 @@
+#include "planner_task.h"
+
+#include <algorithm>
+
+#include "patch_contract.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+bool is_text(const std::string& s) {
+  return s.find('\0') == std::string::npos && is_valid_utf8(s);
+}
+
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
+                       const std::string& instruction, const std::string& task_id,
+                       std::size_t max_bytes) {
+  PlannerTask t;
+  t.task_id = task_id;
+  t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
+  t.test_command = config.test_command;
+  t.contract.allow = config.allow;
+  t.contract.max_files = static_cast<std::size_t>(config.patch.max_files);
+  t.contract.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
+  t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
+  t.max_retries = static_cast<int>(config.provider.max_retries);
+  std::size_t used = 0;
+  for (const auto& e : seed.entries) {
+    if (e.kind != SeedEntry::Kind::kFile) continue;
+    if (!is_text(e.data) || used + e.data.size() > max_bytes) {
+      t.skipped.push_back(e.path);
+      continue;
+    }
+    used += e.data.size();
+    t.files.push_back({e.path, e.data, path_on_allowlist(e.path, config.allow)});
+  }
+  return t;
+}
+
+json task_to_json(const PlannerTask& t) {
+  json files = json::array();
+  for (const auto& f : t.files) files.push_back({{"path", f.path}, {"content", f.content}, {"editable", f.editable}});
+  return json{{"task_id", t.task_id},
+              {"instruction", t.instruction},
+              {"test_command", t.test_command},
+              {"files", files},
+              {"skipped", t.skipped},
+              {"contract",
+               {{"allow", t.contract.allow},
+                {"max_files", t.contract.max_files},
+                {"max_bytes", t.contract.max_bytes}}},
+              {"provider",
+               {{"connect_timeout_ms", t.connect_timeout_ms},
+                {"timeout_ms", t.timeout_ms},
+                {"max_retries", t.max_retries}}}};
+}
+
+Result<PlannerTask> task_from_json(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return usage_error("task: not a JSON object");
+  try {
+    PlannerTask t;
+    t.task_id = j.at("task_id").get<std::string>();
+    t.instruction = j.at("instruction").get<std::string>();
+    t.test_command = j.at("test_command").get<std::string>();
+    for (const auto& f : j.at("files")) {
+      t.files.push_back({f.at("path").get<std::string>(), f.at("content").get<std::string>(),
+                         f.at("editable").get<bool>()});
+    }
+    t.skipped = j.value("skipped", std::vector<std::string>{});
+    const json& c = j.at("contract");
+    t.contract.allow = c.at("allow").get<std::vector<std::string>>();
+    t.contract.max_files = std::min(c.at("max_files").get<std::size_t>(), kMaxPatchFilesCap);
+    t.contract.max_bytes = std::min(c.at("max_bytes").get<std::size_t>(), kMaxPatchBytesCap);
+    const json& p = j.at("provider");
+    t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
+    t.timeout_ms = p.at("timeout_ms").get<long>();
+    t.max_retries = p.at("max_retries").get<int>();
+    return t;
+  } catch (const json::exception& e) {
+    return usage_error(std::string("task: ") + e.what());
+  }
+}
+
+ChatRequest build_chat_request(const PlannerTask& t) {
+  std::string allow;
+  for (const auto& a : t.contract.allow) allow += (allow.empty() ? "" : ", ") + a;
+  const std::string system =
+      "You are a careful software engineer working on a small project. You change it so that "
+      "its tests pass. Answer with exactly one JSON object and nothing else, of the form "
+      "{\"files\":[{\"path\":\"<relative path>\",\"content\":\"<the complete new file>\"}]}. "
+      "Each content is the whole new file in UTF-8, not a diff. You may change only these "
+      "paths: " + allow + ". At most " + std::to_string(t.contract.max_files) + " files and " +
+      std::to_string(t.contract.max_bytes) + " bytes of content in total. Never change the "
+      "tests, never use control characters other than tab and newline, and never include "
+      "credentials.";
+  std::string user = "Instruction: " + t.instruction + "\n\nThe tests run with: " + t.test_command +
+                     "\n\nProject files:\n";
+  for (const auto& f : t.files) {
+    user += "\n=== " + f.path + (f.editable ? " (editable)" : " (read-only)") + " ===\n" + f.content;
+    if (!f.content.empty() && f.content.back() != '\n') user += "\n";
+  }
+  if (!t.skipped.empty()) {
+    user += "\nFiles not shown (binary or over the size budget):";
+    for (const auto& s : t.skipped) user += " " + s;
+    user += "\n";
+  }
+  ChatRequest req;
+  req.messages = {{"system", system}, {"user", user}};
+  req.json_response_format = true;
+  req.temperature = 0.0;
+  return req;
+}
+
+Result<std::string> extract_patch_json(const std::string& reply) {
+  const std::string body = trim(reply);
+  if (!body.empty() && body.front() == '{') return body;
+  std::vector<std::string> blocks;
+  std::size_t pos = 0;
+  while ((pos = body.find("```", pos)) != std::string::npos) {
+    const auto eol = body.find('\n', pos);
+    if (eol == std::string::npos) break;
+    const auto end = body.find("```", eol + 1);
+    if (end == std::string::npos) break;
+    blocks.push_back(trim(body.substr(eol + 1, end - eol - 1)));
+    pos = end + 3;
+  }
+  if (blocks.size() == 1 && !blocks[0].empty() && blocks[0].front() == '{') return blocks[0];
+  std::string why = blocks.empty() ? "it is neither a JSON object nor one fenced code block"
+                                   : std::to_string(blocks.size()) + " fenced code blocks, want exactly one JSON object";
+  return Error{ErrorKind::kPatch, "the model's reply holds no patch: " + why};
+}
+
+std::vector<Finding> secret_findings(const Patch& patch, const std::vector<std::string>& secrets) {
+  std::vector<Finding> out;
+  for (const auto& f : patch.files) {
+    for (const auto& s : secrets) {
+      if (s.size() >= 8 && (f.content.find(s) != std::string::npos || f.path.find(s) != std::string::npos)) {
+        out.push_back({"secret_in_content", f.path, "the file carries a provider secret; refusing it"});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,66 @@
+// What the planner is asked, and how its answer is read. Pure.
+//
+// The orchestrator builds a PlannerTask from the seed snapshot and the config
+// and uploads it to the planner container as /task/task.json. Inside, `plan`
+// turns it into a chat request, sends it to the provider and extracts one
+// patch from the reply. The reply is untrusted: a bare JSON object or exactly
+// one fenced code block is accepted, anything else is refused (exit 4), and
+// the patch then meets the same contract twice (in the planner and again in
+// the orchestrator).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "patch_contract.h"
+#include "provider_client.h"
+#include "result.h"
+#include "seed_snapshot.h"
+
+namespace lazyagent {
+
+inline constexpr const char* kDefaultInstruction =
+    "Fix calculator.add so that the tests pass, without changing the tests.";
+
+struct TaskFile {
+  std::string path;
+  std::string content;
+  bool editable = false;  // on the patch allowlist
+};
+
+struct PlannerTask {
+  std::string task_id;
+  std::string instruction;
+  std::string test_command;
+  std::vector<TaskFile> files;  // the seed's text sources, tests as read-only context
+  ContractLimits contract;
+  std::vector<std::string> skipped;  // seed files left out (binary, too large)
+  // How the planner talks to the provider (never the URL or key: those are secrets).
+  long connect_timeout_ms = 10000;
+  long timeout_ms = 120000;
+  int max_retries = 3;
+};
+
+// Text files of the seed (valid UTF-8, no NUL), smallest budget first-come up
+// to `max_bytes` in total; others are listed in `skipped`.
+PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
+                       const std::string& instruction, const std::string& task_id,
+                       std::size_t max_bytes = 256 * 1024);
+
+nlohmann::json task_to_json(const PlannerTask& task);
+Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors
+
+ChatRequest build_chat_request(const PlannerTask& task);
+
+// The patch JSON inside a model's reply: the whole reply when it is a JSON
+// object, else the content of its only fenced code block. kPatch error otherwise.
+Result<std::string> extract_patch_json(const std::string& reply);
+
+// Findings (code "secret_in_content") for files whose content carries one of
+// the secrets, e.g. the API key echoed back by the model.
+std::vector<Finding> secret_findings(const Patch& patch, const std::vector<std::string>& secrets);
+
+}  // namespace lazyagent
