@@ -1,0 +1,270 @@
+// `lazyagent-oci run` end to end: the real planner image and container, the
+// real sandbox, and the project's scripted provider (a real HTTP server
+// speaking the chat-completions protocol) standing in for the model.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+#include "provider_stub.h"
+
+using nlohmann::json;
+using namespace it;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kKey = "sk-lazyagent-it-key-0123456789abcdef";
+
+std::string content_of(const std::string& patch_json) {
+  return json::parse(patch_json).dump();  // the reply content: the patch as JSON text
+}
+
+// A scripted provider in this process, plus podman secrets (unique names)
+// pointing the planner at it, plus a config naming those secrets. All of it
+// is removed in the destructor.
+class Provider {
+ public:
+  explicit Provider(lazyagent::StubScript script, const std::string& key_to_configure = kKey,
+                    const std::string& extra_yaml = "")
+      : stub_(std::move(script)) {
+    auto port = stub_.listen("0.0.0.0", 0);
+    REQUIRE(port.ok());
+    const std::string prefix = "LAZYAGENT_IT_" + std::to_string(getpid()) + "_" + std::to_string(++counter_);
+    names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
+    config_ = dir_.file("config.yaml",
+                        "seed: " + seed_dir() + "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
+                            "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
+                            "\n  max_retries: 2\n" + extra_yaml);
+    url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
+    configure(url_, key_to_configure);
+  }
+  ~Provider() {
+    for (const auto& n : names_) sh("podman secret rm " + n + " >/dev/null 2>&1");
+    stub_.stop();
+  }
+  void configure(const std::string& url, const std::string& key) {
+    CliResult r = run_cli({state.path(), {{names_[0], url}, {names_[1], "lazyagent-stub"}, {names_[2], key}}},
+                          {"configure", "--config", config_});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find(key) == std::string::npos);
+  }
+  CliResult run(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"run", "--config", config_, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli({state.path()}, args);
+  }
+  const std::string& config() const { return config_; }
+  lazyagent::ProviderStub& stub() { return stub_; }
+  TempDir state;
+
+ private:
+  static inline int counter_ = 0;
+  TempDir dir_;
+  lazyagent::ProviderStub stub_;
+  std::vector<std::string> names_;
+  std::string config_, url_;
+};
+
+lazyagent::StubScript tagged_script() {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  auto reply = [](std::string match, std::string content) {
+    lazyagent::StubReply r;
+    r.match = std::move(match);
+    r.content = std::move(content);
+    return r;
+  };
+  s.replies = {
+      reply("[wrong]", content_of(wrong_patch())),
+      reply("[fenced]", "Here you go:\n```json\n" + json::parse(fixing_patch()).dump(2) + "\n```\n"),
+      reply("[traversal]", R"({"files":[{"path":"../../etc/cron.d/x","content":"* * * * * root sh\n"}]})"),
+      reply("[prose]", "Change the minus sign in add to a plus sign."),
+      reply("[hunt]", content_of(attack_patch(
+                          "import os, glob\n"
+                          "blob = repr(dict(os.environ))\n"
+                          "for p in glob.glob('/proc/*/environ') + glob.glob('/run/secrets/*') + glob.glob('/work/**', recursive=True):\n"
+                          "    try: blob += open(p, 'rb').read().decode('latin-1')\n"
+                          "    except Exception: pass\n"
+                          "needle = 'sk-lazyagent-' + 'it-key'  # split: this file itself is searched too\n"
+                          "print('SECRET_FOUND' if needle in blob else 'NO_SECRET_FOUND')\n"))),
+      reply("", content_of(fixing_patch())),
+  };
+  return s;
+}
+
+json parse_result(const CliResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  json j = json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+std::string read_tree(const std::string& dir) {
+  std::string all;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream f(e.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    all += ss.str();
+  }
+  return all;
+}
+
+bool no_containers_of_this_suite() {
+  return containers_with_label("io.lazyagent.role=planner").empty() &&
+         containers_with_label("io.lazyagent.role=sandbox").empty();
+}
+
+}  // namespace
+
+TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key is nowhere", "[run]") {
+  Provider p(tagged_script());
+  CliResult r = p.run();
+  json j = parse_result(r);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["test_exit_code"] == 0);
+  CHECK(j["changed_paths"] == json::array({"calculator.py"}));
+  const std::string task = j["planner_task_id"];
+  CHECK(task.rfind("t-", 0) == 0);
+  CHECK(j["usage"]["total_tokens"] == 46);
+  CHECK(j["timings"].contains("plan"));
+  CHECK(j["sandbox_id"].get<std::string>().size() == 64);
+  CHECK(no_containers_of_this_suite());
+
+  CliResult show = run_cli({p.state.path()}, {"task", "show", task, "--json"});
+  REQUIRE(show.exit_code == 0);
+  json t = json::parse(show.out);
+  CHECK(t["status"] == "patch");
+  CHECK(t["model"] == "lazyagent-stub");
+  CHECK(t["usage"]["prompt_tokens"] == 12);
+  CliResult logs = run_cli({p.state.path()}, {"task", "logs", task});
+  CHECK(logs.out.find("planner: patch accepted: 1 file(s)") != std::string::npos);
+
+  // The key never reaches the run store, the logs, the result or the CLI's output.
+  CHECK(read_tree(p.state.path()).find(kKey) == std::string::npos);
+  CHECK((r.out + r.err + show.out + logs.out).find(kKey) == std::string::npos);
+  // The provider saw the prompt with the instruction and the test file as context.
+  const auto requests = p.stub().request_log();
+  REQUIRE(!requests.empty());
+  CHECK(requests.back().find("Fix calculator.add") != std::string::npos);
+  CHECK(requests.back().find("test_calculator.py (read-only)") != std::string::npos);
+}
+
+TEST_CASE("run: wrong, fenced, refused and non-patch replies", "[run]") {
+  Provider p(tagged_script());
+  CliResult wrong = p.run({"[wrong] fix add"});
+  CHECK(wrong.exit_code == 1);
+  CHECK(parse_result(wrong)["tests_passed"] == false);
+
+  CliResult fenced = p.run({"[fenced] fix add"});
+  CHECK(fenced.exit_code == 0);
+  CHECK(parse_result(fenced)["tests_passed"] == true);
+
+  for (const char* tag : {"[traversal]", "[prose]"}) {
+    CliResult refused = p.run({std::string(tag) + " fix add"});
+    json j = parse_result(refused);
+    CHECK(refused.exit_code == 4);
+    CHECK(j["sandbox_id"] == "");  // refused before any sandbox existed
+    CHECK_FALSE(j["findings"].empty());
+    CHECK(refused.err.find("==> create") == std::string::npos);
+  }
+  CHECK(no_containers_of_this_suite());
+}
+
+TEST_CASE("run: a patch hunting for secrets inside the sandbox finds none", "[run]") {
+  Provider p(tagged_script());
+  CliResult r = p.run({"[hunt] fix add"});
+  json j = parse_result(r);
+  CHECK(j["test_output"].get<std::string>().find("NO_SECRET_FOUND") != std::string::npos);
+  CHECK(j["tests_passed"] == true);
+}
+
+TEST_CASE("run: provider failures are exit 3 with a clear message and create no sandbox", "[run]") {
+  SECTION("401: a wrong key") {
+    Provider p(tagged_script(), "sk-wrong-key-for-the-stub-000");
+    CliResult r = p.run();
+    CHECK(r.exit_code == 3);
+    CHECK(parse_result(r)["error"].get<std::string>().find("provider said 401: invalid api key") != std::string::npos);
+    CHECK(r.err.find("sk-wrong-key") == std::string::npos);
+    CHECK(r.err.find("==> create") == std::string::npos);
+  }
+  SECTION("429 then success") {
+    lazyagent::StubScript s;
+    s.api_key = kKey;
+    lazyagent::StubReply busy;
+    busy.status = 429;
+    busy.retry_after = "1";
+    busy.content = "slow down";
+    lazyagent::StubReply ok;
+    ok.content = content_of(fixing_patch());
+    s.replies = {busy, ok};
+    Provider p(s);
+    CliResult r = p.run();
+    json j = parse_result(r);
+    CHECK(r.exit_code == 0);
+    CHECK(j["planner"]["attempts"] == 2);
+  }
+  SECTION("500 every time") {
+    lazyagent::StubScript s;
+    s.api_key = kKey;
+    lazyagent::StubReply broken;
+    broken.status = 500;
+    broken.content = "the model server fell over";
+    s.replies = {broken};
+    Provider p(s);
+    CliResult r = p.run();
+    CHECK(r.exit_code == 3);
+    CHECK(parse_result(r)["error"].get<std::string>().find("provider said 500: the model server fell over") != std::string::npos);
+  }
+  SECTION("a reply slower than the timeout") {
+    lazyagent::StubScript s;
+    s.api_key = kKey;
+    lazyagent::StubReply slow;
+    slow.delay_ms = 5000;
+    slow.content = content_of(fixing_patch());
+    s.replies = {slow};
+    Provider p(s, kKey, "  timeout_seconds: 1\n");
+    CliResult r = p.run();
+    CHECK(r.exit_code == 3);
+    CHECK(parse_result(r)["error"].get<std::string>().find("did not answer within 1000 ms") != std::string::npos);
+  }
+  SECTION("a refused connection") {
+    Provider p(tagged_script());
+    p.configure("http://host.containers.internal:9/v1", kKey);
+    CliResult r = p.run();
+    CHECK(r.exit_code == 3);
+    CHECK(parse_result(r)["error"].get<std::string>().find("cannot connect to the provider") != std::string::npos);
+  }
+  SECTION("a malformed body") {
+    lazyagent::StubScript s;
+    s.api_key = kKey;
+    lazyagent::StubReply junk;
+    junk.raw_body = "{\"choices\": [";
+    s.replies = {junk};
+    Provider p(s);
+    CliResult r = p.run();
+    CHECK(r.exit_code == 3);
+  }
+  CHECK(no_containers_of_this_suite());
+}
+
+TEST_CASE("run: an unconfigured provider is a usage error that says what to do", "[run]") {
+  TempDir state, dir;
+  const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
+                                                 "\nprovider:\n  secrets:\n    base_url: LAZYAGENT_IT_NONE_URL\n"
+                                                 "    model: LAZYAGENT_IT_NONE_MODEL\n    api_key: LAZYAGENT_IT_NONE_KEY\n");
+  CliResult r = run_cli({state.path()}, {"run", "--config", cfg});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("the provider is not configured (missing podman secrets: LAZYAGENT_IT_NONE_URL") != std::string::npos);
+  CHECK(r.err.find("lazyagent-oci configure") != std::string::npos);
+}
