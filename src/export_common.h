@@ -1,0 +1,46 @@
+// What every export (OCI bundle, podman-compose, Kubernetes) starts from.
+//
+// One pure description of the policy — the SandboxPolicy the podman sandbox
+// enforces and the PlannerRequest the planner container gets — is turned into
+// each target's documents by pure functions (export_oci, export_compose,
+// export_k8s). Each target also says what it cannot enforce, so a user never
+// mistakes a weaker policy for the same one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "patch_contract.h"
+#include "planner_policy.h"
+#include "sandbox_policy.h"
+#include "seed_snapshot.h"
+
+namespace lazyagent {
+
+struct ExportInput {
+  Config config;                 // effective config (CLI flags applied)
+  SandboxPolicy policy;          // policy_from_config(config, timeout)
+  PlannerRequest planner;        // planner_request_from_config(config)
+  SeedSnapshot seed;             // the seed, read once
+  std::optional<Patch> patch;    // validated against the contract; absent = seed only
+  std::string name = "lazyagent";        // base name of the resources
+  std::string k8s_namespace = "default"; // Kubernetes only
+  std::string instruction;               // the planner's instruction ("" = default)
+};
+
+struct ExportedFile {
+  std::string path;     // relative to the output directory
+  std::string content;
+  unsigned mode = 0644;
+};
+
+struct ExportBundle {
+  std::vector<ExportedFile> files;
+  std::vector<std::string> enforced;      // one line each: what the target enforces, and how
+  std::vector<std::string> not_enforced;  // one line each: what it cannot, and why
+  std::string how_to_run;                 // shell lines for the user
+};
+
+}  // namespace lazyagent
