@@ -342,6 +342,13 @@ std::string default_config_path() {
   if (const char* env = std::getenv("LAZYAGENT_CONFIG"); env != nullptr && *env != '\0') return env;
   std::error_code ec;
   if (fs::is_regular_file("config/lazyagent.yaml", ec)) return "config/lazyagent.yaml";
+  // Installed next to the binary (<prefix>/bin/.. /share), wherever the
+  // prefix was chosen at install time; then the configured prefix.
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = exe.parent_path().parent_path() / "share/lazyagent-oci/config/lazyagent.yaml";
+    if (fs::is_regular_file(beside, ec)) return beside.string();
+  }
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
