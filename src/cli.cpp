@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "cli_args.h"
 #include "interrupt.h"
 #include "podman_client.h"
 #include "terminal_text.h"
@@ -97,6 +98,15 @@ Result<std::string> podman_socket_from_env() {
 
 RunStore default_run_store() {
   return RunStore(default_state_dir(std::getenv("XDG_STATE_HOME"), std::getenv("HOME")));
+}
+
+std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::string>& args) {
+  if (auto st = parser.parse(args); !st) return report_error(st.error(), false);
+  if (parser.help_requested()) {
+    std::cout << parser.help_text();
+    return 0;
+  }
+  return std::nullopt;
 }
 
 void progress_line(const std::string& text) {

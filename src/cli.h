@@ -10,6 +10,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ int report_error(const Error& e, bool json);
 Result<Config> load_config_or_default(const std::string& path);
 Result<std::string> podman_socket_from_env();
 RunStore default_run_store();
+
+class ArgParser;
+// Parses a command's arguments. Returns an exit code when the command should
+// stop here (after printing --help: 0; after a usage error: 2), else nullopt.
+std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::string>& args);
 
 // "==> step" lines on stderr.
 void progress_line(const std::string& text);

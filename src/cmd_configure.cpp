@@ -41,11 +41,7 @@ int cmd_configure(const std::vector<std::string>& args) {
               "Values are never printed; unset the variables afterwards.");
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &json_out, "print one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
   if (!config) return report_error(config.error(), json_out);
   const auto names = secret_names(*config);
@@ -94,11 +90,7 @@ int cmd_secret(const std::vector<std::string>& args) {
   p.positional("NAME", &name, false, "the secret to delete");
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &json_out, "print one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   if (action != "list" && action != "delete") {
     return report_error(usage_error("secret: unknown action '" + action + "' (list or delete)"), json_out);
   }

@@ -113,11 +113,7 @@ int cmd_doctor(const std::vector<std::string>& args) {
               "and this host's known quirks; prints the fix for each problem.");
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &as_json, "print one JSON object on stdout");
-  if (auto s = p.parse(args); !s) return report_error(s.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
   if (!config) return report_error(config.error(), as_json);
   const auto checks = run_checks(*config);

@@ -72,11 +72,7 @@ int cmd_plan(const std::vector<std::string>& args) {
               "the secrets directory (base_url, model, api_key). You normally do not run this yourself.");
   p.option("--task", &task_path, "FILE", "the task JSON (default /task/task.json)");
   p.option("--secrets-dir", &secrets_dir, "DIR", "where the secret files are (default /run/secrets)");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   PlanLog log;
   ProviderSettings settings;
   for (auto [name, out] : {std::pair{kSecretBaseUrl, &settings.base_url},

@@ -27,11 +27,7 @@ int cmd_run(const std::vector<std::string>& args) {
   p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &json, "print exactly one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
   if (!config) return report_error(config.error(), json);
   RunRequest req;

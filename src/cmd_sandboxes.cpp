@@ -22,11 +22,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
               "whether each container still exists in podman (it should not: they are removed).");
   p.positional("N", &count, false, "how many runs to show");
   p.flag("--json", &as_json, "print one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   long n = 0;
   try {
     n = std::stol(count);
@@ -98,11 +94,7 @@ int cmd_reap(const std::vector<std::string>& args) {
               "unless --all is given.");
   p.flag("--all", &all, "also remove containers of runs that are still in progress");
   p.flag("--json", &as_json, "print one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   auto socket = podman_socket_from_env();
   if (!socket) return report_error(socket.error(), as_json);
   PodmanClient podman(*socket);

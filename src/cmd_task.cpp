@@ -19,11 +19,7 @@ int cmd_task(const std::vector<std::string>& args) {
   p.positional("ACTION", &action, true, "show or logs");
   p.positional("ID", &id, true, "the planner task id (t-...)");
   p.flag("--json", &json_out, "print the record as JSON (show)");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   const RunStore store = default_run_store();
   if (action == "logs") {
     auto log = store.read_text("tasks", id + ".log");

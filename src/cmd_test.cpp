@@ -89,11 +89,7 @@ int cmd_test(const std::vector<std::string>& args) {
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
-  if (auto st = p.parse(args); !st) return report_error(st.error(), false);
-  if (p.help_requested()) {
-    std::cout << p.help_text();
-    return 0;
-  }
+  if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
 
   auto config = load_config_or_default(opt.config);
