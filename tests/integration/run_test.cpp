@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -267,4 +268,27 @@ TEST_CASE("run: an unconfigured provider is a usage error that says what to do",
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("the provider is not configured (missing podman secrets: LAZYAGENT_IT_NONE_URL") != std::string::npos);
   CHECK(r.err.find("lazyagent-oci configure") != std::string::npos);
+}
+
+TEST_CASE("run: SIGINT while the planner waits on the provider removes the planner container", "[run]") {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply slow;
+  slow.delay_ms = 20000;
+  slow.content = content_of(fixing_patch());
+  s.replies = {slow};
+  Provider p(s);
+  TempDir io;
+  const pid_t pid = spawn_cli({p.state.path()}, {"run", "--config", p.config(), "--json"}, io.path());
+  const std::string label = "io.lazyagent.pid=" + std::to_string(pid);
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    running = !sh("podman ps --filter label=" + label + " --filter status=running --format '{{.ID}}'").empty();
+    if (!running) usleep(50 * 1000);
+  }
+  REQUIRE(running);
+  kill(pid, SIGINT);
+  CHECK(wait_cli(pid, 30) == 130);
+  CHECK(containers_with_label(label).empty());
+  CHECK(containers_with_label("io.lazyagent.role=sandbox").empty());
 }
