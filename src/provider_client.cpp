@@ -1,0 +1,414 @@
+#include "provider_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "interrupt.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxReplyBytes = 8u << 20;
+constexpr long kMaxRetryAfterMs = 60000;
+constexpr const char* kAccepted =
+    "expected https://HOST[:PORT][/PATH]/v1, or http:// only for localhost, 127.0.0.0/8, "
+    "[::1] or host.containers.internal";
+
+Error planner_error(std::string m) { return Error{ErrorKind::kPlanner, std::move(m)}; }
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+long ms_since(Clock::time_point t) {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
+}
+
+// Untrusted text for a one-line message: at most max_bytes, no line breaks,
+// control characters shown as escapes (ARCHITECTURE invariant 8).
+std::string one_line(std::string_view text, std::size_t max_bytes) {
+  bool cut = false;
+  std::string s = truncate_utf8(text, max_bytes, cut);
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  const auto b = s.find_first_not_of(' ');
+  const auto e = s.find_last_not_of(' ');
+  s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+  return escape_for_terminal(s) + (cut ? "..." : "");
+}
+
+// 127.0.0.0/8 as a strict dotted quad ("127.1" and "0127.0.0.1" are not).
+bool is_ipv4_loopback(const std::string& host) {
+  int parts = 0;
+  std::size_t i = 0;
+  while (i <= host.size()) {
+    const std::size_t dot = std::min(host.find('.', i), host.size());
+    const std::string part = host.substr(i, dot - i);
+    if (!all_digits(part) || part.size() > 3 || (part.size() > 1 && part[0] == '0')) return false;
+    if (std::stoi(part) > 255 || (parts == 0 && part != "127")) return false;
+    ++parts;
+    i = dot + 1;
+  }
+  return parts == 4;
+}
+
+bool is_local_host(const std::string& host) {
+  const std::string h = lower(host);
+  return h == "localhost" || h == "[::1]" || h == "host.containers.internal" || is_ipv4_loopback(h);
+}
+
+}  // namespace
+
+Status validate_base_url(const std::string& url) {
+  // Echo the URL only up to any query (where keys like ?api_key= live), and
+  // not at all when it may carry credentials.
+  const bool may_hold_secret = url.find('@') != std::string::npos;
+  const std::string shown =
+      may_hold_secret ? "" : "'" + one_line(url.substr(0, url.find('?')), 200) + "' ";
+  auto refuse = [&](const std::string& why) {
+    return usage_error("provider URL " + shown + why + "; " + kAccepted);
+  };
+  if (url.empty()) return usage_error(std::string("provider URL is empty; ") + kAccepted);
+  for (unsigned char c : url) {
+    if (c <= ' ' || c == 0x7f) return refuse("contains a space or control character");
+  }
+  const std::string head = lower(url.substr(0, 8));
+  const bool https = head.rfind("https://", 0) == 0;
+  if (!https && head.rfind("http://", 0) != 0) {
+    return refuse(url.find("://") == std::string::npos ? "has no scheme" : "has an unsupported scheme");
+  }
+  if (url.find_first_of("?#") != std::string::npos) return refuse("has a query or fragment");
+  const std::string rest = url.substr(https ? 8 : 7);
+  const std::size_t slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  const std::string path = slash == std::string::npos ? "" : rest.substr(slash);
+  if (authority.find('@') != std::string::npos) {
+    return refuse("contains user:password@ (give the API key separately, never in the URL)");
+  }
+  std::string host = authority, port;
+  if (!authority.empty() && authority[0] == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string::npos) return refuse("has an unclosed '[' in its host");
+    host = authority.substr(0, close + 1);
+    const std::string after = authority.substr(close + 1);
+    if (!after.empty() && after[0] != ':') return refuse("has text after its [IPv6] host");
+    if (!after.empty()) port = after.substr(1);
+    if (host.size() < 3) return refuse("has an empty [IPv6] host");
+  } else if (const std::size_t colon = authority.find(':'); colon != std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.find(':') != std::string::npos) return refuse("has an IPv6 host without [brackets]");
+  }
+  if (host.empty()) return refuse("has no host");
+  const bool bracketed = host[0] == '[';
+  const std::string inner = bracketed ? host.substr(1, host.size() - 2) : host;
+  const char* allowed = bracketed ? "0123456789abcdefABCDEF:."
+                                  : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_";
+  if (lower(inner).find_first_not_of(allowed) != std::string::npos) return refuse("has a character its host cannot have");
+  const bool port_given = authority.find(':', host.size()) != std::string::npos;
+  if (port_given && (!all_digits(port) || port.size() > 5 || std::stol(port) < 1 || std::stol(port) > 65535)) {
+    return refuse("has a port that is not a number from 1 to 65535");
+  }
+  std::string p = path;
+  if (!p.empty() && p.back() == '/') p.pop_back();
+  if (p.size() < 3 || p.compare(p.size() - 3, 3, "/v1") != 0) return refuse("does not end with /v1");
+  if (!https && !is_local_host(host)) {
+    return refuse("uses plain http for a host that is not local (the API key would cross the "
+                  "network unencrypted)");
+  }
+  return ok_status();
+}
+
+std::string redact(const std::string& text, const std::string& secret) {
+  if (secret.empty()) return text;
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at; (at = text.find(secret, from)) != std::string::npos; from = at + secret.size()) {
+    out.append(text, from, at - from).append("[redacted]");
+  }
+  return out.append(text, from, std::string::npos);
+}
+
+long retry_after_ms(const std::string& header_value, long fallback_ms) {
+  const auto b = header_value.find_first_not_of(" \t");
+  const auto e = header_value.find_last_not_of(" \t\r\n");
+  const std::string v = b == std::string::npos ? "" : header_value.substr(b, e - b + 1);
+  long ms = fallback_ms;
+  if (all_digits(v)) {
+    ms = v.size() > 6 ? kMaxRetryAfterMs : std::stol(v) * 1000;
+  } else if (!v.empty()) {
+    const time_t when = curl_getdate(v.c_str(), nullptr);  // RFC 7231 HTTP-date and kin
+    if (when != -1) ms = static_cast<long>(std::difftime(when, std::time(nullptr)) * 1000.0);
+  }
+  return std::clamp(ms, 0L, kMaxRetryAfterMs);
+}
+
+std::string provider_error_text(const std::string& body) {
+  std::string msg;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_object()) {
+    auto string_at = [&](const json& o, const char* key) {
+      return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+    };
+    if (j.contains("error") && j["error"].is_object()) msg = string_at(j["error"], "message");
+    if (msg.empty()) msg = string_at(j, "error");
+    if (msg.empty()) msg = string_at(j, "message");
+    if (msg.empty()) msg = string_at(j, "detail");
+  }
+  if (msg.empty()) msg = body;
+  msg = one_line(msg, 300);
+  return msg.empty() ? "(empty reply)" : msg;
+}
+
+Result<ChatReply> parse_chat_response(const std::string& body) {
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) {
+    return planner_error("provider reply is not JSON (starts with '" + one_line(body, 60) + "')");
+  }
+  if (!j.is_object()) return planner_error("provider reply is not a JSON object");
+  const json* choice = nullptr;
+  if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() &&
+      j["choices"][0].is_object()) {
+    choice = &j["choices"][0];
+  }
+  if (!choice && j.contains("error")) {
+    return planner_error("provider reply has no choices but an error: " + provider_error_text(body));
+  }
+  const json* message = choice && choice->contains("message") && (*choice)["message"].is_object()
+                            ? &(*choice)["message"] : nullptr;
+  if (!message || !message->contains("content") || !(*message)["content"].is_string()) {
+    if (message && message->contains("refusal") && (*message)["refusal"].is_string()) {
+      return planner_error("the model refused: " + one_line((*message)["refusal"].get<std::string>(), 300));
+    }
+    return planner_error("provider reply has no choices[0].message.content");
+  }
+  ChatReply reply;
+  reply.content = (*message)["content"].get<std::string>();
+  if (choice->contains("finish_reason") && (*choice)["finish_reason"].is_string()) {
+    reply.finish_reason = (*choice)["finish_reason"].get<std::string>();
+  }
+  if (j.contains("model") && j["model"].is_string()) reply.model = j["model"].get<std::string>();
+  if (j.contains("usage") && j["usage"].is_object()) {
+    // Usage is informative: a malformed count reads as 0 rather than failing a good reply.
+    auto count = [&](const char* key) -> long {
+      const json& u = j["usage"];
+      if (!u.contains(key) || !u[key].is_number_integer() || u[key].get<long long>() < 0) return 0;
+      return static_cast<long>(std::min<long long>(u[key].get<long long>(), 1LL << 40));
+    };
+    reply.usage = {count("prompt_tokens"), count("completion_tokens"), count("total_tokens")};
+  }
+  return reply;
+}
+
+namespace {
+
+// One HTTP exchange ----------------------------------------------------------
+
+struct Exchange {
+  CURLcode rc = CURLE_OK;
+  long status = 0;
+  std::string body;
+  bool truncated = false;
+  std::string retry_after;
+  long os_errno = 0;
+  bool connected = false;  // the request went out (so a timeout was the answer's)
+};
+
+size_t on_body(char* data, size_t size, size_t n, void* user) {
+  auto* x = static_cast<Exchange*>(user);
+  const size_t len = size * n;
+  if (x->body.size() + len > kMaxReplyBytes) {
+    x->truncated = true;
+    return 0;  // abort: the reply is larger than any patch we would accept
+  }
+  x->body.append(data, len);
+  return len;
+}
+
+size_t on_header(char* data, size_t size, size_t n, void* user) {
+  auto* x = static_cast<Exchange*>(user);
+  const size_t len = size * n;
+  const std::string line(data, len);
+  if (line.rfind("HTTP/", 0) == 0) x->retry_after.clear();  // a new response (after 100 Continue)
+  static constexpr char kName[] = "retry-after:";
+  if (line.size() > sizeof kName - 1 && strncasecmp(line.c_str(), kName, sizeof kName - 1) == 0) {
+    x->retry_after = line.substr(sizeof kName - 1);
+  }
+  return len;
+}
+
+int on_connected(void* user, char*, char*, int, int) {  // new or reused connection
+  static_cast<Exchange*>(user)->connected = true;
+  return CURL_PREREQFUNC_OK;
+}
+
+int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return interrupted_signal() != 0 ? 1 : 0;  // CURLE_ABORTED_BY_CALLBACK
+}
+
+using CurlPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+using HeaderPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::string& body,
+              const ProviderSettings& s) {
+  Exchange x;
+  curl_easy_reset(c);  // keeps the connection cache: later attempts may reuse it
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "lazyagent-oci/" LAZYAGENT_VERSION);
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
+  curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_connected);
+  curl_easy_setopt(c, CURLOPT_PREREQDATA, &x);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s.connect_timeout_ms);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, s.total_timeout_ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  x.rc = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
+  curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &x.os_errno);
+  return x;
+}
+
+std::string request_body(const ProviderSettings& s, const ChatRequest& r, bool json_format) {
+  json messages = json::array();
+  for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+  json j = {{"model", s.model}, {"messages", messages}, {"temperature", r.temperature}};
+  if (json_format) j["response_format"] = {{"type", "json_object"}};
+  if (r.max_tokens > 0) j["max_tokens"] = r.max_tokens;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);  // invalid UTF-8 -> U+FFFD
+}
+
+bool mentions_response_format(const std::string& body) {
+  const std::string b = lower(body);
+  return b.find("response_format") != std::string::npos || b.find("json_object") != std::string::npos;
+}
+
+std::string after(int attempts) {
+  return " (after " + std::to_string(attempts) + (attempts == 1 ? " attempt)" : " attempts)");
+}
+
+// Waits ms in small steps; false when a signal arrived meanwhile.
+bool sleep_unless_interrupted(long ms) {
+  const auto until = Clock::now() + std::chrono::milliseconds(ms);
+  while (Clock::now() < until) {
+    if (interrupted_signal() != 0) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(20), until - Clock::now()));
+  }
+  return interrupted_signal() == 0;
+}
+
+}  // namespace
+
+Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& request,
+                                  const ProviderLog& log) {
+  auto say = [&](const std::string& line) {
+    if (log) log(redact(line, s.api_key));
+  };
+  auto fail = [&](ErrorKind kind, const std::string& what, int attempts) {
+    return Error{kind, redact(what + after(attempts), s.api_key)};
+  };
+  if (auto st = validate_base_url(s.base_url); !st) return st.error();
+  if (s.model.empty()) return usage_error("no provider model given");
+  for (unsigned char c : s.api_key) {
+    if (c <= ' ' || c == 0x7f) return usage_error("the provider API key contains a space or control character");
+  }
+  const std::string base = s.base_url.back() == '/' ? s.base_url.substr(0, s.base_url.size() - 1) : s.base_url;
+  const std::string url = base + "/chat/completions";
+
+  CurlPtr curl(curl_easy_init(), curl_easy_cleanup);
+  if (!curl) return planner_error("libcurl could not be initialised");
+  curl_slist* raw = curl_slist_append(nullptr, "Content-Type: application/json");
+  raw = curl_slist_append(raw, "Accept: application/json");
+  raw = curl_slist_append(raw, "Expect:");
+  if (!s.api_key.empty()) raw = curl_slist_append(raw, ("Authorization: Bearer " + s.api_key).c_str());
+  HeaderPtr headers(raw, curl_slist_free_all);
+
+  const auto start = Clock::now();
+  bool json_format = request.json_response_format;
+  int attempts = 0, retries = 0;
+  long backoff = std::max(0L, s.backoff_ms);
+  while (true) {
+    if (interrupted_signal() != 0) break;
+    ++attempts;
+    say("provider: attempt " + std::to_string(attempts) + ": POST " + url + " (model " + s.model +
+        (json_format ? ", json_object" : "") + ")");
+    const auto t0 = Clock::now();
+    const Exchange x = post(curl.get(), url, headers.get(), request_body(s, request, json_format), s);
+    const long took = ms_since(t0);
+    std::string problem;
+    bool retryable = true;
+    if (x.rc == CURLE_ABORTED_BY_CALLBACK) {
+      break;
+    } else if (x.rc == CURLE_WRITE_ERROR && x.truncated) {
+      return fail(ErrorKind::kPlanner, "provider reply is larger than 8 MiB", attempts);
+    } else if (x.rc == CURLE_OPERATION_TIMEDOUT) {
+      problem = x.connected ? "provider did not answer within " + std::to_string(s.total_timeout_ms) + " ms"
+                            : "cannot connect to the provider at " + base + ": timed out";
+    } else if (x.rc == CURLE_COULDNT_CONNECT || x.rc == CURLE_COULDNT_RESOLVE_HOST ||
+               x.rc == CURLE_COULDNT_RESOLVE_PROXY) {
+      const std::string why = x.rc == CURLE_COULDNT_CONNECT && x.os_errno != 0
+                                  ? std::strerror(static_cast<int>(x.os_errno)) : curl_easy_strerror(x.rc);
+      problem = "cannot connect to the provider at " + base + ": " + why;
+    } else if (x.rc == CURLE_RECV_ERROR || x.rc == CURLE_SEND_ERROR || x.rc == CURLE_GOT_NOTHING ||
+               x.rc == CURLE_PARTIAL_FILE) {
+      problem = "the connection to the provider at " + base + " broke: " + curl_easy_strerror(x.rc);
+    } else if (x.rc != CURLE_OK) {  // TLS, protocol, ...: retrying would not help
+      return fail(ErrorKind::kPlanner, "cannot talk to the provider at " + base + ": " + curl_easy_strerror(x.rc), attempts);
+    } else if (x.status >= 200 && x.status < 300) {
+      auto reply = parse_chat_response(x.body);
+      if (!reply) return fail(ErrorKind::kPlanner, reply.error().message, attempts);
+      say("provider: HTTP " + std::to_string(x.status) + " in " + std::to_string(took) + " ms, " +
+          std::to_string(reply->usage.total_tokens) + " tokens");
+      reply->attempts = attempts;
+      reply->elapsed_ms = ms_since(start);
+      reply->used_json_format = json_format;
+      return reply;
+    } else {
+      problem = "provider said " + std::to_string(x.status) + ": " + provider_error_text(x.body);
+      if (x.status == 400 && json_format && mentions_response_format(x.body)) {  // at most once
+        say("provider: HTTP 400 about response_format; retrying at once without it");
+        json_format = false;
+        continue;
+      }
+      retryable = x.status == 429 || x.status >= 500;
+    }
+    say("provider: " + problem + " after " + std::to_string(took) + " ms");
+    if (!retryable || retries >= s.max_retries) return fail(ErrorKind::kPlanner, problem, attempts);
+    ++retries;
+    const bool told = !x.retry_after.empty() && x.rc == CURLE_OK;
+    const long wait = told ? retry_after_ms(x.retry_after, backoff) : std::min(backoff, kMaxRetryAfterMs);
+    say("provider: retrying in " + std::to_string(wait) + " ms" + (told ? " (Retry-After)" : ""));
+    if (!sleep_unless_interrupted(wait)) break;
+    backoff = std::min(backoff * 2, kMaxRetryAfterMs);
+  }
+  return fail(ErrorKind::kInterrupted,
+              "provider request interrupted by signal " + std::to_string(interrupted_signal()), attempts);
+}
+
+}  // namespace lazyagent
