@@ -1,5 +1,7 @@
 #include "sandbox_policy.h"
 
+#include "isolation_probe.h"
+
 #include <cmath>
 
 namespace lazyagent {
@@ -74,9 +76,11 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   // finish: background processes still holding the FIFO do not keep the
   // sandbox alive; they die with it when this script (PID 1) exits with the
   // test's status. Needs only sh, cp, mkfifo, head, tail, wc, cat and sleep.
+  // Before the test starts, the isolation probe (isolation_probe.h) prints
+  // what this process really gets.
   static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
-                                    "/ && cd " + kWorkDir + R"sh( || exit 125
-fifo=/tmp/.lazyagent-output; tailf=/tmp/.lazyagent-tail
+                                    "/ && cd " + kWorkDir + " || exit 125\n" +
+                                    isolation_probe_shell() + R"sh(fifo=/tmp/.lazyagent-output; tailf=/tmp/.lazyagent-tail
 mkfifo -m 600 "$fifo" || exit 125
 ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
 { $ub head -c "$2"; tail -c "$(($3 + 1))" >"$tailf"; n=$(wc -c <"$tailf")

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "interrupt.h"
+#include "isolation_probe.h"
 #include "log_stream.h"
 #include "ownership.h"
 #include "policy_verifier.h"
@@ -42,6 +43,7 @@ json result_to_json(const TestResult& r) {
       {"seed_sha256", r.seed_sha256},
       {"patch_sha256", r.patch_sha256},
   };
+  if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
   if (!r.tests_passed) j["reason"] = r.reason;
   if (r.planner.is_object()) {
     j["planner_task_id"] = r.planner.value("task_id", "");
@@ -270,7 +272,16 @@ class TestPipeline {
     auto raw = podman_.logs(res_.sandbox_id, cap);
     if (!raw) return raw.error();
     DemuxedLogs d = demux_logs(raw->body, cap);
-    res_.test_output = to_valid_utf8(d.combined);
+    // The isolation probe's block comes first; it is evidence, not test output.
+    const ProbeReport probe = take_probe(to_valid_utf8(d.combined), &res_.test_output);
+    const auto violations = probe_violations(probe, policy_);
+    res_.isolation_probe = probe_to_json(probe, violations);
+    if (!violations.empty()) {
+      std::string all;
+      for (const auto& v : violations) all += (all.empty() ? "" : "; ") + v;
+      return engine_error("the isolation probe inside the sandbox found: " + all +
+                          "; the verdict is void");
+    }
     output_for_verdict_ = res_.test_output;
     const bool cut_in_sandbox = res_.test_output.find(kOutputCutMarker) != std::string::npos;
     const bool cut_here = d.truncated || raw->body_truncated;

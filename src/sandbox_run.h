@@ -63,6 +63,7 @@ struct TestResult {
   std::string seed_sha256;
   std::string patch_sha256;
   nlohmann::json planner;        // null for `test`
+  nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
 };
 
 nlohmann::json result_to_json(const TestResult& r);

@@ -52,6 +52,11 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CHECK(r.result["policy"]["network"] == "none");
   CHECK(r.result["policy"]["memory_bytes"] == 512LL << 20);
   CHECK(r.result["timings"].contains("verify"));
+  // The probe inside saw the policy, and its block is not part of test_output.
+  CHECK(r.result["isolation_probe"]["interfaces"] == json::array({"lo"}));
+  CHECK(r.result["isolation_probe"]["violations"].empty());
+  CHECK(r.result["isolation_probe"]["root"] == "read-only");
+  CHECK(r.result["test_output"].get<std::string>().find("lazyagent-probe") == std::string::npos);
   CHECK_FALSE(r.result.contains("reason"));
   CHECK(container_gone(r.result["sandbox_id"]));
   CHECK(hash_tree(seed_dir()) == before);
