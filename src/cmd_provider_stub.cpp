@@ -143,7 +143,7 @@ int cmd_provider_stub(const std::vector<std::string>& args) {
   ProviderStub stub(std::move(*script));
   if (log) stub.set_observer([&log](const StubRequest& r) { log->write(r); });
   auto port = stub.listen(address->host, address->port);
-  if (!port) return report_error(port.error().context("provider-stub: --listen " + listen), false);
+  if (!port) return report_error(port.error().context("provider-stub"), false);
 
   std::cerr << "provider-stub: a scripted stand-in for an OpenAI-compatible provider, not a model:\n"
             << "provider-stub: it answers with the " << replies << " replies of "

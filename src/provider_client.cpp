@@ -1,6 +1,7 @@
 #include "provider_client.h"
 
 #include <curl/curl.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +38,11 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
 long ms_since(Clock::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
@@ -46,13 +52,8 @@ long ms_since(Clock::time_point t) {
 std::string one_line(std::string_view text, std::size_t max_bytes) {
   bool cut = false;
   std::string s = truncate_utf8(text, max_bytes, cut);
-  for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  const auto b = s.find_first_not_of(' ');
-  const auto e = s.find_last_not_of(' ');
-  s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
-  return escape_for_terminal(s) + (cut ? "..." : "");
+  for (char& c : s) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
+  return escape_for_terminal(trim(s)) + (cut ? "..." : "");
 }
 
 // 127.0.0.0/8 as a strict dotted quad ("127.1" and "0127.0.0.1" are not).
@@ -70,9 +71,9 @@ bool is_ipv4_loopback(const std::string& host) {
   return parts == 4;
 }
 
-bool is_local_host(const std::string& host) {
-  const std::string h = lower(host);
-  return h == "localhost" || h == "[::1]" || h == "host.containers.internal" || is_ipv4_loopback(h);
+bool is_local_host(std::string host) {
+  host = lower(host);
+  return host == "localhost" || host == "[::1]" || host == "host.containers.internal" || is_ipv4_loopback(host);
 }
 
 }  // namespace
@@ -120,9 +121,10 @@ Status validate_base_url(const std::string& url) {
   if (host.empty()) return refuse("has no host");
   const bool bracketed = host[0] == '[';
   const std::string inner = bracketed ? host.substr(1, host.size() - 2) : host;
-  const char* allowed = bracketed ? "0123456789abcdefABCDEF:."
-                                  : "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_";
-  if (lower(inner).find_first_not_of(allowed) != std::string::npos) return refuse("has a character its host cannot have");
+  const char* allowed = bracketed ? "0123456789abcdef:." : "abcdefghijklmnopqrstuvwxyz0123456789.-_";
+  if (lower(inner).find_first_not_of(allowed) != std::string::npos) {
+    return refuse("has a character its host cannot have");
+  }
   const bool port_given = authority.find(':', host.size()) != std::string::npos;
   if (port_given && (!all_digits(port) || port.size() > 5 || std::stol(port) < 1 || std::stol(port) > 65535)) {
     return refuse("has a port that is not a number from 1 to 65535");
@@ -148,9 +150,7 @@ std::string redact(const std::string& text, const std::string& secret) {
 }
 
 long retry_after_ms(const std::string& header_value, long fallback_ms) {
-  const auto b = header_value.find_first_not_of(" \t");
-  const auto e = header_value.find_last_not_of(" \t\r\n");
-  const std::string v = b == std::string::npos ? "" : header_value.substr(b, e - b + 1);
+  const std::string v = trim(header_value);
   long ms = fallback_ms;
   if (all_digits(v)) {
     ms = v.size() > 6 ? kMaxRetryAfterMs : std::stol(v) * 1000;
@@ -184,11 +184,8 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
     return planner_error("provider reply is not JSON (starts with '" + one_line(body, 60) + "')");
   }
   if (!j.is_object()) return planner_error("provider reply is not a JSON object");
-  const json* choice = nullptr;
-  if (j.contains("choices") && j["choices"].is_array() && !j["choices"].empty() &&
-      j["choices"][0].is_object()) {
-    choice = &j["choices"][0];
-  }
+  const bool has_choice = j.contains("choices") && j["choices"].is_array() && !j["choices"].empty();
+  const json* choice = has_choice && j["choices"][0].is_object() ? &j["choices"][0] : nullptr;
   if (!choice && j.contains("error")) {
     return planner_error("provider reply has no choices but an error: " + provider_error_text(body));
   }
@@ -224,11 +221,9 @@ namespace {
 
 struct Exchange {
   CURLcode rc = CURLE_OK;
-  long status = 0;
-  std::string body;
-  bool truncated = false;
-  std::string retry_after;
-  long os_errno = 0;
+  long status = 0, os_errno = 0;
+  std::string body, retry_after;
+  bool truncated = false;  // longer than kMaxReplyBytes
   bool connected = false;  // the request went out (so a timeout was the answer's)
 };
 
@@ -248,10 +243,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   const size_t len = size * n;
   const std::string line(data, len);
   if (line.rfind("HTTP/", 0) == 0) x->retry_after.clear();  // a new response (after 100 Continue)
-  static constexpr char kName[] = "retry-after:";
-  if (line.size() > sizeof kName - 1 && strncasecmp(line.c_str(), kName, sizeof kName - 1) == 0) {
-    x->retry_after = line.substr(sizeof kName - 1);
-  }
+  if (strncasecmp(line.c_str(), "retry-after:", 12) == 0) x->retry_after = line.substr(12);
   return len;
 }
 
@@ -263,9 +255,6 @@ int on_connected(void* user, char*, char*, int, int) {  // new or reused connect
 int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return interrupted_signal() != 0 ? 1 : 0;  // CURLE_ABORTED_BY_CALLBACK
 }
-
-using CurlPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
-using HeaderPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
 
 Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::string& body,
               const ProviderSettings& s) {
@@ -309,10 +298,6 @@ bool mentions_response_format(const std::string& body) {
   return b.find("response_format") != std::string::npos || b.find("json_object") != std::string::npos;
 }
 
-std::string after(int attempts) {
-  return " (after " + std::to_string(attempts) + (attempts == 1 ? " attempt)" : " attempts)");
-}
-
 // Waits ms in small steps; false when a signal arrived meanwhile.
 bool sleep_unless_interrupted(long ms) {
   const auto until = Clock::now() + std::chrono::milliseconds(ms);
@@ -331,7 +316,8 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
     if (log) log(redact(line, s.api_key));
   };
   auto fail = [&](ErrorKind kind, const std::string& what, int attempts) {
-    return Error{kind, redact(what + after(attempts), s.api_key)};
+    const std::string after = " (after " + std::to_string(attempts) + (attempts == 1 ? " attempt)" : " attempts)");
+    return Error{kind, redact(what + after, s.api_key)};
   };
   if (auto st = validate_base_url(s.base_url); !st) return st.error();
   if (s.model.empty()) return usage_error("no provider model given");
@@ -341,13 +327,13 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
   const std::string base = s.base_url.back() == '/' ? s.base_url.substr(0, s.base_url.size() - 1) : s.base_url;
   const std::string url = base + "/chat/completions";
 
-  CurlPtr curl(curl_easy_init(), curl_easy_cleanup);
+  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return planner_error("libcurl could not be initialised");
   curl_slist* raw = curl_slist_append(nullptr, "Content-Type: application/json");
   raw = curl_slist_append(raw, "Accept: application/json");
   raw = curl_slist_append(raw, "Expect:");
   if (!s.api_key.empty()) raw = curl_slist_append(raw, ("Authorization: Bearer " + s.api_key).c_str());
-  HeaderPtr headers(raw, curl_slist_free_all);
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw, curl_slist_free_all);
 
   const auto start = Clock::now();
   bool json_format = request.json_response_format;
@@ -363,9 +349,8 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
     const long took = ms_since(t0);
     std::string problem;
     bool retryable = true;
-    if (x.rc == CURLE_ABORTED_BY_CALLBACK) {
-      break;
-    } else if (x.rc == CURLE_WRITE_ERROR && x.truncated) {
+    if (x.rc == CURLE_ABORTED_BY_CALLBACK) break;
+    if (x.rc == CURLE_WRITE_ERROR && x.truncated) {
       return fail(ErrorKind::kPlanner, "provider reply is larger than 8 MiB", attempts);
     } else if (x.rc == CURLE_OPERATION_TIMEDOUT) {
       problem = x.connected ? "provider did not answer within " + std::to_string(s.total_timeout_ms) + " ms"
@@ -379,7 +364,8 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
                x.rc == CURLE_PARTIAL_FILE) {
       problem = "the connection to the provider at " + base + " broke: " + curl_easy_strerror(x.rc);
     } else if (x.rc != CURLE_OK) {  // TLS, protocol, ...: retrying would not help
-      return fail(ErrorKind::kPlanner, "cannot talk to the provider at " + base + ": " + curl_easy_strerror(x.rc), attempts);
+      const std::string why = curl_easy_strerror(x.rc);
+      return fail(ErrorKind::kPlanner, "cannot talk to the provider at " + base + ": " + why, attempts);
     } else if (x.status >= 200 && x.status < 300) {
       auto reply = parse_chat_response(x.body);
       if (!reply) return fail(ErrorKind::kPlanner, reply.error().message, attempts);

@@ -21,6 +21,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr std::size_t kMaxLoggedBodies = 1000;
+
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string error_json(const std::string& message, const std::string& type) {
@@ -182,6 +184,7 @@ struct ProviderStub::Impl {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++requests;
+      if (bodies.size() == kMaxLoggedBodies) bodies.erase(bodies.begin());  // a long-running stub stays bounded
       bodies.push_back(req.body);
     }
     if (!authorised(req)) return answer(req, res, 401, error_json("invalid api key", "invalid_request_error"), -1);
@@ -240,9 +243,17 @@ ProviderStub::ProviderStub(StubScript script) : impl_(std::make_unique<Impl>()) 
   // Called for every status >= 400; only unrouted requests arrive without a body.
   s->server.set_error_handler([s](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    s->answer(req, res, res.status, error_json("no such endpoint: " + req.method + " " + req.path,
-                                               "invalid_request_error"), -1);
+    const std::string what = res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
+                                               : "request refused with HTTP " + std::to_string(res.status);
+    s->answer(req, res, res.status, error_json(what, "invalid_request_error"), -1);
   });
+  // httplib's default also sets SO_REUSEPORT, which lets a second stub share a
+  // busy port and take half its requests; a busy port must be an error instead.
+  s->server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  s->server.set_tcp_nodelay(true);  // else each small reply waits ~40 ms for a delayed ACK
   s->server.set_keep_alive_timeout(1);  // bounds how long stop() waits for idle clients
   s->server.set_read_timeout(5);
   s->server.set_payload_max_length(16u << 20);

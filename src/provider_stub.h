@@ -76,7 +76,7 @@ class ProviderStub {
 
   // Chat-completion requests received, whatever their outcome.
   long requests() const;
-  // Their bodies, in arrival order.
+  // Their bodies, in arrival order (the last 1000).
   std::vector<std::string> request_log() const;
 
  private:

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <mutex>
@@ -64,18 +65,27 @@ ChatRequest ask(const std::string& text) {
   return r;
 }
 
+// Collects log lines; none may hold the key (ARCHITECTURE invariant 7).
 struct Log {
   std::vector<std::string> lines;
+  ~Log() {
+    for (const auto& l : lines) CHECK(l.find(kKey) == std::string::npos);
+  }
   ProviderLog fn() {
     return [this](const std::string& l) { lines.push_back(l); };
   }
   bool has(const std::string& part) const {
-    for (const auto& l : lines) {
-      if (l.find(part) != std::string::npos) return true;
-    }
-    return false;
+    return std::any_of(lines.begin(), lines.end(), [&](const auto& l) { return l.find(part) != std::string::npos; });
   }
 };
+
+// The message of a failed call, after checking its kind and that the key is not in it.
+std::string failure(const Result<ChatReply>& r, ErrorKind kind = ErrorKind::kPlanner) {
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == kind);
+  CHECK(r.error().message.find(kKey) == std::string::npos);
+  return r.error().message;
+}
 
 long ms_since(std::chrono::steady_clock::time_point t) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -118,9 +128,7 @@ TEST_CASE("a reply carries content, usage, model and the request we sent", "[pro
   auto r = chat_completion(settings(s.url()), ask("fix add"), log.fn());
   REQUIRE(r.ok());
   CHECK(r->content == R"({"files":[]})");
-  CHECK(r->usage.prompt_tokens == 1);
-  CHECK(r->usage.completion_tokens == 2);
-  CHECK(r->usage.total_tokens == 3);
+  CHECK((r->usage.prompt_tokens == 1 && r->usage.completion_tokens == 2 && r->usage.total_tokens == 3));
   CHECK(r->model == "test-model");
   CHECK(r->finish_reason == "stop");
   CHECK(r->attempts == 1);
@@ -150,22 +158,17 @@ TEST_CASE("a wrong key is a 401 with the provider's words, not retried", "[provi
   ProviderSettings wrong = settings(s.url());
   wrong.api_key = "sk-wrong-key-42";
   Log log;
-  auto r = chat_completion(wrong, ask("x"), log.fn());
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == ErrorKind::kPlanner);
-  CHECK(r.error().message == "provider said 401: invalid api key (after 1 attempt)");
+  CHECK(failure(chat_completion(wrong, ask("x"), log.fn())) == "provider said 401: invalid api key (after 1 attempt)");
   CHECK(s.stub.requests() == 1);
-  for (const auto& l : log.lines) CHECK(l.find("sk-wrong-key-42") == std::string::npos);
+  CHECK_FALSE(log.has("sk-wrong-key-42"));
 }
 
 TEST_CASE("a key the provider echoes back is redacted", "[provider]") {
   Served s({reply(403, "Incorrect API key provided: " + kKey + ".")});
   Log log;
-  auto r = chat_completion(settings(s.url()), ask("x"), log.fn());
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message == "provider said 403: Incorrect API key provided: [redacted]. (after 1 attempt)");
+  CHECK(failure(chat_completion(settings(s.url()), ask("x"), log.fn())) ==
+        "provider said 403: Incorrect API key provided: [redacted]. (after 1 attempt)");
   CHECK(log.has("[redacted]"));
-  for (const auto& l : log.lines) CHECK(l.find(kKey) == std::string::npos);
   for (const auto& b : s.stub.request_log()) CHECK(b.find(kKey) == std::string::npos);
 }
 
@@ -188,10 +191,7 @@ TEST_CASE("5xx is retried with a doubling backoff until the retries run out", "[
   ProviderSettings st = settings(s.url());
   st.max_retries = 2;
   Log log;
-  auto r = chat_completion(st, ask("x"), log.fn());
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == ErrorKind::kPlanner);
-  CHECK(r.error().message == "provider said 500: overloaded (after 3 attempts)");
+  CHECK(failure(chat_completion(st, ask("x"), log.fn())) == "provider said 500: overloaded (after 3 attempts)");
   CHECK(s.stub.requests() == 3);
   CHECK(log.has("retrying in 10 ms"));
   CHECK(log.has("retrying in 20 ms"));
@@ -202,7 +202,7 @@ TEST_CASE("5xx is retried with a doubling backoff until the retries run out", "[
   Served plain({text});
   st = settings(plain.url());
   st.max_retries = 0;
-  CHECK(chat_completion(st, ask("x")).error().message ==
+  CHECK(failure(chat_completion(st, ask("x"))) ==
         "provider said 503: upstream connect error\\x1b[31m reset (after 1 attempt)");
 }
 
@@ -214,15 +214,12 @@ TEST_CASE("a reply slower than total_timeout_ms is a timeout per attempt", "[pro
   st.total_timeout_ms = 300;
   st.max_retries = 1;
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = chat_completion(st, ask("x"));
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == ErrorKind::kPlanner);
-  CHECK(r.error().message == "provider did not answer within 300 ms (after 2 attempts)");
+  CHECK(failure(chat_completion(st, ask("x"))) == "provider did not answer within 300 ms (after 2 attempts)");
   CHECK(ms_since(t0) < 2000);
 
   Served reused({reply(500, "blip"), slow});  // the second attempt reuses the connection
   st.base_url = reused.url();
-  CHECK(chat_completion(st, ask("x")).error().message == "provider did not answer within 300 ms (after 2 attempts)");
+  CHECK(failure(chat_completion(st, ask("x"))) == "provider did not answer within 300 ms (after 2 attempts)");
 }
 
 TEST_CASE("a refused connection is retried and named", "[provider]") {
@@ -238,10 +235,8 @@ TEST_CASE("a refused connection is retried and named", "[provider]") {
   const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/v1";
   ProviderSettings st = settings(url);
   st.max_retries = 1;
-  auto r = chat_completion(st, ask("x"));
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == ErrorKind::kPlanner);
-  CHECK(r.error().message == "cannot connect to the provider at " + url + ": Connection refused (after 2 attempts)");
+  CHECK(failure(chat_completion(st, ask("x"))) ==
+        "cannot connect to the provider at " + url + ": Connection refused (after 2 attempts)");
 }
 
 TEST_CASE("a malformed 200 body is a clear error and is not retried", "[provider]") {
@@ -249,9 +244,9 @@ TEST_CASE("a malformed 200 body is a clear error and is not retried", "[provider
   html.raw_body = "<html>oops</html>";
   empty.raw_body = R"({"choices":[]})";
   Served s({html, empty});
-  CHECK(chat_completion(settings(s.url()), ask("x")).error().message ==
+  CHECK(failure(chat_completion(settings(s.url()), ask("x"))) ==
         "provider reply is not JSON (starts with '<html>oops</html>') (after 1 attempt)");
-  CHECK(chat_completion(settings(s.url()), ask("x")).error().message ==
+  CHECK(failure(chat_completion(settings(s.url()), ask("x"))) ==
         "provider reply has no choices[0].message.content (after 1 attempt)");
   CHECK(s.stub.requests() == 2);
 }
@@ -273,7 +268,7 @@ TEST_CASE("a 400 about response_format is retried once without it", "[provider]"
   CHECK(log.has("retrying at once without it"));
 
   Served other({reply(400, "messages: too long")});
-  CHECK(chat_completion(settings(other.url()), ask("x")).error().message ==
+  CHECK(failure(chat_completion(settings(other.url()), ask("x"))) ==
         "provider said 400: messages: too long (after 1 attempt)");
 }
 
@@ -309,9 +304,7 @@ TEST_CASE("SIGINT aborts a transfer, SIGTERM a backoff", "[provider]") {
     SignalSoon ctrl_c(SIGINT, 100);
     r = chat_completion(settings(s.url()), ask("x"));
   }
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().kind == ErrorKind::kInterrupted);
-  CHECK(r.error().message == "provider request interrupted by signal 2 (after 1 attempt)");
+  CHECK(failure(r, ErrorKind::kInterrupted) == "provider request interrupted by signal 2 (after 1 attempt)");
   CHECK(ms_since(t0) < 2500);
 
   Served failing({reply(503, "busy")});
@@ -319,13 +312,12 @@ TEST_CASE("SIGINT aborts a transfer, SIGTERM a backoff", "[provider]") {
   st.backoff_ms = 5000;
   const auto t1 = std::chrono::steady_clock::now();
   SignalSoon term(SIGTERM, 100);
-  auto waited = chat_completion(st, ask("x"));
-  CHECK(waited.error().message == "provider request interrupted by signal 15 (after 1 attempt)");
+  CHECK(failure(chat_completion(st, ask("x")), ErrorKind::kInterrupted) ==
+        "provider request interrupted by signal 15 (after 1 attempt)");
   CHECK(ms_since(t1) < 1000);
   CHECK(failing.stub.requests() == 1);
 
-  auto again = chat_completion(st, ask("x"));  // the signal is still pending: no request
-  CHECK(again.error().kind == ErrorKind::kInterrupted);
+  failure(chat_completion(st, ask("x")), ErrorKind::kInterrupted);  // still pending: no request
   CHECK(failing.stub.requests() == 1);
 }
 
@@ -356,9 +348,7 @@ TEST_CASE("base URLs: https anywhere, plain http only to this host", "[provider]
     INFO(bad);
     CHECK_FALSE(validate_base_url(bad).ok());
   }
-  auto r = chat_completion(settings("https://user:" + kKey + "@example.com/v1"), ask("x"));
-  CHECK(r.error().kind == ErrorKind::kUsage);
-  CHECK(r.error().message.find(kKey) == std::string::npos);
+  failure(chat_completion(settings("https://user:" + kKey + "@example.com/v1"), ask("x")), ErrorKind::kUsage);
 }
 
 TEST_CASE("parse_chat_response reads the OpenAI shape and names what is missing", "[provider]") {
@@ -368,9 +358,7 @@ TEST_CASE("parse_chat_response reads the OpenAI shape and names what is missing"
   CHECK(r->content == "hi");
   CHECK(r->model == "m");
   CHECK(r->finish_reason == "length");
-  CHECK(r->usage.prompt_tokens == 5);
-  CHECK(r->usage.completion_tokens == 0);
-  CHECK(r->usage.total_tokens == 0);
+  CHECK((r->usage.prompt_tokens == 5 && r->usage.completion_tokens == 0 && r->usage.total_tokens == 0));
   CHECK(parse_chat_response(R"({"choices":[{"message":{"content":"x"}}]})")->usage.total_tokens == 0);
   auto err = [](const std::string& body) { return parse_chat_response(body).error().message; };
   CHECK(err("") == "provider reply is not JSON (starts with '')");
@@ -378,7 +366,8 @@ TEST_CASE("parse_chat_response reads the OpenAI shape and names what is missing"
   CHECK(err("{}") == "provider reply has no choices[0].message.content");
   CHECK(err(R"({"choices":[{"message":{"content":null}}]})") == "provider reply has no choices[0].message.content");
   CHECK(err(R"({"choices":[{"message":{"content":null,"refusal":"no"}}]})") == "the model refused: no");
-  CHECK(err(R"({"error":{"message":"quota exceeded"}})") == "provider reply has no choices but an error: quota exceeded");
+  CHECK(err(R"({"error":{"message":"quota exceeded"}})") ==
+        "provider reply has no choices but an error: quota exceeded");
   CHECK(parse_chat_response("{}").error().kind == ErrorKind::kPlanner);
 }
 
@@ -464,6 +453,9 @@ TEST_CASE("the stub serves models, 404s, both paths and a tagged reply first", "
   CHECK(short_path.first == 200);
   CHECK(json::parse(short_path.second)["object"] == "chat.completion");
   CHECK(http("POST", s.url() + "/chat/completions", "not json", kKey).first == 400);
+  ProviderStub second(StubScript{});
+  CHECK(second.listen("127.0.0.1", s.port).error().message ==
+        "cannot listen on 127.0.0.1:" + std::to_string(s.port) + " (port in use, or not an address of this host)");
 
   std::lock_guard<std::mutex> lock(mu);
   REQUIRE(seen.size() == 4 + 5);
