@@ -214,7 +214,7 @@ TEST_CASE("path rule messages", "[patch_contract]") {
   CHECK(check_patch_path("pkg/sub/a.py").empty());
 }
 
-TEST_CASE("control_char_in_content: tab, newline and CR pass; C0, DEL and C1 do not",
+TEST_CASE("control_char_in_content: tab, newline and CR pass, but C0, DEL and C1 do not",
           "[patch_contract]") {
   CHECK(check(one_file(R"("calculator.py")", R"("a\tb\r\nc\n")")).ok());
   const auto r = check(one_file(R"("calculator.py")", R"("ok\n\u001b[31m\u007f\u009b")"));
