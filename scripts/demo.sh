@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scripts/setup.sh
+scripts/setup.sh --no-k8s   # the demo needs no kube-apiserver
 bin=build/lazyagent-oci
 
 configured() {

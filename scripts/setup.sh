@@ -3,8 +3,11 @@
 #   1. Debian packages (toolchain, libraries, podman + runc, debootstrap)
 #   2. podman configuration for this host (runc, explicit default ulimits)
 #   3. podman's API service on /run/podman/podman.sock (no systemd needed)
+#      (3b. podman-compose >= 1.0.6 for `export compose`: scripts/install-podman-compose.sh)
 #   4. the C++ build (cmake)
 #   5. the container images (scripts/build-images.sh)
+#   6. kube-apiserver for the Kubernetes export's server-side dry-run
+#      (scripts/k8s-apiserver.sh build: ~4 min the first time, then cached)
 # Idempotent: a second run changes nothing and takes a few seconds.
 set -euo pipefail
 
@@ -18,6 +21,7 @@ usage: $(basename "$0") [--no-build] [--no-images] [--rebuild-images] [-h]
   --no-build         skip the cmake build
   --no-images        skip building the container images
   --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
+  --no-k8s           skip building kube-apiserver (the [k8s] tests then fail)
 
 Environment:
   CONTAINER_HOST=unix:///path   use an already running podman service there
@@ -29,12 +33,14 @@ EOF
 
 DO_BUILD=1
 DO_IMAGES=1
+DO_K8S=1
 IMAGE_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) DO_BUILD=0 ;;
     --no-images) DO_IMAGES=0 ;;
     --rebuild-images) IMAGE_ARGS+=(--rebuild) ;;
+    --no-k8s) DO_K8S=0 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -62,6 +68,8 @@ PACKAGES=(
   podman runc conmon containernetworking-plugins
   golang-github-containernetworking-plugin-dnsname slirp4netns uidmap
   fuse-overlayfs iptables
+  # `podman kube play` (the Kubernetes export's pod test) needs an init binary
+  catatonit
   # base image: debootstrap downloads with wget and verifies with gpgv
   debootstrap wget gpgv debian-archive-keyring
 )
@@ -230,9 +238,11 @@ start_service() {
   [ -S "$sock" ] && rm -f "$sock"
   printf '\n--- %s: starting podman system service\n' "$(date -u +%FT%TZ)" >>"$LAZYAGENT_SERVICE_LOG"
   # setsid: own session, no controlling terminal, survives this shell.
-  # It must not inherit this script's lock.
-  setsid nohup podman --runtime runc system service --time=0 "unix://$sock" \
-    </dev/null >>"$LAZYAGENT_SERVICE_LOG" 2>&1 {LAZYAGENT_LOCK_FD}>&- &
+  # It must not inherit this script's lock. It runs in / : conmon inherits
+  # the service's working directory and writes an `oom` file there when a
+  # container is OOM-killed (seen in the repository root otherwise).
+  (cd / && exec setsid nohup podman --runtime runc system service --time=0 "unix://$sock" \
+    </dev/null >>"$LAZYAGENT_SERVICE_LOG" 2>&1 {LAZYAGENT_LOCK_FD}>&-) &
   pid=$!
   echo "$pid" >"$LAZYAGENT_SERVICE_PID"
   for _ in $(seq 1 50); do
@@ -295,6 +305,12 @@ if [ -n "$SOCK" ]; then
 fi
 step_done "$SERVICE_NOTE"
 
+# ---- 3b. podman-compose for `export compose` (Debian 12's 1.0.3 cannot run it) ----
+
+"$LAZYAGENT_ROOT/scripts/install-podman-compose.sh" ||
+  warn "podman-compose >= 1.0.6 is not installed: exported compose stacks cannot run here" \
+       "(see docs/exports.md); everything else works"
+
 # ---- 4. build -----------------------------------------------------------------------
 
 if [ "$DO_BUILD" -eq 1 ]; then
@@ -310,6 +326,14 @@ fi
 if [ "$DO_IMAGES" -eq 1 ]; then
   step "images"
   "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}"
+  step_done
+fi
+
+# ---- 6. kube-apiserver (cached build) -------------------------------------------------
+
+if [ "$DO_K8S" -eq 1 ]; then
+  step "kube-apiserver for the Kubernetes export tests"
+  "$LAZYAGENT_ROOT/scripts/k8s-apiserver.sh" build
   step_done
 fi
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "cli_args.h"
@@ -34,6 +35,7 @@ const std::vector<Command>& commands() {
       {"task", "show a planner task, or its log", cmd_task},
       {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
       {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
+      {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
       {"plan", "the planner itself, run inside the planner container", cmd_plan},
@@ -84,6 +86,25 @@ int report_error(const Error& e, bool json) {
   }
   std::cerr << "lazyagent-oci: " << escape_for_terminal(e.message) << "\n";
   return code;
+}
+
+Result<std::string> read_patch_file(const std::string& path) {
+  constexpr std::size_t kMaxPatchFileBytes = 1 << 20;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) return usage_error("--patch " + path + ": cannot open the file");
+    in = &file;
+  }
+  std::string data(kMaxPatchFileBytes + 1, '\0');
+  in->read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(in->gcount()));
+  if (data.size() > kMaxPatchFileBytes) {
+    return Error{ErrorKind::kPatch, "--patch " + path + ": the file is larger than 1 MiB; a patch "
+                                    "holds at most 12000 bytes of content"};
+  }
+  return data;
 }
 
 Result<Config> load_config_or_default(const std::string& path) {

@@ -47,6 +47,8 @@ int report_error(const Error& e, bool json);
 Result<Config> load_config_or_default(const std::string& path);
 Result<std::string> podman_socket_from_env();
 RunStore default_run_store();
+// The --patch FILE of test and export ("-" reads stdin), at most 1 MiB.
+Result<std::string> read_patch_file(const std::string& path);
 
 class ArgParser;
 // Parses a command's arguments. Returns an exit code when the command should
@@ -71,5 +73,6 @@ int cmd_configure(const std::vector<std::string>& args);
 int cmd_secret(const std::vector<std::string>& args);
 int cmd_task(const std::vector<std::string>& args);
 int cmd_provider_stub(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

@@ -13,7 +13,6 @@ namespace lazyagent {
 
 namespace {
 
-constexpr std::size_t kMaxPatchFileBytes = 1 << 20;
 
 struct TestOptions {
   std::string seed;
@@ -24,24 +23,6 @@ struct TestOptions {
   std::string config;
   bool json = false;
 };
-
-Result<std::string> read_patch_file(const std::string& path) {
-  std::ifstream file;
-  std::istream* in = &std::cin;
-  if (path != "-") {
-    file.open(path, std::ios::binary);
-    if (!file) return usage_error("--patch " + path + ": cannot open the file");
-    in = &file;
-  }
-  std::string data(kMaxPatchFileBytes + 1, '\0');
-  in->read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<std::size_t>(in->gcount()));
-  if (data.size() > kMaxPatchFileBytes) {
-    return Error{ErrorKind::kPatch, "--patch " + path + ": the file is larger than 1 MiB; a patch "
-                                    "holds at most 12000 bytes of content"};
-  }
-  return data;
-}
 
 void print_human(const TestResult& r) {
   std::ostream& o = std::cout;

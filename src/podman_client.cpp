@@ -1,7 +1,9 @@
 #include "podman_client.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -342,6 +344,84 @@ Result<nlohmann::json> PodmanClient::secret_list() {
   auto r = call("GET", "/secrets/json");
   if (auto st = expect(r, {200}, "listing secrets"); !st) return st.error();
   return parse_json_reply(r, "listing secrets");
+}
+
+}  // namespace lazyagent
+
+// ---- export_filesystem (added for `lazyagent-oci export oci`) ---------------
+
+namespace lazyagent {
+namespace {
+
+struct ExportTransfer {
+  CURL* curl;
+  int fd;
+  std::string error_body;  // a non-200 reply's body (podman's error JSON)
+  int write_errno = 0;
+};
+
+size_t on_export_body(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<ExportTransfer*>(user);
+  const size_t len = size * n;
+  long status = 0;
+  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 200) {
+    if (t->error_body.size() < 64 * 1024) t->error_body.append(data, len);
+    return len;
+  }
+  size_t done = 0;
+  while (done < len) {
+    const ssize_t w = ::write(t->fd, data + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      t->write_errno = errno;
+      return 0;  // stops the transfer
+    }
+    done += static_cast<size_t>(w);
+  }
+  return len;
+}
+
+int on_export_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return interrupted_signal() != 0 ? 1 : 0;
+}
+
+}  // namespace
+
+Status PodmanClient::export_filesystem(const std::string& id, int fd) {
+  const std::string what = "exporting the filesystem of container " + id.substr(0, 12);
+  CURL* c = static_cast<CURL*>(curl_);
+  if (!c) return engine_error("libcurl could not be initialised");
+  curl_easy_reset(c);
+  ExportTransfer t{c, fd, "", 0};
+  const std::string url = std::string("http://d") + kApiPrefix + "/containers/" + id + "/export";
+  curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_export_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_export_progress);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  // No overall deadline (an image may be large); a stalled stream fails.
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
+  }
+  if (rc == CURLE_WRITE_ERROR && t.write_errno != 0) {
+    return engine_error(what + ": writing the stream: " + std::strerror(t.write_errno));
+  }
+  if (rc == CURLE_COULDNT_CONNECT) {
+    return engine_error("cannot reach podman at " + socket_path_ + " (connection refused or no such "
+                        "socket): start the service with scripts/setup.sh, or set CONTAINER_HOST");
+  }
+  if (rc != CURLE_OK) return engine_error(what + ": " + curl_easy_strerror(rc));
+  if (status != 200) return engine_error(what + ": " + podman_error_text(status, t.error_body));
+  return ok_status();
 }
 
 }  // namespace lazyagent

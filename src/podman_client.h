@@ -93,6 +93,12 @@ class PodmanClient {
   Status secret_delete(const std::string& name);  // a missing secret is an error
   Result<nlohmann::json> secret_list();
 
+  // GET /containers/{id}/export: the container's filesystem as a tar stream,
+  // written to `fd` as it arrives (an image's root is too big to hold in
+  // memory). Stops on SIGINT/SIGTERM (kInterrupted) and when `fd` fails, e.g.
+  // a pipe whose reader died (EPIPE: SIGPIPE is ignored by the CLI).
+  Status export_filesystem(const std::string& id, int fd);
+
  private:
   Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
                 const std::string& what);

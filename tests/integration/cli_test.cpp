@@ -9,7 +9,8 @@ using namespace it;
 
 TEST_CASE("every command has --help and exits 0", "[cli]") {
   TempDir state;
-  for (const char* cmd : {"test", "sandboxes", "reap", "doctor"}) {
+  for (const char* cmd : {"run", "test", "configure", "secret", "task", "sandboxes", "reap", "export", "doctor",
+                          "provider-stub", "plan"}) {
     CliResult r = run_cli({state.path()}, {cmd, "--help"});
     INFO(cmd << ": " << r.err);
     CHECK(r.exit_code == 0);

@@ -9,20 +9,10 @@
 #include "run_store.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
+#include "unit_tmp.h"
 
 using namespace lazyagent;
 namespace fs = std::filesystem;
-
-namespace {
-struct Tmp {
-  std::string path;
-  Tmp() {
-    char t[] = "/tmp/lazyagent-unit-XXXXXX";
-    path = mkdtemp(t);
-  }
-  ~Tmp() { fs::remove_all(path); }
-};
-}  // namespace
 
 TEST_CASE("state dir follows XDG_STATE_HOME") {
   CHECK(default_state_dir("/x/state", "/home/u") == "/x/state/lazyagent-oci");

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Derive oci/seccomp.json, the seccomp profile of the exported OCI bundle.
+
+usage: scripts/derive-seccomp.py [SOURCE] [DEST]
+  SOURCE  podman's default profile (default /usr/share/containers/seccomp.json,
+          from Debian's golang-github-containers-common, a podman dependency)
+  DEST    default oci/seccomp.json next to this script's repository
+
+Why derive instead of hand-write: podman's default profile is the one the podman
+sandbox runs under, and it is maintained upstream. It is written in the
+"docker" profile format (archMap, rules conditional on capabilities and
+architectures), which runc does not read; `config.json` needs the OCI
+runtime-spec form (linux.seccomp). This script resolves the conditions for the
+export's situation and tightens the result where the sandbox never needs more:
+
+  * capabilities: none (the bundle drops all five sets), so rules that need a
+    capability are left out and rules that apply "without capability X" stay;
+  * architectures: x86_64 (+ its x86 and x32 compat ABIs) and aarch64 (+ arm);
+  * refused with EPERM although podman allows them, as moby's default does
+    without CAP_SYS_ADMIN: the mount API, namespace creation and joining
+    (unshare, setns, clone with namespace flags), pivot_root, the kernel
+    keyring, ptrace and cross-process memory access, syslog, reboot. A test
+    suite does not need them; a hostile patch would;
+  * clone3 returns ENOSYS (its flags live in memory seccomp cannot inspect), so
+    glibc falls back to clone, whose flags are checked;
+  * everything else: ENOSYS (podman's default errno), so programs fall back
+    from syscalls they do not get to older ones.
+
+The output is deterministic (sorted names): rerun after a podman upgrade and
+review the diff. The export embeds oci/seccomp.json in the binary at build time.
+"""
+import json
+import os
+import sys
+
+ARCHES = {"amd64", "x86", "x32", "arm64", "arm"}
+OCI_ARCHES = ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32",
+              "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"]
+EPERM, ENOSYS = 1, 38
+# CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
+CLONE_NAMESPACE_FLAGS = 0x7E020000
+
+DENIED = sorted("""
+    mount umount umount2 mount_setattr move_mount open_tree
+    fsconfig fsmount fsopen fspick pivot_root chroot
+    unshare setns name_to_handle_at open_by_handle_at
+    keyctl add_key request_key
+    ptrace process_vm_readv process_vm_writev
+    syslog reboot
+""".split())
+
+
+def applies(rule):
+    """Does a docker-format rule apply with no capabilities on ARCHES?"""
+    inc, exc = rule.get("includes") or {}, rule.get("excludes") or {}
+    if inc.get("caps"):
+        return False  # needs a capability we do not have
+    if inc.get("arches") and not ARCHES.intersection(inc["arches"]):
+        return False
+    if exc.get("arches") and ARCHES.issubset(exc["arches"]):
+        return False
+    return True  # excludes.caps: applies exactly when the capability is absent
+
+
+def derive(src):
+    out_rules, allowed = [], set()
+    for rule in src["syscalls"]:
+        if not applies(rule):
+            continue
+        names = [n for n in rule["names"] if n not in DENIED and n not in ("clone", "clone3")]
+        if not names:
+            continue
+        oci = {"names": sorted(names), "action": rule["action"]}
+        if rule["action"] == "SCMP_ACT_ERRNO":
+            oci["errnoRet"] = rule.get("errnoRet", EPERM)
+        if rule.get("args"):
+            oci["args"] = [{k: a[k] for k in ("index", "value", "valueTwo", "op")} for a in rule["args"]]
+        elif rule["action"] == "SCMP_ACT_ALLOW":
+            allowed.update(names)
+            continue  # merged into one unconditional allow rule below
+        out_rules.append(oci)
+    rules = [{"names": sorted(allowed), "action": "SCMP_ACT_ALLOW"}]
+    rules.append({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
+                  "args": [{"index": 0, "value": CLONE_NAMESPACE_FLAGS, "valueTwo": 0,
+                            "op": "SCMP_CMP_MASKED_EQ"}]})
+    rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS})
+    rules.append({"names": DENIED, "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM})
+    rules.extend(out_rules)
+    return {
+        "defaultAction": "SCMP_ACT_ERRNO",
+        "defaultErrnoRet": ENOSYS,
+        "architectures": OCI_ARCHES,
+        "syscalls": rules,
+    }
+
+
+def main():
+    src_path = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/containers/seccomp.json"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dest = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "oci", "seccomp.json")
+    with open(src_path, encoding="utf-8") as f:
+        src = json.load(f)
+    if src.get("defaultAction") != "SCMP_ACT_ERRNO":
+        sys.exit(f"{src_path}: defaultAction is {src.get('defaultAction')!r}, expected an allowlist "
+                 "(SCMP_ACT_ERRNO); refusing to derive a weaker profile")
+    profile = derive(src)
+    with open(dest + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(profile, f, indent=1)
+        f.write("\n")
+    os.replace(dest + ".tmp", dest)
+    n = len(profile["syscalls"][0]["names"])
+    print(f"wrote {dest}: {n} syscalls allowed, {len(DENIED)} refused with EPERM, "
+          f"clone without namespace flags, clone3 ENOSYS", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

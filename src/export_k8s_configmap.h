@@ -1,0 +1,83 @@
+// Files carried in a Kubernetes ConfigMap, and the YAML text of manifests,
+// byte for byte. Pure; part of the Kubernetes export (export_k8s.h).
+//
+// A ConfigMap key may not contain '/', so file i gets the key "f0000",
+// "f0001", ... and the volume that mounts the ConfigMap lists
+// `items: [{key, path, mode}]`: the kubelet writes each key's bytes at its
+// relative path, creating the directories in between. Text goes to `data`;
+// a file that is not valid UTF-8, or holds a character YAML cannot carry as
+// it is (NUL and other C0 controls except tab/LF/CR, DEL, C1 controls, BOM,
+// U+2028/2029, noncharacters), goes to `binaryData` as base64. So every
+// file reaches /seed unchanged.
+//
+// The YAML writer picks each scalar's style so that any YAML reader (yaml-cpp
+// here, go-yaml in kubectl and the API server) reads back exactly the value
+// written: plain only for words that cannot be read as a number, boolean or
+// null; a literal block (`|`) for readable multi-line text (file contents,
+// the sandbox script, task.json) when it survives one exactly; double-quoted
+// with escapes otherwise. A string no YAML reader could get back (invalid
+// UTF-8, DEL) is an error naming where it is, never a silent change.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "patch_contract.h"
+#include "result.h"
+#include "seed_snapshot.h"
+
+namespace lazyagent {
+
+// The API server refuses a ConfigMap whose data + binaryData values exceed
+// 1 MiB in total (core.MaxSecretSize, counted on the decoded bytes).
+inline constexpr std::size_t kConfigMapMaxBytes = 1024 * 1024;
+
+struct K8sFile {
+  std::string path;  // relative, '/'-separated
+  std::string content;
+  unsigned mode = 0644;
+};
+
+// The files the sandbox sees at /seed: the seed's regular files with the
+// patch applied, the way materialize_copy() writes the podman sandbox's
+// private copy (a patched file keeps 0755 if it was executable, else 0644;
+// new files are 0644). Sorted by path. Errors (kUsage): a symlink in the seed
+// (a ConfigMap cannot carry one), a path the kubelet refuses as an item path
+// (one starting with ".."); kPatch: the patch writes through a symlink or
+// over a directory of the seed. `empty_dirs` receives directories holding no
+// file, which a ConfigMap cannot carry.
+Result<std::vector<K8sFile>> seed_files(const SeedSnapshot& seed, const std::optional<Patch>& patch,
+                                        std::vector<std::string>* empty_dirs = nullptr);
+
+struct FileConfigMap {
+  nlohmann::ordered_json manifest;  // the ConfigMap object
+  nlohmann::ordered_json items;     // for the volume: [{key, path[, mode]}]
+  std::size_t bytes = 0;            // what counts toward kConfigMapMaxBytes
+  std::size_t binary_files = 0;     // how many went to binaryData
+};
+
+// Mode the volume gives a file whose item names no mode of its own.
+inline constexpr unsigned kConfigMapDefaultMode = 0644;
+
+// `metadata` is the object's metadata (name, namespace, labels). kUsage
+// error when the files exceed kConfigMapMaxBytes.
+Result<FileConfigMap> files_configmap(const nlohmann::ordered_json& metadata,
+                                      const std::vector<K8sFile>& files);
+
+// True when `s` can be a ConfigMap `data` value: valid UTF-8 made only of
+// characters every YAML reader takes as they are (see the top of this file).
+bool yaml_safe_text(std::string_view s);
+
+std::string base64_encode(std::string_view bytes);
+
+// One manifest (a JSON object) as a YAML document, ending in a newline.
+// kUsage error naming the value's path (e.g. "spec.template.spec.containers[0].command[4]")
+// when a string cannot be written so that it reads back unchanged.
+Result<std::string> manifest_yaml(const nlohmann::ordered_json& doc);
+
+}  // namespace lazyagent

@@ -1,0 +1,55 @@
+// The YAML writer: exact text, and every awkward string reads back as itself.
+#include <catch2/catch.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include "yaml_text.h"
+
+using namespace lazyagent;
+using nlohmann::ordered_json;
+
+TEST_CASE("yaml: block style, quoted strings, plain numbers and booleans, order kept") {
+  const ordered_json doc = {{"name", "x"},
+                            {"services", {{"b", {{"count", 5}, {"ok", true}, {"n", "no"}}}, {"a", ordered_json::object()}}},
+                            {"list", {"one", 2, ordered_json::array()}},
+                            {"items", {{{"source", "S"}, {"target", "t"}}}}};
+  CHECK(to_yaml(doc) ==
+        "name: \"x\"\n"
+        "services:\n"
+        "  b:\n"
+        "    count: 5\n"
+        "    ok: true\n"
+        "    \"n\": \"no\"\n"  // YAML 1.1 reads a plain n as false
+        "  a: {}\n"
+        "list:\n"
+        "  - \"one\"\n"
+        "  - 2\n"
+        "  - []\n"
+        "items:\n"
+        "  - source: \"S\"\n"
+        "    target: \"t\"\n");
+}
+
+TEST_CASE("yaml: strings a YAML reader would otherwise reinterpret read back unchanged") {
+  const std::vector<std::string> tricky = {
+      "yes", "no", "on", "null", "~", "0o17", "1e3", "*anchor", "&a", "!tag", "- item", "a: b",
+      "#x", "--- ", "line1\nline2", "tab\there", "quote\"s", "back\\slash", "$$x", "",
+      "\xc3\xa9t\xc3\xa9", "\x01\x1b[31m", " lead", "trail "};
+  ordered_json doc = ordered_json::object();
+  doc["values"] = tricky;
+  doc["yes"] = "key that is a boolean word";
+  doc["a b"] = "key with a space";
+  const YAML::Node y = YAML::Load(to_yaml(doc));
+  REQUIRE(y["values"].size() == tricky.size());
+  for (std::size_t i = 0; i < tricky.size(); ++i) {
+    INFO(i);
+    CHECK(y["values"][i].as<std::string>() == tricky[i]);
+    CHECK(y["values"][i].Tag() == "!");  // a quoted (non-plain) scalar
+  }
+  CHECK(y["yes"].as<std::string>() == "key that is a boolean word");
+  CHECK(y["a b"].as<std::string>() == "key with a space");
+}
+
+TEST_CASE("yaml: comments") {
+  CHECK(yaml_comment("one\n\ntwo") == "# one\n#\n# two\n");
+}
