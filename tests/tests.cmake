@@ -20,3 +20,17 @@ target_compile_definitions(integration_tests PRIVATE
 add_dependencies(integration_tests lazyagent-oci)
 catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS --warn NoTests
   PROPERTIES LABELS integration RESOURCE_LOCK podman TIMEOUT 600)
+
+# Security tests: attacks on the sandbox's invariants (ARCHITECTURE section 3),
+# each of which would succeed if its invariant broke. Same harness and podman
+# lock as the integration tests.
+file(GLOB SECURITY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/security/*.cpp)
+add_executable(security_tests ${SECURITY_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
+target_include_directories(security_tests PRIVATE ${CMAKE_SOURCE_DIR}/tests/integration)
+target_link_libraries(security_tests PRIVATE lazyagent Catch2::Catch2)
+target_compile_definitions(security_tests PRIVATE
+  LAZYAGENT_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+  LAZYAGENT_BINARY="$<TARGET_FILE:lazyagent-oci>")
+add_dependencies(security_tests lazyagent-oci)
+catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn NoTests
+  PROPERTIES LABELS security RESOURCE_LOCK podman TIMEOUT 600)
