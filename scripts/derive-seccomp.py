@@ -16,13 +16,23 @@ export's situation and tightens the result where the sandbox never needs more:
   * capabilities: none (the bundle drops all five sets), so rules that need a
     capability are left out and rules that apply "without capability X" stay;
   * architectures: x86_64 (+ its x86 and x32 compat ABIs) and aarch64 (+ arm);
-  * refused with EPERM although podman allows them, as moby's default does
-    without CAP_SYS_ADMIN: the mount API, namespace creation and joining
-    (unshare, setns, clone with namespace flags), pivot_root, the kernel
-    keyring, ptrace and cross-process memory access, syslog, reboot. A test
+  * refused with EPERM whatever podman's default says (the DENIED list below,
+    each name in exactly one rule, so an upstream change cannot reopen it):
+    namespaces (unshare, setns, clone with any CLONE_NEW* flag: one rule per
+    flag), the mount API (mount, umount2, pivot_root, chroot, move_mount,
+    open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr), file
+    handles, the kernel keyring (keyctl, add_key, request_key), ptrace and
+    cross-process access (process_vm_readv/writev, pidfd_getfd, kcmp,
+    process_madvise), bpf, perf_event_open, userfaultfd, kernel modules and
+    kexec, swap, accounting, quotas, clocks, host and domain names, syslog,
+    reboot, raw I/O ports, modify_ldt, vm86 and old obsolete calls. A test
     suite does not need them; a hostile patch would;
-  * clone3 returns ENOSYS (its flags live in memory seccomp cannot inspect), so
-    glibc falls back to clone, whose flags are checked;
+  * refused with ENOSYS, so that programs fall back as on a kernel without
+    them: clone3 (its flags live in memory seccomp cannot inspect; glibc then
+    uses clone, whose flags are checked) and io_uring_setup/enter/register
+    (libuv, liburing users and Python fall back to ordinary I/O);
+  * personality: only the values podman allows (0, 8, 0x20000, 0x20008 and
+    the query 0xffffffff); ADDR_NO_RANDOMIZE and other tricks get ENOSYS;
   * everything else: ENOSYS (podman's default errno), so programs fall back
     from syscalls they do not get to older ones.
 
@@ -41,13 +51,29 @@ EPERM, ENOSYS = 1, 38
 CLONE_NAMESPACE_FLAGS = 0x7E020000
 
 DENIED = sorted("""
+    unshare setns
     mount umount umount2 mount_setattr move_mount open_tree
     fsconfig fsmount fsopen fspick pivot_root chroot
-    unshare setns name_to_handle_at open_by_handle_at
+    name_to_handle_at open_by_handle_at
     keyctl add_key request_key
-    ptrace process_vm_readv process_vm_writev
-    syslog reboot
+    ptrace process_vm_readv process_vm_writev pidfd_getfd kcmp process_madvise
+    bpf perf_event_open userfaultfd lookup_dcookie fanotify_init
+    init_module finit_module delete_module create_module query_module get_kernel_syms
+    kexec_load kexec_file_load reboot
+    swapon swapoff acct quotactl syslog vhangup
+    settimeofday stime clock_settime clock_settime64
+    sethostname setdomainname
+    iopl ioperm modify_ldt vm86 vm86old uselib ustat sysfs _sysctl nfsservctl bdflush
 """.split())
+NOT_IMPLEMENTED = sorted("clone3 io_uring_setup io_uring_enter io_uring_register".split())
+# One EPERM rule per flag: seccomp compares masked values for equality only,
+# so "any of these bits" takes one rule per bit.
+CLONE_NEW_FLAGS = {
+    "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+EXPLICIT = set(DENIED) | set(NOT_IMPLEMENTED) | {"clone"}
 
 
 def applies(rule):
@@ -67,7 +93,7 @@ def derive(src):
     for rule in src["syscalls"]:
         if not applies(rule):
             continue
-        names = [n for n in rule["names"] if n not in DENIED and n not in ("clone", "clone3")]
+        names = [n for n in rule["names"] if n not in EXPLICIT]
         if not names:
             continue
         oci = {"names": sorted(names), "action": rule["action"]}
@@ -83,7 +109,11 @@ def derive(src):
     rules.append({"names": ["clone"], "action": "SCMP_ACT_ALLOW",
                   "args": [{"index": 0, "value": CLONE_NAMESPACE_FLAGS, "valueTwo": 0,
                             "op": "SCMP_CMP_MASKED_EQ"}]})
-    rules.append({"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS})
+    for flag in sorted(CLONE_NEW_FLAGS.values()):
+        rules.append({"names": ["clone"], "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM,
+                      "args": [{"index": 0, "value": flag, "valueTwo": flag,
+                                "op": "SCMP_CMP_MASKED_EQ"}]})
+    rules.append({"names": NOT_IMPLEMENTED, "action": "SCMP_ACT_ERRNO", "errnoRet": ENOSYS})
     rules.append({"names": DENIED, "action": "SCMP_ACT_ERRNO", "errnoRet": EPERM})
     rules.extend(out_rules)
     return {
@@ -110,7 +140,7 @@ def main():
     os.replace(dest + ".tmp", dest)
     n = len(profile["syscalls"][0]["names"])
     print(f"wrote {dest}: {n} syscalls allowed, {len(DENIED)} refused with EPERM, "
-          f"clone without namespace flags, clone3 ENOSYS", file=sys.stderr)
+          f"clone without namespace flags, {len(NOT_IMPLEMENTED)} ENOSYS", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "podman_client.h"
+#include "sandbox_policy.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -95,6 +96,22 @@ std::vector<Check> run_checks(const Config& config) {
     checks.push_back({"image " + image, img ? "ok" : "fail",
                       img ? img->value("Id", "").substr(0, 19) : img.error().message,
                       img ? "" : "run scripts/build-images.sh (no registry is needed)"});
+  }
+  {
+    auto text = [](const char* path) {
+      std::ifstream f(path);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      return ss.str();
+    };
+    const auto& u = config.user_namespace;
+    const auto hits = userns_collisions({u.host_id, u.size}, text("/etc/passwd"), text("/etc/group"),
+                                        text("/etc/subuid"), text("/etc/subgid"));
+    std::string detail = "sandbox ids map to host " + std::to_string(u.host_id) + ".." +
+                         std::to_string(u.host_id + u.size - 1);
+    for (const auto& h : hits) detail += "; overlaps " + h;
+    checks.push_back({"user namespace", hits.empty() ? "ok" : "fail", detail,
+                      hits.empty() ? "" : "choose another user_namespace.host_id in the config"});
   }
   const RunStore store = default_run_store();
   auto st = store.ensure();

@@ -17,6 +17,8 @@
 //   timeouts.test_seconds  1..86400
 //   patch.max_files        1..3        may be lowered, never raised past the contract cap
 //   patch.max_bytes        1..12000    likewise
+//   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
+//   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
 
 #include <yaml-cpp/yaml.h>
@@ -298,7 +300,15 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                        "'bridge', 'host' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")}})},
+            {"user_namespace",
+             r.nested({{"host_id", r.integer(&cfg.user_namespace.host_id, 65536, 4294901759LL)},
+                       {"size", r.integer(&cfg.user_namespace.size, 65536, 16777216)}})},
         });
+    if (r.errors().empty() &&
+        cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
+      r.error("user_namespace", "host_id + size - 1 must not exceed 4294967294, got " +
+                                    std::to_string(cfg.user_namespace.host_id + cfg.user_namespace.size - 1));
+    }
     if (!r.errors().empty()) {
       std::string all;
       for (const std::string& e : r.errors()) all += (all.empty() ? "" : "\n") + e;

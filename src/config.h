@@ -55,6 +55,17 @@ struct ProviderConfig {
   std::string network = "bridge";
 };
 
+// The sandbox's user namespace: its uids/gids 0..size-1 are host ids
+// host_id..host_id+size-1 (uid and gid alike). The default range starts at
+// 0x70000000, above systemd's container range (524288..1879048191) and far
+// above regular users and the usual /etc/subuid ranges (100000 + 65536 k),
+// so that the sandbox's root is nobody on the host. `doctor` reports a host
+// user or subordinate range that overlaps it.
+struct UserNamespaceConfig {
+  std::int64_t host_id = 1879048192;  // [65536..4294901759]
+  std::int64_t size = 65536;          // [65536..16777216]: the image's ids (root, 1000, 65534)
+};
+
 struct EngineConfig {
   std::string runtime = "runc";  // informational + checked by doctor
 };
@@ -70,6 +81,7 @@ struct Config {
   PatchLimitsConfig patch;
   ProviderConfig provider;
   EngineConfig engine;
+  UserNamespaceConfig user_namespace;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

@@ -30,6 +30,10 @@ void to_json(json& j, const OciRlimit& r) {
   j = json{{"type", r.type}, {"hard", r.limit}, {"soft", r.limit}};
 }
 
+json oci_id_mappings(const UserNamespace& u) {
+  return json::array({{{"containerID", 0}, {"hostID", u.host_id}, {"size", u.size}}});
+}
+
 std::string mib(std::int64_t bytes) {
   if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   return std::to_string(bytes) + " bytes";
@@ -122,7 +126,7 @@ json oci_runtime_spec(const ExportInput& in, const std::string& rootfs_dir_name)
       {"ociVersion", "1.0.2"},
       {"process",
        {{"terminal", false},
-        {"user", {{"uid", 0}, {"gid", 0}}},  // as the podman sandbox: root without capabilities
+        {"user", {{"uid", 0}, {"gid", 0}}},  // as the podman sandbox: root of its user namespace, without capabilities
         {"args", sandbox_command(in.config.test_command, p.log_bytes)},
         {"env", env},
         {"cwd", "/"},
@@ -140,7 +144,11 @@ json oci_runtime_spec(const ExportInput& in, const std::string& rootfs_dir_name)
        {// No "path": each namespace is new. The network namespace then holds
         // only a loopback interface (runc brings `lo` up).
         {"namespaces", json::array({{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
-                                    {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}}})},
+                                    {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}},
+                                    {{"type", "user"}}})},
+        // As in the podman sandbox: root inside is host id userns.host_id.
+        {"uidMappings", oci_id_mappings(p.userns)},
+        {"gidMappings", oci_id_mappings(p.userns)},
         {"resources",
          {{"devices", json::array({{{"allow", false}, {"access", "rwm"}}})},
           {"memory", {{"limit", p.memory_bytes}, {"swap", p.memory_bytes}}},  // swap = limit: none
@@ -160,15 +168,21 @@ ExportBundle export_oci(const ExportInput& in) {
       "network: a new network namespace with only the loopback interface (linux.namespaces)",
       "privileges: all five capability sets empty, noNewPrivileges; uid 0 without capabilities, "
       "as in the podman sandbox",
-      "seccomp: an allowlist (oci/seccomp.json, derived from podman's default): other syscalls fail "
-      "with ENOSYS; mount, unshare/setns, namespace flags on clone, keyrings and ptrace with EPERM",
+      "user namespace: uid 0 inside is host id " + std::to_string(p.userns.host_id) + " (ids 0.." +
+          std::to_string(p.userns.size - 1) + " map to " + std::to_string(p.userns.host_id) + ".." +
+          std::to_string(p.userns.host_id + p.userns.size - 1) + ", uids and gids): no host user; "
+          "seed/ is given to that id when exported as root",
+      "seccomp: an allowlist (oci/seccomp.json, the podman sandbox's profile too): other syscalls "
+      "fail with ENOSYS; namespaces (unshare, setns, clone with CLONE_NEW*), the mount API, "
+      "keyrings, ptrace, bpf, perf_event_open, userfaultfd, modules, kexec with EPERM; clone3 and "
+      "io_uring with ENOSYS",
       "filesystem: read-only root; /work (" + mib(p.work_tmpfs_bytes) + ") and /tmp (" +
           mib(p.tmp_tmpfs_bytes) + ", noexec) size-capped tmpfs; /seed a read-only bind of seed/",
       "resources (cgroups): memory " + mib(p.memory_bytes) + " with no swap, " + std::to_string(p.pids) +
           " pids, " + cpus(p) + " CPU",
       "rlimits: nofile " + std::to_string(p.nofile) + ", nproc " + std::to_string(p.nproc),
       "environment: exactly " + env_names(p),
-      "namespaces: pid, network, ipc, uts, mount, cgroup; podman's masked and read-only /proc "
+      "namespaces: pid, network, ipc, uts, mount, cgroup, user; podman's masked and read-only /proc "
       "and /sys paths",
       "output: the sandbox itself keeps the first " + std::to_string(p.log_bytes - tail) +
           " and the last " + std::to_string(tail) + " bytes of the test's output",
@@ -188,7 +202,8 @@ ExportBundle export_oci(const ExportInput& in) {
       "checks no digest, and edits to rootfs/ or seed/ go unnoticed",
       "verdict: runc reports the exit status only; \"passed\" also needs the runner's report, "
       "which you read in the output",
-      "rootless: this config.json is for root; rootless runc needs a user namespace and id mappings",
+      "rootless: this config.json is for root: its id mappings name a host range only root may map "
+      "(rootless runc may map only the caller's own ids and its /etc/subuid range)",
   };
   b.how_to_run =
       "id=lazyagent-sandbox-$$\n"

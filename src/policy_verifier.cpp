@@ -1,6 +1,7 @@
 #include "policy_verifier.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace lazyagent {
@@ -64,6 +65,100 @@ void check_namespaces(Checker& c, const json& spec, const json& inspect) {
   for (const char* t : {"pid", "ipc", "uts", "mount"}) {
     if (!types.count(t)) c.fail("namespaces", std::string("the sandbox shares the host's ") + t + " namespace");
   }
+}
+
+// The sandbox's root must be the policy's high host id, never host root: a
+// user namespace of its own, mapped exactly as asked (both uids and gids).
+void check_userns(Checker& c, const UserNamespace& u, const json& spec) {
+  const json& ns = at(spec, {"linux", "namespaces"});
+  bool user = false;
+  if (ns.is_array()) {
+    for (const auto& n : ns) {
+      if (n.value("type", "") != "user") continue;
+      user = true;
+      const std::string path = n.value("path", "");
+      if (!path.empty()) c.fail("user_namespace", "the sandbox joins an existing user namespace (" + path + ")");
+    }
+  }
+  if (!user) c.fail("user_namespace", "the sandbox shares the host's user namespace: its root is host root");
+  const json want = json::array({{{"containerID", 0}, {"hostID", u.host_id}, {"size", u.size}}});
+  for (const char* key : {"uidMappings", "gidMappings"}) {
+    const json& got = at(spec, {"linux", key});
+    if (got == want) continue;
+    std::string detail = std::string(key) + " is " + (got.is_null() ? "unset" : got.dump()) + ", want " + want.dump();
+    if (got.is_array()) {
+      for (const auto& m : got) {
+        if (m.is_object() && m.value("hostID", std::int64_t{-1}) == 0) {
+          detail += " (host id 0 is mapped: the sandbox's root would be host root)";
+          break;
+        }
+      }
+    }
+    c.fail("user_namespace", detail);
+  }
+}
+
+// name -> every rule that mentions it, as "action errno args" strings: two
+// profiles are the same filter when these maps are equal. podman drops
+// zero-valued fields (valueTwo, errnoRet) when it copies a profile.
+std::map<std::string, std::multiset<std::string>> seccomp_rules_by_name(const json& profile) {
+  std::map<std::string, std::multiset<std::string>> out;
+  const json& rules = at(profile, {"syscalls"});
+  if (!rules.is_array()) return out;
+  for (const auto& r : rules) {
+    std::string key = r.value("action", "") + " errno=" + std::to_string(r.value("errnoRet", 0)) + " args=";
+    const json& args = at(r, {"args"});
+    if (args.is_array()) {
+      for (const auto& a : args) {
+        key += "[" + std::to_string(a.value("index", 0)) + " " + a.value("op", "") + " " +
+               std::to_string(a.value("value", std::uint64_t{0})) + " " +
+               std::to_string(a.value("valueTwo", std::uint64_t{0})) + "]";
+      }
+    }
+    const json& names = at(r, {"names"});
+    if (!names.is_array()) continue;
+    for (const auto& n : names) {
+      if (n.is_string()) out[n.get<std::string>()].insert(key);
+    }
+  }
+  return out;
+}
+
+// The filter podman put in the spec must be ours (oci/seccomp.json), not
+// podman's default or an image's: same default action and errno, same
+// architectures, the same rules for every syscall.
+void check_seccomp(Checker& c, const json& want, const json& spec) {
+  const json& got = at(spec, {"linux", "seccomp"});
+  if (!want.is_object()) return c.fail("seccomp", "the policy names no seccomp profile to check against");
+  if (!got.is_object()) return c.fail("seccomp", "the sandbox has no seccomp filter");
+  if (got.value("defaultAction", "") != want.value("defaultAction", "") ||
+      got.value("defaultErrnoRet", 0) != want.value("defaultErrnoRet", 0)) {
+    c.fail("seccomp", "the default action is " + got.value("defaultAction", std::string("(unset)")) +
+                          " errno " + std::to_string(got.value("defaultErrnoRet", 0)) + ", want " +
+                          want.value("defaultAction", "") + " errno " +
+                          std::to_string(want.value("defaultErrnoRet", 0)));
+  }
+  auto arches = [](const json& p) {
+    std::set<std::string> s;
+    for (const auto& a : at(p, {"architectures"})) s.insert(a.is_string() ? a.get<std::string>() : "");
+    return s;
+  };
+  if (arches(got) != arches(want)) c.fail("seccomp", "the architectures are " + at(got, {"architectures"}).dump());
+  const auto g = seccomp_rules_by_name(got), w = seccomp_rules_by_name(want);
+  if (g == w) return;
+  std::vector<std::string> differ;
+  for (const auto& [name, rules] : w) {
+    auto it = g.find(name);
+    if (it == g.end() || it->second != rules) differ.push_back(name);
+  }
+  for (const auto& [name, rules] : g) {
+    if (!w.count(name)) differ.push_back(name);
+  }
+  std::sort(differ.begin(), differ.end());
+  std::string list;
+  for (std::size_t i = 0; i < differ.size() && i < 8; ++i) list += (i ? ", " : "") + differ[i];
+  if (differ.size() > 8) list += " and " + std::to_string(differ.size() - 8) + " more";
+  c.fail("seccomp", "the seccomp profile is not lazyagent's: the rules for " + list + " differ");
 }
 
 void check_privileges(Checker& c, const json& spec, const json& inspect) {
@@ -198,6 +293,8 @@ std::vector<Violation> verify_effective_config(const SandboxRequest& req,
                                                const json& inspect, const json& oci_spec) {
   Checker c;
   check_namespaces(c, oci_spec, inspect);
+  check_userns(c, req.policy.userns, oci_spec);
+  check_seccomp(c, req.policy.seccomp, oci_spec);
   check_privileges(c, oci_spec, inspect);
   check_mounts(c, req, container_id, oci_spec);
   check_env(c, req.policy, oci_spec);

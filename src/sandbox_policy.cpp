@@ -1,8 +1,11 @@
 #include "sandbox_policy.h"
 
+#include "digest.h"
 #include "isolation_probe.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 
 namespace lazyagent {
 
@@ -25,6 +28,8 @@ SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seco
   p.tmp_tmpfs_bytes = config.limits.tmp_tmpfs_mib << 20;
   p.log_bytes = config.limits.log_bytes;
   p.timeout_seconds = timeout_seconds;
+  p.userns.host_id = config.user_namespace.host_id;
+  p.userns.size = config.user_namespace.size;
   return p;
 }
 
@@ -51,7 +56,54 @@ json policy_to_json(const SandboxPolicy& p) {
        }()},
       {"secrets", json::array()},
       {"user_mounts", json::array()},
+      {"user",
+       {{"mode", "user_namespace"},  // root inside, an unused high id outside
+        {"uid_map", userns_map_json(p.userns)},
+        {"gid_map", userns_map_json(p.userns)}}},
+      {"seccomp",
+       {{"profile", "oci/seccomp.json"},
+        {"sha256", seccomp_profile_sha256(p.seccomp)},
+        {"default_action", p.seccomp.value("defaultAction", "")},
+        {"default_errno", p.seccomp.value("defaultErrnoRet", 0)}}},
   };
+}
+
+std::vector<std::string> userns_collisions(const UserNamespace& u, const std::string& passwd,
+                                           const std::string& group, const std::string& subuid,
+                                           const std::string& subgid) {
+  std::vector<std::string> out;
+  const std::int64_t lo = u.host_id, hi = u.host_id + u.size - 1;
+  // field `id_field` (and, for sub-id files, the count in the next field) of
+  // each ':'-separated line.
+  auto scan = [&](const char* file, const std::string& text, std::size_t id_field, bool ranges) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::istringstream l(line);
+      for (std::string x; std::getline(l, x, ':');) f.push_back(x);
+      if (f.size() <= id_field + (ranges ? 1 : 0) || f[0].empty() || f[0][0] == '#') continue;
+      char* end = nullptr;
+      const long long a = std::strtoll(f[id_field].c_str(), &end, 10);
+      if (end == f[id_field].c_str()) continue;
+      long long b = a;
+      if (ranges) b = a + std::strtoll(f[id_field + 1].c_str(), nullptr, 10) - 1;
+      if (a <= hi && b >= lo) {
+        out.push_back(std::string(file) + ": " + f[0] + " (ids " + std::to_string(a) + ".." + std::to_string(b) + ")");
+      }
+    }
+  };
+  scan("/etc/passwd", passwd, 2, false);
+  scan("/etc/group", group, 2, false);
+  scan("/etc/subuid", subuid, 1, true);
+  scan("/etc/subgid", subgid, 1, true);
+  return out;
+}
+
+std::string seccomp_profile_sha256(const json& profile) { return sha256_hex(profile.dump()); }
+
+json userns_map_json(const UserNamespace& u) {
+  return json::array({{{"container_id", 0}, {"host_id", u.host_id}, {"size", u.size}}});
 }
 
 std::vector<std::string> work_tmpfs_options(const SandboxPolicy& p) {
@@ -130,6 +182,14 @@ json build_create_spec(const SandboxRequest& req) {
       {"env", env},
       {"unsetenvall", true},  // drop the image's ENV and podman's defaults
       {"netns", {{"nsmode", "none"}}},
+      {"userns", {{"nsmode", "private"}}},
+      {"idmappings",
+       {{"HostUIDMapping", false},
+        {"HostGIDMapping", false},
+        {"UIDMap", userns_map_json(p.userns)},
+        {"GIDMap", userns_map_json(p.userns)}}},
+      {"seccomp_policy", "default"},  // not "image": an image label must not choose the profile
+      {"seccomp_profile_path", req.seccomp_profile_path},
       {"cap_drop", {"ALL"}},
       {"no_new_privileges", true},
       {"read_only_filesystem", true},

@@ -207,7 +207,13 @@ class TestPipeline {
     }
     copy_guard_.hold(dir);
     seed_copy_ = dir + "/seed";
-    return materialize_copy(seed_, patch_, seed_copy_);
+    if (auto st = materialize_copy(seed_, patch_, seed_copy_); !st) return st;
+    // The sandbox's root is host id userns.host_id: it owns its copy (read-only
+    // at /seed), as host root owned it before; the run directory stays 0700.
+    if (auto st = chown_tree(seed_copy_, policy_.userns.host_id, policy_.userns.host_id); !st) return st;
+    // podman reads the seccomp profile from a path on its host at create.
+    seccomp_path_ = dir + "/seccomp.json";
+    return write_file_atomic(seccomp_path_, policy_.seccomp.dump());
   }
 
   Status create() {
@@ -215,6 +221,7 @@ class TestPipeline {
     sreq_.name = "lazyagent-sandbox-" + res_.run_id;
     sreq_.labels = owner_labels(current_owner(), "sandbox", res_.run_id);
     sreq_.seed_copy_path = seed_copy_;
+    sreq_.seccomp_profile_path = seccomp_path_;
     sreq_.test_command = req_.config.test_command;
     auto reply = podman_.create(build_create_spec(sreq_));
     if (!reply) return reply.error().context("creating the sandbox");
@@ -345,6 +352,7 @@ class TestPipeline {
   Patch patch_;
   SeedSnapshot seed_;
   std::string seed_copy_;
+  std::string seccomp_path_;
   RunOutcome outcome_;
   std::string output_for_verdict_;
   std::string error_;

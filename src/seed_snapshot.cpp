@@ -210,6 +210,22 @@ Status materialize_copy(const SeedSnapshot& seed, const Patch& patch, const std:
   return ok_status();
 }
 
+Status chown_tree(const std::string& path, long uid, long gid) {
+  auto one = [&](const std::string& p) -> Status {
+    if (::lchown(p.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
+      return engine_error("giving " + p + " to host uid " + std::to_string(uid) + ": " + std::strerror(errno));
+    }
+    return ok_status();
+  };
+  if (auto st = one(path); !st) return st;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto st = one(it->path().string()); !st) return st;
+  }
+  if (ec) return engine_error("walking " + path + ": " + ec.message());
+  return ok_status();
+}
+
 Status remove_tree(const std::string& path) {
   std::error_code ec;
   fs::remove_all(path, ec);  // does not follow symlinks

@@ -51,6 +51,12 @@ std::vector<Finding> check_patch_against_seed(const SeedSnapshot& seed, const Pa
 // their permission bits; patched files are 0644 (0755 if they were executable).
 Status materialize_copy(const SeedSnapshot& seed, const Patch& patch, const std::string& dest);
 
+// Gives the tree (`path` itself and everything beneath, symlinks themselves,
+// never their targets) to host uid/gid: the private copy to the sandbox's
+// root, which is a high host id under its user namespace and could not read
+// a 0600 file of host root's.
+Status chown_tree(const std::string& path, long uid, long gid);
+
 // Removes a directory tree without following symlinks. Missing is fine.
 Status remove_tree(const std::string& path);
 

@@ -12,7 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kId = "50fbfd2d2c97fef0b3077ba75c18ae74dc70a3a686fd51cbde70532c841640ef";
+const std::string kId = "309ab6b1ce940e4de28a92581e50a1ea60598b67eb0775615ba4d68e904984b4";
 
 json load(const std::string& name) {
   std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/podman-4.3.1/" + name);
@@ -144,7 +144,9 @@ TEST_CASE("each planted violation is found, by name") {
   SECTION("an environment variable off the allowlist, a changed one, a missing one") {
     Docs d;
     d.spec["process"]["env"].push_back("CODING_AGENT_API_KEY=sk-123");
-    d.spec["process"]["env"][2] = "HOME=/root";
+    for (auto& e : d.spec["process"]["env"]) {
+      if (e == "HOME=/work") e = "HOME=/root";
+    }
     d.spec["process"]["env"].erase(0);
     CHECK(codes(d) == V{"env", "env", "env"});
   }
