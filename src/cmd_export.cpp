@@ -16,8 +16,6 @@
 #include <optional>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "cli.h"
 #include "cli_args.h"
 #include "export_compose.h"
@@ -251,12 +249,6 @@ Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& t
   if (target.seed_copy) {
     if (auto st = materialize_copy(in.seed, in.patch.value_or(Patch{}), dir->at(kOciSeedDir)); !st) {
       return st.error().context("export: writing the seed copy");
-    }
-    // The OCI bundle's sandbox is root of a user namespace, host id
-    // userns.host_id: give it its copy, as `test` does (as root only).
-    if (rootfs && ::geteuid() == 0) {
-      const auto id = in.policy.userns.host_id;
-      if (auto st = chown_tree(dir->at(kOciSeedDir), id, id); !st) return st.error().context("export oci");
     }
   }
   step("write", t);

@@ -30,10 +30,6 @@ void to_json(json& j, const OciRlimit& r) {
   j = json{{"type", r.type}, {"hard", r.limit}, {"soft", r.limit}};
 }
 
-json oci_id_mappings(const UserNamespace& u) {
-  return json::array({{{"containerID", 0}, {"hostID", u.host_id}, {"size", u.size}}});
-}
-
 std::string mib(std::int64_t bytes) {
   if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
   return std::to_string(bytes) + " bytes";
@@ -126,7 +122,7 @@ json oci_runtime_spec(const ExportInput& in, const std::string& rootfs_dir_name)
       {"ociVersion", "1.0.2"},
       {"process",
        {{"terminal", false},
-        {"user", {{"uid", 0}, {"gid", 0}}},  // as the podman sandbox: root of its user namespace, without capabilities
+        {"user", {{"uid", 0}, {"gid", 0}}},  // root without capabilities (host root: no user namespace here)
         {"args", sandbox_command(in.config.test_command, p.log_bytes)},
         {"env", env},
         {"cwd", "/"},
@@ -144,11 +140,7 @@ json oci_runtime_spec(const ExportInput& in, const std::string& rootfs_dir_name)
        {// No "path": each namespace is new. The network namespace then holds
         // only a loopback interface (runc brings `lo` up).
         {"namespaces", json::array({{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
-                                    {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}},
-                                    {{"type", "user"}}})},
-        // As in the podman sandbox: root inside is host id userns.host_id.
-        {"uidMappings", oci_id_mappings(p.userns)},
-        {"gidMappings", oci_id_mappings(p.userns)},
+                                    {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}}})},
         {"resources",
          {{"devices", json::array({{{"allow", false}, {"access", "rwm"}}})},
           {"memory", {{"limit", p.memory_bytes}, {"swap", p.memory_bytes}}},  // swap = limit: none
@@ -168,10 +160,6 @@ ExportBundle export_oci(const ExportInput& in) {
       "network: a new network namespace with only the loopback interface (linux.namespaces)",
       "privileges: all five capability sets empty, noNewPrivileges; uid 0 without capabilities, "
       "as in the podman sandbox",
-      "user namespace: uid 0 inside is host id " + std::to_string(p.userns.host_id) + " (ids 0.." +
-          std::to_string(p.userns.size - 1) + " map to " + std::to_string(p.userns.host_id) + ".." +
-          std::to_string(p.userns.host_id + p.userns.size - 1) + ", uids and gids): no host user; "
-          "seed/ is given to that id when exported as root",
       "seccomp: an allowlist (oci/seccomp.json, the podman sandbox's profile too): other syscalls "
       "fail with ENOSYS; namespaces (unshare, setns, clone with CLONE_NEW*), the mount API, "
       "keyrings, ptrace, bpf, perf_event_open, userfaultfd, modules, kexec with EPERM; clone3 and "
@@ -182,7 +170,7 @@ ExportBundle export_oci(const ExportInput& in) {
           " pids, " + cpus(p) + " CPU",
       "rlimits: nofile " + std::to_string(p.nofile) + ", nproc " + std::to_string(p.nproc),
       "environment: exactly " + env_names(p),
-      "namespaces: pid, network, ipc, uts, mount, cgroup, user; podman's masked and read-only /proc "
+      "namespaces: pid, network, ipc, uts, mount, cgroup; podman's masked and read-only /proc "
       "and /sys paths",
       "output: the sandbox itself keeps the first " + std::to_string(p.log_bytes - tail) +
           " and the last " + std::to_string(tail) + " bytes of the test's output",
@@ -202,8 +190,11 @@ ExportBundle export_oci(const ExportInput& in) {
       "checks no digest, and edits to rootfs/ or seed/ go unnoticed",
       "verdict: runc reports the exit status only; \"passed\" also needs the runner's report, "
       "which you read in the output",
-      "rootless: this config.json is for root: its id mappings name a host range only root may map "
-      "(rootless runc may map only the caller's own ids and its /etc/subuid range)",
+      "user namespace: unlike the podman sandbox (root inside is host id " + std::to_string(p.userns.host_id) +
+          "), the bundle's uid 0 is host uid 0 without capabilities. runc maps ids only when the "
+          "mapped root can search every directory down to rootfs/ (measured: a bundle under a 0700 "
+          "directory fails with 'mount rootfs: permission denied'), so it is not set here",
+      "rootless: this config.json is for root; rootless runc needs a user namespace and id maps",
   };
   b.how_to_run =
       "id=lazyagent-sandbox-$$\n"

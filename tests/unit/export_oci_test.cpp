@@ -100,8 +100,7 @@ TEST_CASE("oci: new namespaces (network: only lo), cgroup limits from the policy
   in.policy = policy_from_config(in.config, 30);
   const json l = oci_runtime_spec(in)["linux"];
   CHECK(l["namespaces"] == json::array({{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
-                                        {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}},
-                                        {{"type", "user"}}}));
+                                        {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}}}));
   CHECK(l["resources"]["memory"] == json{{"limit", 256LL << 20}, {"swap", 256LL << 20}});
   CHECK(l["resources"]["pids"] == json{{"limit", 64}});
   CHECK(l["resources"]["cpu"] == json{{"quota", 50000}, {"period", 100000}});
@@ -159,7 +158,7 @@ TEST_CASE("oci: the bundle's files and what it says it cannot enforce") {
   std::vector<std::string> heads;
   for (const auto& l : b.not_enforced) heads.push_back(l.substr(0, l.find(':')));
   CHECK(heads == std::vector<std::string>{"timeout", "removal", "terminal safety", "verification",
-                                          "image pinning", "verdict", "rootless"});
+                                          "image pinning", "verdict", "user namespace", "rootless"});
   CHECK(b.not_enforced[0].find("`timeout -k 5 120 runc run ...`") != std::string::npos);
   CHECK(b.not_enforced[0].find("runc delete --force ID") != std::string::npos);
   CHECK(b.enforced[0] == "network: a new network namespace with only the loopback interface (linux.namespaces)");
