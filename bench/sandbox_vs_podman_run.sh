@@ -24,9 +24,13 @@ cp -R seed/. "$work/copy/"
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))
 for f in p["files"]: open(sys.argv[2]+"/"+f["path"],"w").write(f["content"])' \
   examples/patches/fix-add.json "$work/copy"
+# ... given to the sandbox's root, as ours is: same user namespace, same seccomp profile.
+ns=1879048192  # config/lazyagent.yaml user_namespace.host_id
+chown -R "$ns:$ns" "$work/copy"
 
 baseline() {
   podman run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
+    --uidmap "0:$ns:65536" --gidmap "0:$ns:65536" --security-opt seccomp=oci/seccomp.json \
     --read-only --read-only-tmpfs=false \
     --tmpfs /work:rw,nosuid,nodev,size=64m,mode=1777 \
     --tmpfs /tmp:rw,nosuid,nodev,noexec,size=64m,mode=1777 \
