@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Derive oci/seccomp.json, the seccomp profile of the exported OCI bundle.
+"""Derive oci/seccomp.json, the seccomp profile of the podman sandbox and the OCI bundle.
 
 usage: scripts/derive-seccomp.py [SOURCE] [DEST]
   SOURCE  podman's default profile (default /usr/share/containers/seccomp.json,
@@ -37,7 +37,9 @@ export's situation and tightens the result where the sandbox never needs more:
     from syscalls they do not get to older ones.
 
 The output is deterministic (sorted names): rerun after a podman upgrade and
-review the diff. The export embeds oci/seccomp.json in the binary at build time.
+review the diff. The binary embeds oci/seccomp.json at build time; the podman
+sandbox gets it through libpod's seccomp_profile_path (podman reads this OCI form
+too), the export as linux.seccomp.
 """
 import json
 import os

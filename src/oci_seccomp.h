@@ -1,4 +1,6 @@
-// The seccomp profile of the exported OCI bundle (linux.seccomp in config.json).
+// The seccomp profile of the podman sandbox (written next to the private copy
+// and named in the create request's seccomp_profile_path) and of the exported
+// OCI bundle (linux.seccomp in config.json): one profile for both.
 //
 // The profile is data, kept in the repository as oci/seccomp.json (OCI
 // runtime-spec form, derived from podman's default by scripts/derive-seccomp.py,
