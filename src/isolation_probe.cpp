@@ -31,6 +31,7 @@ const std::string& isolation_probe_shell() {
   static const std::string shell = R"sh(p=lazyagent-probe
 n=; for i in /sys/class/net/*; do n="$n${i##*/},"; done; printf '%s: ifaces=%s\n' $p "$n"
 while read -r k v; do case "$k" in CapEff:|CapPrm:|CapBnd:|NoNewPrivs:|Seccomp:) printf '%s: %s=%s\n' $p "${k%:}" "$v";; esac; done </proc/self/status
+read -r a b c </proc/self/uid_map; printf '%s: uid_map=%s %s %s\n' $p "$a" "$b" "$c"
 if ( : >/.lazyagent-probe ) 2>/dev/null; then printf '%s: root=writable\n' $p; else printf '%s: root=read-only\n' $p; fi
 e=; for w in $(export -p | while read -r x kv; do printf '%s\n' "${kv%%=*}"; done); do e="$e$w,"; done; printf '%s: env=%s\n' $p "$e"
 printf '%s: end\n' $p
@@ -63,6 +64,7 @@ ProbeReport take_probe(std::string_view output, std::string* rest) {
     else if (k == "NoNewPrivs") r.no_new_privs = v;
     else if (k == "Seccomp") r.seccomp = v;
     else if (k == "root") r.root = v;
+    else if (k == "uid_map") r.uid_map = v;
     else if (k == "env") r.env_names = split_commas(v);
   }
   r.found = true;
@@ -83,6 +85,11 @@ std::vector<std::string> probe_violations(const ProbeReport& r, const SandboxPol
     v.push_back("capabilities held: CapEff=" + r.cap_eff + " CapPrm=" + r.cap_prm + " CapBnd=" + r.cap_bnd);
   }
   if (r.no_new_privs != "1") v.push_back("no_new_privs is not set");
+  if (r.seccomp != "2") v.push_back("no seccomp filter (Seccomp=" + r.seccomp + ")");
+  const std::string want_map = "0 " + std::to_string(policy.userns.host_id) + " " + std::to_string(policy.userns.size);
+  if (r.uid_map != want_map) {
+    v.push_back("the sandbox's uid map is '" + r.uid_map + "', not '" + want_map + "' (its root must not be host root)");
+  }
   if (r.root != "read-only") v.push_back("the root filesystem is writable");
   for (const auto& name : r.env_names) {
     // The probing shell itself adds PWD/OLDPWD; podman adds HOSTNAME.
@@ -97,6 +104,7 @@ json probe_to_json(const ProbeReport& r, const std::vector<std::string>& violati
   return json{{"interfaces", r.interfaces}, {"cap_eff", r.cap_eff},     {"cap_prm", r.cap_prm},
               {"cap_bnd", r.cap_bnd},       {"no_new_privs", r.no_new_privs == "1"},
               {"seccomp", r.seccomp},       {"root", r.root},          {"env_names", r.env_names},
+              {"uid_map", r.uid_map},
               {"violations", violations}};
 }
 

@@ -4,7 +4,8 @@
 // probe checks what the process inside *gets*. Before the test command
 // starts, the sandbox script prints a block of "lazyagent-probe: key=value"
 // lines straight to stdout: network interfaces, capability sets,
-// no_new_privs, seccomp mode, whether / is writable, the environment's names.
+// no_new_privs, seccomp mode, its uid map (user namespace), whether / is
+// writable, the environment's names.
 // It uses shell builtins only (no extra processes, any image with /bin/sh).
 // The block comes first in the output, before any code under test has run,
 // so that code cannot forge it; the orchestrator takes the first block only,
@@ -32,6 +33,7 @@ struct ProbeReport {
   std::string no_new_privs;               // "1" when set
   std::string seccomp;                    // 0 none, 1 strict, 2 filter
   std::string root;                       // "read-only" or "writable"
+  std::string uid_map;                    // first line of /proc/self/uid_map: "0 HOSTID SIZE"
   std::vector<std::string> env_names;
 };
 

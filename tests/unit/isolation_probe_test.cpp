@@ -12,6 +12,7 @@ const std::string kClean =
     "lazyagent-probe: CapBnd=0000000000000000\n"
     "lazyagent-probe: NoNewPrivs=1\n"
     "lazyagent-probe: Seccomp=2\n"
+    "lazyagent-probe: uid_map=0 1879048192 65536\n"
     "lazyagent-probe: root=read-only\n"
     "lazyagent-probe: env=HOME,HOSTNAME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,\n"
     "lazyagent-probe: end\n";
@@ -37,6 +38,10 @@ TEST_CASE("each isolation failure the probe can see is named") {
   CHECK(with("CapEff=0000000000000000", "CapEff=00000000a80425fb")[0].rfind("capabilities held: CapEff=00000000a80425fb", 0) == 0);
   CHECK(with("NoNewPrivs=1", "NoNewPrivs=0") == std::vector<std::string>{"no_new_privs is not set"});
   CHECK(with("root=read-only", "root=writable") == std::vector<std::string>{"the root filesystem is writable"});
+  CHECK(with("Seccomp=2", "Seccomp=0") == std::vector<std::string>{"no seccomp filter (Seccomp=0)"});
+  CHECK(with("uid_map=0 1879048192 65536", "uid_map=0 0 4294967295") ==
+        std::vector<std::string>{"the sandbox's uid map is '0 0 4294967295', not '0 1879048192 65536' "
+                                 "(its root must not be host root)"});
   CHECK(with("env=HOME,", "env=AWS_SECRET_ACCESS_KEY,HOME,") ==
         std::vector<std::string>{"environment variable AWS_SECRET_ACCESS_KEY is not on the allowlist"});
 }
