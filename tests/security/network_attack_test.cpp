@@ -209,7 +209,7 @@ TEST_CASE("attack: TCP, UDP, IPv6, DNS, abstract and podman sockets from the san
     if (a == "127.0.0.1" || a == "::1") continue;  // the sandbox's own lo accepts datagrams
     CHECK(has(out, "UDP BLOCKED " + a + " OSError"));
   }
-  CHECK(has(out, "UDP BLOCKED host.containers.internal gaierror"));
+  CHECK(has(out, "UDP BLOCKED host.containers.internal OSError"));
   CHECK(has(out, "ABSTRACT BLOCKED ConnectionRefusedError"));
   CHECK(has(out, "PODMAN BLOCKED /run/podman/podman.sock FileNotFoundError"));
   CHECK(l.tcp() == 0);
@@ -231,7 +231,7 @@ TEST_CASE("attack control: the same probe with the host's network and podman's s
   INFO(out);
   for (const auto& a : addrs) CHECK(has(out, "TCP CONNECTED " + a));
   CHECK(has(out, "ABSTRACT CONNECTED"));
-  CHECK(has(out, "PODMAN ANSWERED /run/podman/podman.sock HTTP/1.1 200 OK"));
+  CHECK(has(out, "PODMAN ANSWERED /run/podman/podman.sock HTTP/1.0 200 OK"));
   usleep(200 * 1000);  // let the listener thread drain the datagrams
   CHECK(l.tcp() >= static_cast<int>(addrs.size()));
   CHECK(l.udp() >= static_cast<int>(addrs.size()));

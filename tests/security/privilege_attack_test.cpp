@@ -10,6 +10,7 @@
 // The control runs the same probe in a `--privileged` container, where the
 // same attempts succeed. The probe only ever *opens* kernel knobs for
 // writing, never writes them, so the control cannot change the host.
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,7 +54,6 @@ attempt('setuid binary mount(8)', lambda: subprocess.run(['/usr/bin/mount', '-t'
 attempt('mount(2) tmpfs', lambda: libc.mount(b'none', b'/tmp/m', b'tmpfs', 0, None))
 attempt('mount(2) cgroup (release_agent escape)', lambda: libc.mount(b'cgroup', b'/tmp/m', b'cgroup', 0, b'rdma'))
 attempt('remount / read-write', lambda: libc.mount(None, b'/', None, 32 | 4096, None))  # MS_REMOUNT|MS_BIND
-attempt('unshare user namespace', lambda: child(lambda: libc.unshare(CLONE_NEWUSER)))
 attempt('unshare mount namespace', lambda: child(lambda: libc.unshare(CLONE_NEWNS)))
 attempt('unshare net namespace', lambda: child(lambda: libc.unshare(CLONE_NEWNET)))
 attempt('unshare(1) -r (user ns as root)', lambda: subprocess.run(['unshare', '-r', 'true'], check=True, capture_output=True) and None)
@@ -66,9 +66,16 @@ class FH(ctypes.Structure):
 fh = FH(); fh.bytes = 128; mnt = ctypes.c_int()
 libc.name_to_handle_at(-100, b'/etc/hostname', ctypes.byref(fh), ctypes.byref(mnt), 0)
 attempt('open_by_handle_at (shocker)', lambda: libc.open_by_handle_at(os.open('/', os.O_RDONLY), ctypes.byref(fh), 0))
+def read_key():
+    kid = libc.syscall(250, 10, -4, b'user', KEY_DESC, 0)      # KEYCTL_SEARCH in @u
+    if kid < 0: return -1
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall(250, 11, kid, buf, 256)                    # KEYCTL_READ
+    if n < 0: return -1
+    print('KEY PAYLOAD ' + buf.raw[:n].decode('latin-1'))
 attempt('init_module', lambda: libc.syscall(175, None, 0, b''))
 attempt('bpf prog load', lambda: libc.syscall(321, 5, None, 0))
-attempt('keyctl join session keyring', lambda: libc.syscall(250, 1, None))
+attempt('read a key of the host root\'s keyring', lambda: read_key())
 for knob in ('/proc/sys/kernel/core_pattern', '/proc/sysrq-trigger', '/sys/kernel/uevent_helper',
              '/proc/sys/kernel/modprobe', '/sys/fs/cgroup/release_agent', '/sys/fs/cgroup/cgroup.procs'):
     def open_rw(k=knob):
@@ -79,6 +86,28 @@ for dev in ('/dev/mem', '/dev/kmsg', '/proc/kcore'):
         with open(d, 'rb') as f: f.read(1)
     attempt('read ' + dev, read_dev)
 )py";
+
+// A key in the host root's user keyring (@u) for the time of a test: a
+// secret a host process could keep there. Keyrings are not namespaced by
+// podman's defaults.
+const std::string kKeyPayload = "lazyagent-keyring-canary-" + std::to_string(getpid());
+const std::string kKeyDesc = "lazyagent-key-" + std::to_string(getpid());
+class HostKey {
+ public:
+  HostKey() {
+    id_ = syscall(SYS_add_key, "user", kKeyDesc.c_str(), kKeyPayload.data(), kKeyPayload.size(), -4 /* @u */);
+    REQUIRE(id_ > 0);
+  }
+  ~HostKey() {
+    syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, id_);
+    syscall(SYS_keyctl, 9 /* KEYCTL_UNLINK */, id_, -4);
+  }
+
+ private:
+  long id_ = -1;
+};
+
+std::string probe(const char* body) { return "KEY_DESC = b'" + kKeyDesc + "'\n" + body; }
 
 std::size_t count_lines(const std::string& out, const std::string& prefix) {
   const std::string l = lines_with(out, prefix);
@@ -97,7 +126,8 @@ std::vector<std::string> gained(const std::string& out) {
 
 TEST_CASE("attack: setuid binaries, mount, namespaces, capabilities, kernel knobs", "[attack][privilege]") {
   TempDir state;
-  json j = run_attack({state.path()}, kProbe);
+  HostKey key;
+  json j = run_attack({state.path()}, probe(kProbe));
   const std::string out = output(j);
   INFO(out);
   CHECK(gained(out).empty());
@@ -106,14 +136,16 @@ TEST_CASE("attack: setuid binaries, mount, namespaces, capabilities, kernel knob
   CHECK(has(out, "STATUS CapBnd=0000000000000000"));
   CHECK(has(out, "STATUS NoNewPrivs=1"));
   CHECK(has(out, "STATUS Seccomp=2"));
-  // Every attempt ran and reported (16 calls, 6 knobs, 3 devices).
-  CHECK(count_lines(out, "DENIED ") + count_lines(out, "GAINED ") == 25);
+  // Every attempt ran and reported (15 calls, 6 knobs, 3 devices).
+  CHECK(count_lines(out, "DENIED ") + count_lines(out, "GAINED ") == 24);
+  CHECK_FALSE(has(out, kKeyPayload));
   CHECK(j["tests_passed"] == true);
   evidence(lines_with(out, "STATUS") + "\n" + lines_with(out, "DENIED") + "\n" + lines_with(out, "GAINED"));
 }
 
 TEST_CASE("attack control: the same probe in a --privileged container gains privileges", "[attack][privilege][control]") {
-  const std::string out = run_control("--network none --privileged", kProbe);
+  HostKey key;
+  const std::string out = run_control("--network none --privileged", probe(kProbe));
   INFO(out);
   const auto g = gained(out);
   std::set<std::string> got(g.begin(), g.end());
@@ -126,4 +158,49 @@ TEST_CASE("attack control: the same probe in a --privileged container gains priv
   CHECK_FALSE(has(out, "STATUS CapEff=0000000000000000"));
   evidence("control (--privileged): " + std::to_string(g.size()) + " of the attempts succeed\n" +
            lines_with(out, "STATUS CapEff") + "\n" + lines_with(out, "GAINED"));
+}
+
+namespace {
+
+// Kernel interfaces podman's default seccomp profile leaves open to a
+// process without capabilities: creating user namespaces (and with one, a
+// network namespace it administers: the nf_tables attack surface of several
+// local privilege escalations), and the kernel keyrings, which podman does
+// not namespace: the sandbox can find keys in the host root's keyring (it
+// cannot read their payload: see the test above).
+const char* kKernelProbe = R"py(import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(name, fn):
+    r = fn()
+    print(('DENIED %s errno=%d' % (name, ctypes.get_errno())) if r < 0 else ('GAINED %s' % name))
+def child(fn):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if fn() == 0 else 1)
+    return -1 if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) else 0
+attempt('unshare a user namespace', lambda: child(lambda: libc.unshare(0x10000000)))
+attempt('unshare a user + network namespace', lambda: child(lambda: libc.unshare(0x10000000 | 0x40000000)))
+attempt('join a new session keyring', lambda: child(lambda: 0 if libc.syscall(250, 1, None) >= 0 else -1))
+attempt('find a key in the host root\'s keyring', lambda: libc.syscall(250, 10, -4, b'user', KEY_DESC, 0))
+)py";
+
+}  // namespace
+
+TEST_CASE("attack: new user namespaces and the host's kernel keyrings", "[attack][privilege]") {
+  TempDir state;
+  HostKey key;
+  json j = run_attack({state.path()}, probe(kKernelProbe));
+  const std::string out = output(j);
+  INFO(out);
+  CHECK(count_lines(out, "DENIED ") + count_lines(out, "GAINED ") == 4);
+  CHECK(gained(out).empty());
+  evidence(lines_with(out, "DENIED") + "\n" + lines_with(out, "GAINED"));
+}
+
+TEST_CASE("attack control: a --privileged container gets user namespaces and keyrings", "[attack][privilege][control]") {
+  HostKey key;
+  const std::string out = run_control("--network none --privileged", probe(kKernelProbe));
+  INFO(out);
+  CHECK(gained(out).size() == 4);
+  evidence("control (--privileged):\n" + lines_with(out, "GAINED") + "\n" + lines_with(out, "DENIED"));
 }
