@@ -179,6 +179,27 @@ TEST_CASE("chaos: SIGKILL at each step of a run; the next start reaps everything
   evidence(report);
 }
 
+TEST_CASE("chaos: SIGTERM to the CLI while the sandboxed test ignores SIGTERM", "[chaos]") {
+  TempDir state, io;
+  const std::string patch = io.file("patch.json", attack_patch(
+      "import signal, time\n"
+      "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+      "while True: time.sleep(1)\n"));
+  const pid_t pid = spawn_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", patch, "--json"}, io.path());
+  const std::string label = "io.lazyagent.pid=" + std::to_string(pid);
+  REQUIRE(wait_for([&] { return !sh("podman ps --filter label=" + label + " --filter status=running --format '{{.ID}}'").empty(); }, 60));
+  const auto t0 = Clock::now();
+  kill(pid, SIGTERM);
+  const int code = wait_cli(pid, 60);
+  const long ms = ms_since(t0);
+  CHECK(code == 128 + SIGTERM);
+  CHECK(ms < 15000);
+  CHECK(containers_with_label(label).empty());
+  CHECK(entries(state.path() + "/lazyagent-oci/work") == 0);
+  evidence("SIGTERM to the CLI, the test inside ignores SIGTERM: CLI exit " + std::to_string(code) + " after " +
+           std::to_string(ms) + " ms, containers left " + std::to_string(containers_with_label(label).size()));
+}
+
 TEST_CASE("chaos: the podman service restarted in the middle of a run", "[chaos]") {
   PrivatePodman podman;
   TempDir state, io;
@@ -329,13 +350,30 @@ TEST_CASE("chaos: the run store killed mid-write keeps whole records", "[chaos]"
   std::vector<std::string> problems;
   const lazyagent::RunStore store(atomic_state.path() + "/lazyagent-oci");
   const auto recent = store.recent(100, &problems);
+  std::vector<std::string> unused;
+  const std::size_t records = check_records(atomic_state.path(), &unused);
   CHECK(problems.empty());
-  CHECK(recent.size() == 4);
-  std::size_t temps = 0;
-  for (const auto& e : fs::directory_iterator(store.runs_dir())) temps += e.path().string().find(".tmp.") != std::string::npos;
+  CHECK(records >= 1);
+  CHECK(recent.size() == records);
+  auto count_temps = [&] {
+    std::size_t n = 0;
+    for (const auto& e : fs::directory_iterator(store.runs_dir())) n += e.path().string().find(".tmp.") != std::string::npos;
+    return n;
+  };
+  const std::size_t temps = count_temps();
+  CHECK(temps > 0);  // kills inside write_file_atomic leave its temp file
+  // The next reap removes them (their writers are dead); records stay.
+  CliResult reap = run_cli({atomic_state.path()}, {"reap", "--json"});
+  INFO(reap.err);
+  CHECK(reap.exit_code == 0);
+  json rj = json::parse(reap.out, nullptr, false);
+  REQUIRE(rj.is_object());
+  CHECK(rj["temp_files_removed"].size() == temps);
+  CHECK(count_temps() == 0);
+  CHECK(store.recent(100, &problems).size() == records);
   evidence("150 SIGKILLs at random moments (2-20 ms) into a loop of 64 KiB record writes, every record checked after "
            "each kill: run store: " + std::to_string(atomic_torn) + " kills left a torn record (" +
            std::to_string(recent.size()) + " records, all parse; " + std::to_string(temps) +
-           " temp files left behind, ignored by readers); control (truncate + write in pieces): " +
+           " temp files left behind, ignored by readers, removed by the next reap); control (truncate + write in pieces): " +
            std::to_string(naive_torn) + " of 150 kills left a torn record");
 }
