@@ -136,7 +136,7 @@ class PrivatePodman {
 
 }  // namespace
 
-TEST_CASE("chaos: SIGKILL at each step of a run; the next start reaps everything", "[chaos]") {
+TEST_CASE("chaos: SIGKILL at each step of a run, then the next start reaps everything", "[chaos]") {
   struct Step {
     const char* point;
     std::size_t containers_left;  // what the crash really leaves

@@ -194,7 +194,7 @@ TEST_CASE("attack: new user namespaces and the host's kernel keyrings", "[attack
   INFO(out);
   CHECK(count_lines(out, "DENIED ") + count_lines(out, "GAINED ") == 4);
   CHECK(gained(out).empty());
-  evidence(lines_with(out, "DENIED") + "\n" + lines_with(out, "GAINED"));
+  evidence(lines_with(out, "GAINED") + "\n" + lines_with(out, "DENIED"));
 }
 
 TEST_CASE("attack control: a --privileged container gets user namespaces and keyrings", "[attack][privilege][control]") {
