@@ -24,6 +24,7 @@ INVARIANTS = [  # first matching tag wins
     ("persistence", "4 nothing outlives the sandbox"),
     ("filesystem", "3, 5 no user mounts, seed unchanged, nothing written back"),
     ("privilege", "hardening: no capabilities, no-new-privileges, seccomp"),
+    ("isolation", "hardening: sandboxes see neither each other nor the host's processes"),
     ("terminal", "8 output bounded and escaped"),
     ("exhaustion", "resource caps (memory, pids, cpu, disk, output, time)"),
 ]

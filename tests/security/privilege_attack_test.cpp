@@ -10,7 +10,10 @@
 // The control runs the same probe in a `--privileged` container, where the
 // same attempts succeed. The probe only ever *opens* kernel knobs for
 // writing, never writes them, so the control cannot change the host.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,4 +206,88 @@ TEST_CASE("attack control: a --privileged container gets user namespaces and key
   INFO(out);
   CHECK(gained(out).size() == 4);
   evidence("control (--privileged):\n" + lines_with(out, "GAINED") + "\n" + lines_with(out, "DENIED"));
+}
+
+namespace {
+
+// Looks for another sandbox's process (by a marker in its command line) and
+// for the host's processes, and signals every pid it can see.
+std::string neighbour_probe(const std::string& marker) {
+  return "import os, signal\n"
+         "pids = [int(p) for p in os.listdir('/proc') if p.isdigit()]\n"
+         "seen = 0\n"
+         "for p in pids:\n"
+         "    try:\n"
+         "        if b'" + marker + "' in open('/proc/%d/cmdline' % p, 'rb').read(): seen += 1\n"
+         "    except OSError: pass\n"
+         "print('PIDS VISIBLE %d' % len(pids))\n"
+         "print('NEIGHBOUR SEEN %d' % seen)\n"
+         "killed = 0\n"
+         "for p in range(2, 4194304 if seen else 1):\n"
+         "    if p in pids: continue\n"
+         "    try: os.kill(p, signal.SIGKILL); killed += 1\n"
+         "    except OSError: pass\n"
+         "print('FOREIGN PIDS SIGNALLED %d' % killed)\n";
+}
+
+}  // namespace
+
+TEST_CASE("attack: see or kill a concurrent sandbox and the host's processes", "[attack][isolation]") {
+  TempDir state, io;
+  const std::string marker = "lazyagent-neighbour-" + std::to_string(getpid());
+  const std::string hang = io.file("hang.json", attack_patch("import sys, time\nsys.argv.append('" + marker +
+                                                              "')\nimport os\nif os.fork() == 0:\n    os.execv('/bin/sh', ['/bin/sh', '-c', 'sleep 3600', '" +
+                                                              marker + "'])\ntime.sleep(3600)\n"));
+  const pid_t neighbour = spawn_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", hang, "--timeout", "60", "--json"},
+                                    io.path());
+  const std::string label = "io.lazyagent.pid=" + std::to_string(neighbour);
+  auto running = [&] { return !sh("podman ps --filter label=" + label + " --filter status=running --format '{{.ID}}'").empty(); };
+  bool up = false;
+  for (int i = 0; i < 1200 && !up; ++i) {
+    up = running() && !host_pids_with(marker).empty();
+    if (!up) usleep(50 * 1000);
+  }
+  REQUIRE(up);
+  json j = run_attack({state.path()}, neighbour_probe(marker));
+  const std::string out = output(j);
+  INFO(out);
+  const bool neighbour_alive = running() && !host_pids_with(marker).empty();
+  kill(neighbour, SIGTERM);
+  wait_cli(neighbour, 30);
+  CHECK(has(out, "NEIGHBOUR SEEN 0"));
+  CHECK(neighbour_alive);
+  const std::string visible = lines_with(out, "PIDS VISIBLE ");
+  REQUIRE(visible.size() > 13);
+  CHECK(std::stoi(visible.substr(13)) < 20);  // its own few processes, not the host's hundreds
+  CHECK(containers_with_label(label).empty());
+  evidence(visible + " (host: " + std::to_string(host_pids_with("").size()) + "), " + lines_with(out, "NEIGHBOUR") +
+           "; the neighbour sandbox still running afterwards: " + (neighbour_alive ? "yes" : "NO"));
+}
+
+TEST_CASE("attack control: with the host's pid namespace the same probe sees the neighbour", "[attack][isolation][control]") {
+  const std::string marker = "lazyagent-neighbour-ctl-" + std::to_string(getpid());
+  TempDir io;
+  // A harmless host process carrying the marker stands in for the neighbour.
+  // The control runs only the looking half of the probe: it must never
+  // signal the host's processes.
+  const pid_t sleeper = fork();
+  if (sleeper == 0) {
+    const int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl("/bin/sleep", marker.c_str(), "120", nullptr);  // argv[0] carries the marker
+    _exit(127);
+  }
+  usleep(200 * 1000);
+  std::string probe = neighbour_probe(marker);
+  probe = probe.substr(0, probe.find("killed = 0"));  // never signal host processes from the control
+  const std::string out = run_control("--network none --pid host", probe);
+  kill(sleeper, SIGKILL);
+  waitpid(sleeper, nullptr, 0);
+  INFO(out);
+  CHECK(has(out, "NEIGHBOUR SEEN 1"));
+  const std::string visible = lines_with(out, "PIDS VISIBLE ");
+  REQUIRE(visible.size() > 13);
+  CHECK(std::stoi(visible.substr(13)) > 20);
+  evidence("control (--pid host): " + visible + ", " + lines_with(out, "NEIGHBOUR"));
 }
