@@ -62,7 +62,7 @@ TEST_CASE("attack: symlinks and /proc paths out of /work", "[attack][filesystem]
                       "attempt('unlink in /seed', lambda: os.unlink('/seed/test_calculator.py'))\n"
                       "attempt('chmod in /seed', lambda: os.chmod('/seed/calculator.py', 0o777))\n"
                       "attempt('mkdir /run/x', lambda: os.mkdir('/run/x'))\n"
-                      "attempt('write /sys/kernel', lambda: open('/sys/kernel/uevent_helper', 'w').write('/x'))\n"
+                      "attempt('open /sys/kernel/uevent_helper for writing', lambda: os.close(os.open('/sys/kernel/uevent_helper', os.O_WRONLY)))\n"  // never written
                       "attempt('exec from /tmp', lambda: (open('/tmp/x.sh', 'w').write('#!/bin/sh\\n'), os.chmod('/tmp/x.sh', 0o755), os.execv('/tmp/x.sh', ['x'])))\n"
                       "for line in open('/proc/self/mountinfo'):\n"
                       "    f = line.split()\n"
