@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <random>

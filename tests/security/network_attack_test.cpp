@@ -14,7 +14,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
