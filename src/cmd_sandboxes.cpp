@@ -105,13 +105,15 @@ int cmd_reap(const std::vector<std::string>& args) {
     std::cout << json{{"removed", report->removed},
                       {"left_running", report->left_running},
                       {"work_dirs_removed", report->work_dirs_removed},
+                      {"temp_files_removed", report->temp_files_removed},
                       {"errors", report->errors}}.dump(2) << std::endl;
   } else {
     for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
     for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
     for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
+    for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
-    if (report->removed.empty() && report->work_dirs_removed.empty()) std::cout << "nothing to reap\n";
+    if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty()) std::cout << "nothing to reap\n";
   }
   return report->errors.empty() ? 0 : kExitEngine;
 }

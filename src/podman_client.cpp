@@ -300,7 +300,11 @@ Status PodmanClient::remove(const std::string& id) {
     auto r = call("DELETE", "/containers/" + id + "?force=true&v=true",
                   "", RequestOptions{.timeout_ms = 60000});
     if (!r) {
+      // Podman unreachable or the request failed in transport: retrying
+      // the busy case does not help here, and a dead service would only
+      // delay the error by seconds per container (measured: ~4 s each).
       last = r.error().message;
+      break;
     } else if (r->status == 200 || r->status == 204 || r->status == 404) {
       auto gone = exists(id);
       if (gone && !*gone) return ok_status();

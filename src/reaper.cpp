@@ -1,5 +1,9 @@
 #include "reaper.h"
 
+#include <signal.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -64,6 +68,25 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     if (!all && work_dir_owner_alive(store, run_id)) continue;
     if (auto st = remove_tree(e.path().string()); st) report.work_dirs_removed.push_back(run_id);
     else report.errors.push_back(st.error().message);
+  }
+  // Temp files of atomic writes (<name>.tmp.<pid>, run_store.h) whose writer
+  // died before its rename: never records, removed once that pid is gone.
+  std::vector<std::pair<std::string, fs::path>> temps;
+  for (const char* sub : {"runs", "tasks"}) {
+    for (const auto& e : fs::directory_iterator(store.dir() + "/" + sub, ec)) {
+      const std::string name = e.path().filename().string();
+      const auto pos = name.rfind(".tmp.");
+      if (pos == std::string::npos) continue;
+      char* end = nullptr;
+      const long pid = std::strtol(name.c_str() + pos + 5, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM) continue;  // may still be writing
+      temps.emplace_back(std::string(sub) + "/" + name, e.path());
+    }
+  }
+  for (const auto& [label, path] : temps) {
+    std::error_code rec;
+    if (fs::remove(path, rec)) report.temp_files_removed.push_back(label);
   }
   return report;
 }

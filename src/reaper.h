@@ -3,7 +3,8 @@
 // A run killed with SIGKILL cannot clean up. Its containers keep our labels
 // (sandbox_policy.h) and its private seed copy stays under the run store's
 // work/ directory. Every `test`/`run` start and `lazyagent-oci reap` remove
-// those whose owner process is gone (ownership.h); containers of live runs
+// those whose owner process is gone (ownership.h), and the temp files of
+// atomic writes a crash interrupted; containers of live runs
 // (a concurrent `eval`, another terminal) are left alone unless `all`.
 #pragma once
 
@@ -20,6 +21,7 @@ struct ReapReport {
   std::vector<std::string> removed;       // "lazyagent-sandbox-r-... (3f2a...)"
   std::vector<std::string> left_running;  // owned by a live process
   std::vector<std::string> work_dirs_removed;
+  std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
   std::vector<std::string> errors;
 };
 

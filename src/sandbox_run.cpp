@@ -18,6 +18,7 @@
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 #include "terminal_text.h"
+#include "test_pause.h"
 #include "verdict.h"
 
 namespace lazyagent {
@@ -143,6 +144,7 @@ class TestPipeline {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - t0);
     res_.timings.push_back({step, static_cast<long>(ms.count())});
+    if (st) test_pause_point(std::string("after:") + step);
     if (st && interrupted_signal() != 0) {
       return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
     }
@@ -257,6 +259,7 @@ class TestPipeline {
 
   Status start_and_wait() {
     if (auto st = podman_.start(res_.sandbox_id); !st) return st;
+    test_pause_point("after:start");
     auto code = podman_.wait(res_.sandbox_id, static_cast<long>(req_.timeout_seconds) * 1000);
     if (!code && code.error().kind == ErrorKind::kTimeout) {
       outcome_.timed_out = true;

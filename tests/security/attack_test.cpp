@@ -14,6 +14,7 @@
 #include <atomic>
 #include <thread>
 
+#include "attack_common.h"
 #include "harness.h"
 
 using nlohmann::json;
@@ -95,7 +96,7 @@ std::string network_probe(int port) {
 
 }  // namespace
 
-TEST_CASE("attack: reach the network", "[attack]") {
+TEST_CASE("attack: reach the network", "[attack][network]") {
   TempDir state;
   HostListener listener;
   json j = run_attack({state.path()}, network_probe(listener.port()));
@@ -107,9 +108,11 @@ TEST_CASE("attack: reach the network", "[attack]") {
   CHECK(out.find("DNS BLOCKED") != std::string::npos);
   CHECK(listener.accepted() == 0);
   CHECK(j["tests_passed"] == true);  // the fix itself is fine: only the attack failed
+  sec::evidence("host listener connections: " + std::to_string(listener.accepted()) + "\n" + sec::lines_with(out, "IFACES") +
+                "\n" + sec::lines_with(out, "BLOCKED") + "\n" + sec::lines_with(out, "DNS"));
 }
 
-TEST_CASE("attack control: the same probe without isolation does reach the host", "[attack]") {
+TEST_CASE("attack control: the same probe without isolation does reach the host", "[attack][network][control]") {
   HostListener listener;
   TempDir dir;
   dir.file("probe.py", network_probe(listener.port()));
@@ -118,9 +121,11 @@ TEST_CASE("attack control: the same probe without isolation does reach the host"
   INFO(out);
   CHECK(out.find("CONNECTED 127.0.0.1") != std::string::npos);
   CHECK(listener.accepted() >= 1);
+  sec::evidence("control (--network host): connections " + std::to_string(listener.accepted()) + "\n" +
+                sec::lines_with(out, "CONNECTED"));
 }
 
-TEST_CASE("attack: read the CLI's environment and secrets", "[attack]") {
+TEST_CASE("attack: read the CLI's environment and secrets", "[attack][secrets]") {
   TempDir state;
   const std::string secret = "sk-lazyagent-it-" + std::to_string(getpid()) + "-f00d";
   CliEnv env{state.path(), {{"CODING_AGENT_API_KEY", secret}, {"AWS_SECRET_ACCESS_KEY", secret}}};
@@ -139,9 +144,11 @@ TEST_CASE("attack: read the CLI's environment and secrets", "[attack]") {
   CHECK(out.find("NO_SECRET") != std::string::npos);
   CHECK(out.find("RUN_SECRETS=False") != std::string::npos);
   CHECK(j.dump().find(secret) == std::string::npos);
+  sec::evidence(sec::lines_with(out, "ENVNAMES") + "\n" + sec::lines_with(out, "NO_SECRET") + sec::lines_with(out, "SECRET_FOUND") +
+                "\n" + sec::lines_with(out, "RUN_SECRETS"));
 }
 
-TEST_CASE("attack: write outside the working copy", "[attack]") {
+TEST_CASE("attack: write outside the working copy", "[attack][filesystem]") {
   TempDir state;
   const std::string before = hash_tree(seed_dir());
   json j = run_attack({state.path()},
@@ -161,9 +168,11 @@ TEST_CASE("attack: write outside the working copy", "[attack]") {
   CHECK(out.find("DENIED /seed/test_calculator.py 30") != std::string::npos);
   CHECK(out.find("WORK_WRITABLE") != std::string::npos);
   CHECK(hash_tree(seed_dir()) == before);
+  sec::evidence(sec::lines_with(out, "DENIED") + sec::lines_with(out, "WROTE") + "\nseed unchanged: " +
+                (hash_tree(seed_dir()) == before ? "yes" : "NO"));
 }
 
-TEST_CASE("attack: fill the disk", "[attack]") {
+TEST_CASE("attack: fill the disk", "[attack][exhaustion]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import os\n"
@@ -181,9 +190,10 @@ TEST_CASE("attack: fill the disk", "[attack]") {
   INFO(out);
   CHECK(out.find("FILLED /work 6") != std::string::npos);  // stopped at the 64 MiB cap
   CHECK(out.find("FILLED /tmp 6") != std::string::npos);
+  sec::evidence(sec::lines_with(out, "FILLED"));
 }
 
-TEST_CASE("attack: fork without bound", "[attack]") {
+TEST_CASE("attack: fork without bound", "[attack][exhaustion]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import os, time\n"
@@ -205,9 +215,10 @@ TEST_CASE("attack: fork without bound", "[attack]") {
   REQUIRE(pos != std::string::npos);
   CHECK(std::stoi(out.substr(pos + 7)) < 256);
   CHECK(j["tests_passed"] == false);
+  sec::evidence(sec::lines_with(out, "FORK STOPPED") + ", " + sec::lines_with(out, "FORKED"));
 }
 
-TEST_CASE("attack: allocate without bound", "[attack]") {
+TEST_CASE("attack: allocate without bound", "[attack][exhaustion]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "blocks = []\n"
@@ -221,9 +232,11 @@ TEST_CASE("attack: allocate without bound", "[attack]") {
   CHECK(j["tests_passed"] == false);
   CHECK(j["test_exit_code"] == 137);
   CHECK(j["reason"] == "killed: the test process got SIGKILL (exit 137), usually the memory limit");
+  sec::evidence(sec::lines_with(out, "ALLOCATED") + "\nexit " + std::to_string(j["test_exit_code"].get<int>()) + ": " +
+                j["reason"].get<std::string>());
 }
 
-TEST_CASE("attack: flood stdout", "[attack]") {
+TEST_CASE("attack: flood stdout", "[attack][exhaustion]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import sys\n"
@@ -235,9 +248,10 @@ TEST_CASE("attack: flood stdout", "[attack]") {
   CHECK(j["test_output_truncated"] == true);
   CHECK(out.find("[lazyagent-oci: output cut: kept the first 983040 and the last 65536 bytes]") != std::string::npos);
   CHECK(j["tests_passed"] == true);  // the runner's report survived the cut
+  sec::evidence("~50 MiB on stdout: kept " + std::to_string(out.size()) + " bytes, truncated=true, verdict still read");
 }
 
-TEST_CASE("attack: terminal escape sequences in output", "[attack]") {
+TEST_CASE("attack: terminal escape sequences in output", "[attack][terminal]") {
   TempDir state, dir;
   const std::string p = dir.file("patch.json", attack_patch(
       "print('\\x1b]0;pwned-title\\x07\\x1b[2J\\x1b]52;c;cHduZWQ=\\x07EVIL\\rOK \\u202e', flush=True)\n"));
@@ -249,4 +263,5 @@ TEST_CASE("attack: terminal escape sequences in output", "[attack]") {
   CHECK(human.out.find("\\x1b]0;pwned-title\\x07") != std::string::npos);
   CHECK(human.out.find("EVIL\\rOK \\u{202e}") != std::string::npos);
   CHECK(human.err.find('\x1b') == std::string::npos);
+  sec::evidence("terminal shows: " + sec::lines_with(human.out, "\\x1b]0;pwned-title"));
 }
