@@ -63,6 +63,8 @@ PACKAGES=(
   build-essential cmake pkg-config git ca-certificates curl
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev catch2 python3
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   # container engine. runc is named explicitly: podman depends on
   # "crun | runc" and crun refuses hybrid cgroups (v1 + v2).
   podman runc conmon containernetworking-plugins

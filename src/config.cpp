@@ -21,6 +21,7 @@
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <functional>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 #include "patch_contract.h"
@@ -243,25 +245,69 @@ std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
 
 std::string error_text(int err) { return std::generic_category().message(err); }
 
+// The number of YAML documents in `text`, read with the parser's events.
+//
+// Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops forever in it on a stray
+// ',' outside a flow collection (a file holding just ","), each turn adding an
+// empty document without consuming input, until memory runs out (found by
+// fuzz/config_fuzzer.cpp; upstream jbeder/yaml-cpp#1040, fixed after 0.8).
+// Here a document that starts where the previous one started means the parser
+// is stuck on a token no rule takes: that is refused as invalid YAML.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  YAML::Mark start;
+  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+Result<std::size_t> count_documents(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  std::size_t count = 0;
+  int previous = -1;
+  while (parser.HandleNextDocument(starts)) {
+    if (starts.start.pos == previous) {
+      const std::size_t at = static_cast<std::size_t>(previous);
+      const std::string token = at < text.size() ? text.substr(at, 1) : std::string();
+      return usage_error(name + ": line " + std::to_string(starts.start.line + 1) + ", column " +
+                         std::to_string(starts.start.column + 1) + ": invalid YAML: unexpected '" +
+                         printable(token) + "'");
+    }
+    previous = starts.start.pos;
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
                             const std::string& base_dir) {
   const std::string name = source.empty() ? "config" : source;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-    if (docs.size() > 1)
-      return usage_error(name + ": expected one YAML document, found " +
-                         std::to_string(docs.size()));
+    const Result<std::size_t> docs = count_documents(yaml_text, name);
+    if (!docs) return docs.error();
+    if (*docs > 1)
+      return usage_error(name + ": expected one YAML document, found " + std::to_string(*docs));
     Config cfg;
     cfg.source = source;
-    if (docs.empty()) return cfg;  // an empty file means the defaults
+    if (*docs == 0) return cfg;  // an empty file means the defaults
 
     Reader r(name);
     std::string seed;
     LimitsConfig& lim = cfg.limits;
     r.mapping(
-        docs[0], "",
+        YAML::Load(yaml_text), "",
         {
             {"seed", r.string(&seed)},
             {"allow", r.allow_list(&cfg.allow)},

@@ -8,6 +8,23 @@ namespace {
 
 constexpr std::size_t kMaxSummaryLine = 400;
 
+// Counts in runner reports are written by the code under test. std::stol threw
+// std::out_of_range on "Ran 99999999999999999999 tests" (ending the whole
+// orchestrator), and "9223372036854775807 passed, 1 failed" overflowed the sum
+// (found writing fuzz/verdict_fuzzer.cpp, confirmed with it). A count saturates
+// here instead, far above any real suite and far below where sums overflow.
+constexpr long kMaxCount = 1000000000;
+
+// `digits` matched \d+ (ASCII digits only).
+long to_count(std::string_view digits) {
+  long n = 0;
+  for (const char c : digits) {
+    n = n * 10 + (c - '0');
+    if (n >= kMaxCount) return kMaxCount;
+  }
+  return n;
+}
+
 std::vector<std::string_view> split_lines(std::string_view s) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
@@ -25,7 +42,7 @@ std::vector<std::string_view> split_lines(std::string_view s) {
 long count_of(const std::string& text, const char* word) {
   std::smatch m;
   const std::regex re(std::string("(\\d+) ") + word);
-  return std::regex_search(text, m, re) ? std::stol(m[1]) : 0;
+  return std::regex_search(text, m, re) ? to_count(m[1].str()) : 0;
 }
 
 // unittest: "Ran N test(s) in T" then, a blank line later, "OK ..." or "FAILED (...)".
@@ -39,7 +56,7 @@ bool try_unittest(const std::vector<std::string_view>& lines, std::size_t i, Run
   if (lines[j].size() > kMaxSummaryLine) return false;
   const std::string status(lines[j]);
   r.runner = "unittest";
-  r.tests_run = std::stol(m[1].str());
+  r.tests_run = to_count(m[1].str());
   if (status == "OK" || status.rfind("OK (", 0) == 0) {
     r.success = true;
   } else if (status.rfind("FAILED", 0) == 0) {
@@ -47,7 +64,7 @@ bool try_unittest(const std::vector<std::string_view>& lines, std::size_t i, Run
     std::smatch f;
     long failed = 0;
     for (const char* key : {"failures=(\\d+)", "errors=(\\d+)"}) {
-      if (std::regex_search(status, f, std::regex(key))) failed += std::stol(f[1]);
+      if (std::regex_search(status, f, std::regex(key))) failed += to_count(f[1].str());
     }
     r.failed = failed;
   } else if (status.rfind("NO TESTS RAN", 0) == 0) {
@@ -86,8 +103,8 @@ bool try_plain(std::string_view line, RunnerReport& r) {
   std::smatch m;
   if (!std::regex_match(s, m, plain)) return false;
   r.runner = "plain";
-  const long passed = std::stol(m[1]);
-  r.failed = std::stol(m[2]);
+  const long passed = to_count(m[1].str());
+  r.failed = to_count(m[2].str());
   r.tests_run = passed + r.failed;
   r.success = r.failed == 0 && passed > 0;
   r.found = true;

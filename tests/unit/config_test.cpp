@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace lazyagent;
@@ -267,4 +269,44 @@ TEST_CASE("default_config_path prefers $LAZYAGENT_CONFIG", "[config]") {
     const std::string chosen = default_config_path();
     CHECK((chosen.empty() || fs::is_regular_file(chosen)));
   }
+}
+
+// Found by fuzz/config_fuzzer.cpp: yaml-cpp 0.7's LoadAll loops forever on a
+// stray ',' outside a flow collection, adding empty documents until memory
+// runs out. The parse runs in a child with a memory cap and an alarm, so a
+// regression fails this test (killed child) instead of hanging the suite.
+TEST_CASE("a stray ',' is invalid YAML, not a hang (fuzz regression)", "[config][fuzz]") {
+  const auto error_in_child = [](const std::string& yaml) -> std::string {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      const struct rlimit mem = {512u << 20, 512u << 20};
+      ::setrlimit(RLIMIT_AS, &mem);
+      ::alarm(10);
+      const Result<Config> r = parse(yaml);
+      const std::string text = r.ok() ? "accepted" : r.error().message;
+      (void)!::write(fds[1], text.data(), text.size());
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string text;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    return text;
+  };
+  CHECK(error_in_child(",") == "cfg.yaml: line 1, column 1: invalid YAML: unexpected ','");
+  CHECK(error_in_child("# the defaults\n,x\n") ==
+        "cfg.yaml: line 2, column 1: invalid YAML: unexpected ','");
+  CHECK(error_in_child("seed: project\n---\n,\n") ==
+        "cfg.yaml: line 3, column 1: invalid YAML: unexpected ','");
+  // Counting documents the new way changes nothing else.
+  CHECK(error_in_child("a: 1\n---\nb: 2\n") == "cfg.yaml: expected one YAML document, found 2");
+  CHECK(error_in_child("") == "accepted");
 }

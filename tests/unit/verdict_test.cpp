@@ -91,3 +91,26 @@ TEST_CASE("a megabyte-long line does not crash the report search") {
   CHECK(judge(exited(0), out).passed);
   CHECK_FALSE(find_runner_report(std::string(1 << 20, 'A')).found);
 }
+
+// Hostile counts (fuzz/verdict_fuzzer.cpp): std::stol threw std::out_of_range
+// on a count past LONG_MAX, which ended the orchestrator mid-run; a sum of two
+// counts overflowed. Counts now saturate at 1,000,000,000.
+TEST_CASE("runner report counts past LONG_MAX saturate, never throw or overflow", "[verdict][fuzz]") {
+  const Verdict ran = judge(exited(0), "Ran 99999999999999999999 tests in 0.1s\n\nOK\n");
+  CHECK(ran.passed);
+  CHECK(ran.report.tests_run == 1000000000);
+
+  const Verdict failed = judge(exited(1), "Ran 3 tests in 0.1s\n\nFAILED (failures=99999999999999999999, errors=99999999999999999999)\n");
+  CHECK(failed.report.failed == 2000000000);
+  CHECK(failed.reason == "tests failed: the test command exited 1 (unittest: 2000000000 of 3 failed)");
+
+  const RunnerReport pytest = find_runner_report("===== 99999999999999999999 passed in 0.10s =====\n");
+  CHECK(pytest.found);
+  CHECK(pytest.tests_run == 1000000000);
+
+  const RunnerReport plain = find_runner_report("9223372036854775807 passed, 1 failed\n");
+  CHECK(plain.found);
+  CHECK(plain.tests_run == 1000000001);
+  CHECK(plain.failed == 1);
+  CHECK_FALSE(plain.success);
+}

@@ -1,0 +1,119 @@
+// Invariant checks shared by the fuzz targets (fuzz/*_fuzzer.cpp).
+//
+// A target does not only wait for a sanitizer to fire: it checks what the
+// code promises about its output. A broken promise prints what was expected
+// and aborts, which libFuzzer records as a crash and keeps the input.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "patch_contract.h"
+#include "utf8.h"
+
+#define FUZZ_CHECK(cond, what)                                                         \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      std::fprintf(stderr, "invariant broken at %s:%d: %s\n  (%s)\n", __FILE__, __LINE__, \
+                   std::string(what).c_str(), #cond);                                  \
+      std::abort();                                                                    \
+    }                                                                                  \
+  } while (0)
+
+namespace lazyagent::fuzz {
+
+// Valid UTF-8 with no C0 control (except '\n' and '\t' when allowed), no DEL,
+// no C1 and no bidi/zero-width format control: safe to show on a terminal.
+inline bool is_terminal_safe(std::string_view s, bool allow_newline_tab) {
+  for (std::size_t i = 0, len = 1; i < s.size(); i += len) {
+    const long cp = decode_utf8(s, i, len);
+    if (cp < 0) return false;
+    if (allow_newline_tab && (cp == '\n' || cp == '\t')) continue;
+    if (is_control_char(cp) || is_format_control(cp)) return false;
+  }
+  return true;
+}
+
+// Everything an accepted patch promises (ARCHITECTURE invariant 6).
+inline void check_accepted_patch(const Patch& patch, const ContractLimits& limits) {
+  const std::size_t max_files = std::min(limits.max_files, kMaxPatchFilesCap);
+  const std::size_t max_bytes = std::min(limits.max_bytes, kMaxPatchBytesCap);
+  FUZZ_CHECK(!patch.files.empty() && patch.files.size() <= max_files, "file count within limits");
+  std::size_t total = 0;
+  std::set<std::string> seen;
+  const std::filesystem::path root("/sandbox/work");
+  for (const PatchFile& f : patch.files) {
+    const std::string& p = f.path;
+    FUZZ_CHECK(!p.empty() && p.front() != '/', "accepted path is relative: " + p);
+    FUZZ_CHECK(p.find('\\') == std::string::npos, "accepted path has no backslash");
+    FUZZ_CHECK(is_valid_utf8(p), "accepted path is valid UTF-8");
+    for (std::size_t i = 0, len = 1; i < p.size(); i += len)
+      FUZZ_CHECK(!is_control_char(decode_utf8(p, i, len)), "accepted path has no control character");
+    // No component is empty, "." or "..", so joined to a root the path stays
+    // strictly under it whatever normalisation a consumer applies.
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t end = std::min(p.find('/', start), p.size());
+      const std::string_view part = std::string_view(p).substr(start, end - start);
+      FUZZ_CHECK(!part.empty() && part != "." && part != "..", "accepted path component: " + p);
+      if (end == p.size()) break;
+      start = end + 1;
+    }
+    const std::string joined = (root / p).lexically_normal().string();
+    FUZZ_CHECK(joined.rfind("/sandbox/work/", 0) == 0 && joined.size() > root.string().size() + 1,
+               "accepted path stays under the root: " + joined);
+    FUZZ_CHECK(joined == root.string() + "/" + p, "accepted path is already normal: " + joined);
+    FUZZ_CHECK(path_on_allowlist(p, limits.allow), "accepted path is on the allowlist");
+    FUZZ_CHECK(seen.insert(p).second, "accepted patch has no duplicate path");
+    FUZZ_CHECK(is_valid_utf8(f.content), "accepted content is valid UTF-8");
+    for (std::size_t i = 0, len = 1; i < f.content.size(); i += len) {
+      const long cp = decode_utf8(f.content, i, len);
+      FUZZ_CHECK(cp == '\t' || cp == '\n' || cp == '\r' || !is_control_char(cp),
+                 "accepted content has no control character but tab, CR, LF");
+    }
+    total += f.content.size();
+  }
+  FUZZ_CHECK(total <= max_bytes, "content bytes within limits");
+}
+
+// What every finding promises: a known reason code, and a message and path
+// safe to print (one line, no raw control bytes).
+inline void check_finding(const Finding& f) {
+  static const std::set<std::string> codes = {
+      reason::kMalformedJson, reason::kBadShape,       reason::kNoFiles,
+      reason::kInvalidUtf8,   reason::kEmptyPath,      reason::kAbsolutePath,
+      reason::kDotComponent,  reason::kBackslashInPath, reason::kControlCharInPath,
+      reason::kControlCharInContent, reason::kDuplicatePath, reason::kNotAllowed,
+      reason::kTooManyFiles,  reason::kTooLarge};
+  FUZZ_CHECK(codes.count(f.code) == 1, "known reason code: " + f.code);
+  FUZZ_CHECK(!f.message.empty(), "finding has a message");
+  FUZZ_CHECK(is_terminal_safe(f.message, false), "finding message is safe to print: " + f.message);
+  FUZZ_CHECK(is_terminal_safe(f.path, false), "finding path is safe to print");
+}
+
+// Validate, check every promise, and check that an accepted patch survives
+// serialisation unchanged (the orchestrator re-validates patch_to_json output).
+inline ContractResult validate_and_check(std::string_view text, const ContractLimits& limits) {
+  ContractResult r = validate_patch_json(text, limits);
+  for (const Finding& f : r.findings) check_finding(f);
+  if (!r.ok()) return r;
+  check_accepted_patch(r.patch, limits);
+  FUZZ_CHECK(validate_patch(r.patch, limits).empty(), "validate_patch agrees with validate_patch_json");
+  const std::string again = patch_to_json(r.patch);
+  const ContractResult r2 = validate_patch_json(again, limits);
+  FUZZ_CHECK(r2.ok(), "patch_to_json output is accepted again");
+  FUZZ_CHECK(r2.patch.files.size() == r.patch.files.size(), "round trip keeps the file count");
+  for (std::size_t i = 0; i < r.patch.files.size(); ++i) {
+    FUZZ_CHECK(r2.patch.files[i].path == r.patch.files[i].path, "round trip keeps paths");
+    FUZZ_CHECK(r2.patch.files[i].content == r.patch.files[i].content, "round trip keeps content");
+  }
+  FUZZ_CHECK(patch_to_json(r2.patch) == again, "patch_to_json is stable");
+  return r;
+}
+
+}  // namespace lazyagent::fuzz
