@@ -298,6 +298,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                        "'bridge', 'host' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")}})},
+            {"repair", r.nested({{"attempts", r.integer(&cfg.repair.attempts, 1, 20)},
+                                 {"max_tokens", r.integer(&cfg.repair.max_tokens, 0, std::int64_t{1} << 40)},
+                                 {"rerun", r.integer(&cfg.repair.rerun, 0, 10)}})},
         });
     if (!r.errors().empty()) {
       std::string all;
