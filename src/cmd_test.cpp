@@ -62,6 +62,15 @@ void print_human(const TestResult& r) {
     return;
   }
   if (!r.tests_passed) o << "reason: " << escape_for_terminal(r.reason) << "\n";
+  if (r.repair.is_object()) {
+    for (const auto& a : r.repair["attempts"]) {
+      o << "attempt " << a.value("attempt", 0) << ": " << a.value("verdict", "") << ", exit "
+        << a.value("test_exit_code", -1) << ", " << a.value("tokens", 0L) << " tokens, patch "
+        << a.value("patch_sha256", "").substr(0, 12) << ", run " << a.value("run_id", "") << "\n";
+    }
+    o << "stopped: " << r.repair.value("stop_reason", "") << " (" << r.repair["total_usage"].value("total_tokens", 0L)
+      << " tokens in all)\n";
+  }
   print_triage(o, r.triage);
   o << "sandbox: " << r.sandbox_id.substr(0, 12) << " (removed)\n";
   o << "image: " << r.image << " " << r.image_digest << "\n";
