@@ -1,6 +1,7 @@
 #include "triage_run.h"
 
 #include "digest.h"
+#include "interrupt.h"
 #include "test_report.h"
 
 namespace lazyagent {
@@ -118,6 +119,9 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
 
   Baseline base;
   if (opt.baseline) base = baseline_for(req, *first, opt, podman, store, progress);
+  if (const int sig = interrupted_signal(); sig != 0) {
+    return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(sig)};
+  }
   std::vector<TestCases> cases;
   for (const auto& r : runs) cases.push_back(r.tests);
   const Triage t = triage(base.ok ? base.cases : TestCases{}, cases);
