@@ -1,5 +1,6 @@
 #include "agent_run.h"
 
+#include <algorithm>
 #include <ctime>
 #include <sstream>
 
@@ -55,18 +56,21 @@ Error planner_error(const PlannerOutcome& o) {
 
 }  // namespace
 
-Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress) {
-  const std::string run_id = new_run_id();
-  const std::string task_id = "t-" + run_id.substr(2);
-  if (auto st = store.ensure(); !st) return st.error();
-  if (progress) progress("plan");
-  auto seed = snapshot_seed(req.config.seed);
-  if (!seed) return seed.error().context("reading the seed");
-  if (auto v = podman.ping(); !v) return v.error();
-  if (auto reaped = reap_leftovers(podman, store, false); !reaped) return reaped.error();
+namespace {
 
-  const PlannerTask task = build_task(*seed, req.config, req.instruction, task_id);
+struct Attempt {
+  TestResult result;
+  long tokens = 0;
+  std::string patch_json;  // what the planner returned ("" when refused)
+};
+
+// One planner + sandbox round. Errors: provider (exit 3), engine, interrupt.
+Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, const std::string& run_id,
+                             const AttemptFeedback& feedback, PodmanClient& podman, const RunStore& store,
+                             const ProgressFn& progress) {
+  const std::string task_id = "t-" + run_id.substr(2);
+  PlannerTask task = build_task(seed, req.config, req.instruction, task_id);
+  task.feedback = feedback;
   json planner = {{"task_id", task_id}, {"status", "running"}};
   save_record(store, run_id, "planning", req.config, planner, "");
   auto outcome = run_planner(podman, store, req.config, task, run_id, progress);
@@ -76,19 +80,23 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
     return outcome.error().context("run " + run_id);
   }
   planner = task_record(*outcome, run_id);
+  Attempt a;
+  a.tokens = planner["usage"].is_object() ? planner["usage"].value("total_tokens", 0L) : 0L;
 
   if (outcome->exit_code == 4) {  // the planner refused the model's reply: no sandbox
-    TestResult r;
+    TestResult& r = a.result;
     r.run_id = run_id;
     r.status = "refused";
+    r.category = "refused";
     r.planner = planner;
     r.reason = "patch refused by the planner";
     for (const auto& f : planner["findings"]) {
       r.findings.push_back({f.value("code", ""), f.value("path", ""), f.value("message", "")});
+      r.reason += (r.findings.size() == 1 ? ": " : "; ") + f.value("code", "") + " " + f.value("message", "");
     }
     r.timings.push_back({"plan", outcome->ms});
     save_record(store, run_id, "refused", req.config, planner, r.reason);
-    return r;
+    return a;
   }
   if (outcome->exit_code != 0 || outcome->timed_out) {
     const Error e = planner_error(*outcome);
@@ -96,15 +104,100 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
     return e;
   }
 
+  a.patch_json = outcome->patch_json;
   TestRequest test;
   test.config = req.config;
   test.patch_json = outcome->patch_json;
   test.timeout_seconds = req.timeout_seconds;
   test.run_id = run_id;
   test.planner = planner;
-  auto result = run_test(test, podman, store, progress);
-  if (result) result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
-  return result;
+  auto result = run_judged_test(test, req.judge, podman, store, progress);
+  if (!result) return result.error();
+  result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
+  a.result = std::move(*result);
+  return a;
+}
+
+// What the next attempt's planner is told about this one.
+AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::string& patch_json) {
+  std::string reason = r.reason;
+  if (r.triage.is_object()) {
+    for (const char* k : {"fixed", "still_failing", "newly_broken", "flaky"}) {
+      const json& list = r.triage[k];
+      if (!list.is_array() || list.empty()) continue;
+      reason += std::string("; ") + k + ":";
+      for (const auto& id : list) reason += " " + id.get<std::string>();
+    }
+  }
+  return bounded_feedback(attempt, reason, patch_json, r.test_output);
+}
+
+}  // namespace
+
+Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
+                             const ProgressFn& progress) {
+  if (auto st = store.ensure(); !st) return st.error();
+  if (progress) progress("plan");
+  auto seed = snapshot_seed(req.config.seed);
+  if (!seed) return seed.error().context("reading the seed");
+  if (auto v = podman.ping(); !v) return v.error();
+  if (auto reaped = reap_leftovers(podman, store, false); !reaped) return reaped.error();
+
+  const int n = std::max(1, req.attempts);
+  json attempts = json::array();
+  json total = {{"prompt_tokens", 0L}, {"completion_tokens", 0L}, {"total_tokens", 0L}};
+  AttemptFeedback feedback;
+  std::string stop_reason;
+  TestResult last;
+  for (int i = 1; i <= n; ++i) {
+    if (n > 1 && progress) progress("attempt " + std::to_string(i) + " of " + std::to_string(n));
+    const std::string run_id = new_run_id();
+    auto a = attempt_once(req, *seed, run_id, feedback, podman, store, progress);
+    if (!a) {
+      if (n == 1) return a.error();
+      return a.error().context("attempt " + std::to_string(i) + " of " + std::to_string(n));
+    }
+    last = std::move(a->result);
+    const json usage = last.planner.is_object() ? last.planner.value("usage", json::object()) : json::object();
+    for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+      total[k] = total[k].get<long>() + (usage.is_object() ? usage.value(k, 0L) : 0L);
+    }
+    attempts.push_back({{"attempt", i},
+                        {"run_id", last.run_id},
+                        {"planner_task_id", last.planner.is_object() ? last.planner.value("task_id", "") : ""},
+                        {"patch_sha256", last.patch_sha256.empty() && last.planner.is_object()
+                                             ? last.planner.value("patch_sha256", "")
+                                             : last.patch_sha256},
+                        {"verdict", last.category.empty() ? last.status : last.category},
+                        {"test_exit_code", last.test_exit_code},
+                        {"tokens", a->tokens},
+                        {"reason", last.tests_passed ? "" : last.reason}});
+    if (last.tests_passed) {
+      stop_reason = "passed";
+      break;
+    }
+    if (i == n) {
+      stop_reason = n == 1 ? "" : "attempts_exhausted";
+      break;
+    }
+    const long used = total["total_tokens"].get<long>();
+    if (req.max_tokens > 0 && used >= req.max_tokens) {
+      stop_reason = "max_tokens";
+      last.reason = "stopped after attempt " + std::to_string(i) + " of " + std::to_string(n) +
+                    ": the provider used " + std::to_string(used) + " tokens, at or over --max-tokens " +
+                    std::to_string(req.max_tokens) + " (last attempt: " + last.reason + ")";
+      break;
+    }
+    feedback = feedback_from(i, last, a->patch_json);
+  }
+  if (n > 1 || req.max_tokens > 0) {
+    last.repair = {{"attempts", attempts}, {"stop_reason", stop_reason}, {"total_usage", total},
+                   {"max_tokens", req.max_tokens}};
+    TestRequest rec_req;
+    rec_req.config = req.config;
+    (void)write_result_record(store, rec_req, last);
+  }
+  return last;
 }
 
 }  // namespace lazyagent

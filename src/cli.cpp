@@ -82,6 +82,11 @@ int report_error(const Error& e, bool json) {
     nlohmann::json j = {{"error", to_valid_utf8(e.message)},
                         {"error_kind", kinds[static_cast<int>(e.kind)]},
                         {"exit_code", code}};
+    // An engine failure is not a test failure (triage_run.h).
+    if (e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout) {
+      j["category"] = e.message.find("the isolation probe inside the sandbox found: ") != std::string::npos
+                          ? "isolation_violation" : "infra_error";
+    }
     std::cout << j.dump(2) << std::endl;
   }
   std::cerr << "lazyagent-oci: " << escape_for_terminal(e.message) << "\n";

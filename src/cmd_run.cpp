@@ -14,17 +14,26 @@ int cmd_run(const std::vector<std::string>& args) {
   std::vector<std::string> allow;
   long timeout = 0;
   bool json = false;
-  ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--json]",
+  long attempts = 0, max_tokens = -1, rerun = -1;
+  bool no_baseline = false;
+  ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
+              "           [--max-tokens T] [--rerun K] [--no-baseline] [--config FILE] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
-              "go to the provider you configured (`lazyagent-oci configure`).");
+              "go to the provider you configured (`lazyagent-oci configure`). With --attempts N, a failing\n"
+              "attempt's bounded, escaped test output goes back to the planner for a new patch, proven in\n"
+              "a fresh sandbox, until one passes, N attempts were made or --max-tokens were used.");
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
   p.repeated("--allow", &allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
   p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
+  p.integer("--attempts", &attempts, "N", "planner + sandbox rounds, stopping at the first pass (default: the config's repair.attempts, 1)", 1, 20);
+  p.integer("--max-tokens", &max_tokens, "T", "stop the loop once the provider used T tokens in all (0 = no ceiling)", 0, 1L << 40);
+  p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
+  p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -37,6 +46,10 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!allow.empty()) req.config.allow = allow;
   if (!test_command.empty()) req.config.test_command = test_command;
   req.timeout_seconds = timeout ? timeout : req.config.timeouts.test_seconds;
+  req.attempts = static_cast<int>(attempts ? attempts : req.config.repair.attempts);
+  req.max_tokens = max_tokens >= 0 ? max_tokens : req.config.repair.max_tokens;
+  req.judge.rerun = static_cast<int>(rerun >= 0 ? rerun : req.config.repair.rerun);
+  req.judge.baseline = !no_baseline;
   if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json);
 
   auto socket = podman_socket_from_env();

@@ -57,6 +57,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
       exists = false;
     }
     rows.push_back({{"run_id", r.value("run_id", "")},
+                    {"kind", r.value("kind", "")},
                     {"status", r.value("status", "")},
                     {"sandbox_id", id},
                     {"exists", exists},

@@ -8,6 +8,7 @@
 #include "podman_client.h"
 #include "sandbox_run.h"
 #include "terminal_text.h"
+#include "triage_run.h"
 
 namespace lazyagent {
 
@@ -22,7 +23,27 @@ struct TestOptions {
   long timeout = 0;
   std::string config;
   bool json = false;
+  long rerun = -1;
+  bool no_baseline = false;
 };
+
+void print_list(std::ostream& o, const char* what, const nlohmann::json& list) {
+  if (!list.is_array() || list.empty()) return;
+  o << "  " << what << ":";
+  for (const auto& x : list) o << " " << escape_for_terminal(x.get<std::string>());
+  o << "\n";
+}
+
+void print_triage(std::ostream& o, const nlohmann::json& t) {
+  if (!t.is_object()) return;
+  o << "verdict: " << t.value("verdict", "") << " (" << t["runs"].size() << " run(s))\n";
+  if (t["baseline"].is_object() && t["baseline"].contains("error")) {
+    o << "  baseline: " << escape_for_terminal(t["baseline"].value("error", "")) << "\n";
+  } else if (!t.value("available", false)) {
+    o << "  per-test triage: not available (no unittest -v or pytest report on both sides)\n";
+  }
+  for (const char* k : {"fixed", "still_failing", "newly_broken", "flaky", "added"}) print_list(o, k, t[k]);
+}
 
 void print_human(const TestResult& r) {
   std::ostream& o = std::cout;
@@ -41,6 +62,16 @@ void print_human(const TestResult& r) {
     return;
   }
   if (!r.tests_passed) o << "reason: " << escape_for_terminal(r.reason) << "\n";
+  if (r.repair.is_object()) {
+    for (const auto& a : r.repair["attempts"]) {
+      o << "attempt " << a.value("attempt", 0) << ": " << a.value("verdict", "") << ", exit "
+        << a.value("test_exit_code", -1) << ", " << a.value("tokens", 0L) << " tokens, patch "
+        << a.value("patch_sha256", "").substr(0, 12) << ", run " << a.value("run_id", "") << "\n";
+    }
+    o << "stopped: " << r.repair.value("stop_reason", "") << " (" << r.repair["total_usage"].value("total_tokens", 0L)
+      << " tokens in all)\n";
+  }
+  print_triage(o, r.triage);
   o << "sandbox: " << r.sandbox_id.substr(0, 12) << " (removed)\n";
   o << "image: " << r.image << " " << r.image_digest << "\n";
   o << "changed: ";
@@ -59,15 +90,20 @@ void print_human(const TestResult& r) {
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
-  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--json]",
+  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K] [--no-baseline] [--config FILE] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
-              "container is always removed. The user's seed directory is never modified.");
+              "container is always removed. The user's seed directory is never modified. The seed's\n"
+              "tests also run unpatched (once per seed content, cached) to report per test what the patch\n"
+              "fixed and what it broke; infrastructure failures are retried once and never count as\n"
+              "test failures.");
   p.option("--patch", &opt.patch, "FILE", "the patch: {\"files\":[{\"path\",\"content\"}]} ('-' = stdin)");
   p.option("--seed", &opt.seed, "DIR", "the project to test (default: the config's seed)");
   p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
+  p.integer("--rerun", &opt.rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
+  p.flag("--no-baseline", &opt.no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -92,7 +128,10 @@ int cmd_test(const std::vector<std::string>& args) {
   PodmanClient podman(*socket);
   const RunStore store = default_run_store();
 
-  auto result = run_test(req, podman, store, [](const std::string& step) { progress_line(step); });
+  JudgeOptions judge;
+  judge.baseline = !opt.no_baseline;
+  judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
+  auto result = run_judged_test(req, judge, podman, store, [](const std::string& step) { progress_line(step); });
   return finish_result(result, opt.json);
 }
 

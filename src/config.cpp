@@ -349,6 +349,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"user_namespace",
              r.nested({{"host_id", r.integer(&cfg.user_namespace.host_id, 65536, 4294901759LL)},
                        {"size", r.integer(&cfg.user_namespace.size, 65536, 16777216)}})},
+            {"repair", r.nested({{"attempts", r.integer(&cfg.repair.attempts, 1, 20)},
+                                 {"max_tokens", r.integer(&cfg.repair.max_tokens, 0, std::int64_t{1} << 40)},
+                                 {"rerun", r.integer(&cfg.repair.rerun, 0, 10)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

@@ -70,6 +70,14 @@ struct EngineConfig {
   std::string runtime = "runc";  // informational + checked by doctor
 };
 
+// The repair loop of `run` and the re-runs of a failing verdict (agent_run.h,
+// triage_run.h). CLI flags override these.
+struct RepairConfig {
+  std::int64_t attempts = 1;    // planner + sandbox rounds, stopping at the first pass
+  std::int64_t max_tokens = 0;  // provider tokens over all attempts; 0 = no ceiling
+  std::int64_t rerun = 0;       // re-runs of a failing verdict, to tell flaky tests
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -82,6 +90,7 @@ struct Config {
   ProviderConfig provider;
   EngineConfig engine;
   UserNamespaceConfig user_namespace;
+  RepairConfig repair;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "patch_contract.h"
+#include "terminal_text.h"
 
 namespace lazyagent {
 
@@ -22,7 +23,32 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// The last `max` bytes, starting on a UTF-8 boundary.
+std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
+  cut = s.size() > max;
+  if (!cut) return std::string(s);
+  std::size_t from = s.size() - max;
+  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
+  return std::string(s.substr(from));
+}
+
 }  // namespace
+
+AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::string_view patch_json,
+                                 std::string_view test_output) {
+  AttemptFeedback f;
+  f.attempt = attempt;
+  bool cut = false;
+  f.reason = truncate_utf8(escape_for_terminal(reason), kMaxFeedbackTextBytes, cut);
+  // The patch passed the contract (valid UTF-8, no control characters) and is
+  // at most kMaxPatchBytesCap of content; escape it all the same.
+  f.patch_json = truncate_utf8(escape_for_terminal(patch_json), 2 * kMaxPatchBytesCap + 4096, cut);
+  bool out_cut = false;
+  f.test_output = escape_for_terminal(tail_utf8(test_output, kMaxFeedbackOutputBytes, out_cut));
+  f.test_output = tail_utf8(f.test_output, kMaxFeedbackOutputBytes, cut);  // escapes lengthen it
+  f.output_cut = out_cut || cut;
+  return f;
+}
 
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
@@ -65,7 +91,15 @@ json task_to_json(const PlannerTask& t) {
               {"provider",
                {{"connect_timeout_ms", t.connect_timeout_ms},
                 {"timeout_ms", t.timeout_ms},
-                {"max_retries", t.max_retries}}}};
+                {"max_retries", t.max_retries}}},
+              {"feedback",
+               t.feedback.attempt == 0
+                   ? json(nullptr)
+                   : json{{"attempt", t.feedback.attempt},
+                          {"reason", t.feedback.reason},
+                          {"patch", t.feedback.patch_json},
+                          {"test_output", t.feedback.test_output},
+                          {"output_cut", t.feedback.output_cut}}}};
 }
 
 Result<PlannerTask> task_from_json(const std::string& text) {
@@ -89,6 +123,13 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
     t.timeout_ms = p.at("timeout_ms").get<long>();
     t.max_retries = p.at("max_retries").get<int>();
+    if (j.contains("feedback") && j["feedback"].is_object()) {
+      const json& f = j["feedback"];
+      // Bounded again here: the task file is input to the planner too.
+      t.feedback = bounded_feedback(f.at("attempt").get<int>(), f.at("reason").get<std::string>(),
+                                    f.at("patch").get<std::string>(), f.at("test_output").get<std::string>());
+      t.feedback.output_cut = t.feedback.output_cut || f.value("output_cut", false);
+    }
     return t;
   } catch (const json::exception& e) {
     return usage_error(std::string("task: ") + e.what());
@@ -117,6 +158,16 @@ ChatRequest build_chat_request(const PlannerTask& t) {
     user += "\nFiles not shown (binary or over the size budget):";
     for (const auto& s : t.skipped) user += " " + s;
     user += "\n";
+  }
+  if (t.feedback.attempt > 0) {
+    const AttemptFeedback& f = t.feedback;
+    user += "\nPrevious attempt " + std::to_string(f.attempt) + " did not pass: " + f.reason + "\n";
+    if (!f.patch_json.empty()) user += "Its patch was:\n" + f.patch_json + "\n";
+    user += std::string("Test output of that attempt") +
+            (f.output_cut ? " (its last " + std::to_string(kMaxFeedbackOutputBytes) + " bytes)" : "") +
+            ", control characters escaped:\n<<<test-output\n" + f.test_output +
+            (f.test_output.empty() || f.test_output.back() == '\n' ? "" : "\n") +
+            "test-output>>>\nPropose a new patch that makes all the tests pass.\n";
   }
   ChatRequest req;
   req.messages = {{"system", system}, {"user", user}};

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,25 @@ struct TaskFile {
   bool editable = false;  // on the patch allowlist
 };
 
+// What the planner learns from the previous attempt of `run --attempts N`.
+// The test output comes from the sandbox: it is untrusted, so it is cut to
+// its last kMaxFeedbackOutputBytes (runners print failures and their summary
+// last) and every control character is escaped (terminal_text.h) before it
+// reaches the prompt. The planner re-applies the bound on its side.
+inline constexpr std::size_t kMaxFeedbackOutputBytes = 8000;
+inline constexpr std::size_t kMaxFeedbackTextBytes = 2000;
+
+struct AttemptFeedback {
+  int attempt = 0;            // the attempt that failed; 0 = no feedback (first attempt)
+  std::string reason;         // why it did not pass, with the triage ("newly broken: ...")
+  std::string patch_json;     // its patch ("" when it was refused)
+  std::string test_output;    // bounded and escaped
+  bool output_cut = false;
+};
+
+AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::string_view patch_json,
+                                 std::string_view test_output);
+
 struct PlannerTask {
   std::string task_id;
   std::string instruction;
@@ -42,6 +62,7 @@ struct PlannerTask {
   long connect_timeout_ms = 10000;
   long timeout_ms = 120000;
   int max_retries = 3;
+  AttemptFeedback feedback;  // from the previous attempt, if any
 };
 
 // Text files of the seed (valid UTF-8, no NUL), smallest budget first-come up

@@ -8,6 +8,7 @@
 #endif
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -74,7 +75,19 @@ StubReply read_reply(const json& r, const std::string& path, Problems& p) {
     p.add(path, "must be an object");
     return reply;
   }
-  check_keys(r, path, {"match", "status", "content", "raw_body", "delay_ms", "retry_after", "usage"}, p);
+  check_keys(r, path, {"match", "status", "content", "raw_body", "delay_ms", "retry_after", "usage", "require"}, p);
+  if (r.contains("require")) {
+    const json& q = r["require"];
+    if (q.is_string() && !q.get<std::string>().empty()) {
+      reply.require.push_back(q.get<std::string>());
+    } else if (q.is_array() && std::all_of(q.begin(), q.end(), [](const json& x) {
+                 return x.is_string() && !x.get<std::string>().empty();
+               })) {
+      for (const auto& x : q) reply.require.push_back(x.get<std::string>());
+    } else {
+      p.add(path + ".require", "must be a non-empty string or an array of non-empty strings");
+    }
+  }
   const std::string at = path + ".";
   read_string(r, "match", at, &reply.match, p);
   read_string(r, "content", at, &reply.content, p);
@@ -198,6 +211,18 @@ struct ProviderStub::Impl {
       return answer(req, res, 500, error_json("provider stub: no scripted reply for this request", "server_error"), -1);
     }
     const StubReply& r = script.replies[static_cast<std::size_t>(index)];
+    if (!r.require.empty()) {
+      std::string text;  // the messages' decoded contents
+      for (const auto& m : in["messages"]) {
+        if (m.is_object() && m.contains("content") && m["content"].is_string()) text += m["content"].get<std::string>() + "\n";
+      }
+      for (const auto& need : r.require) {
+        if (text.find(need) == std::string::npos) {
+          return answer(req, res, 400, error_json("provider stub: the request lacks required text: " + need,
+                                                  "invalid_request_error"), index);
+        }
+      }
+    }
     pause(r.delay_ms);
     if (stopping) return answer(req, res, 503, error_json("provider stub is stopping", "server_error"), index);
     if (!r.retry_after.empty()) res.set_header("Retry-After", r.retry_after);

@@ -10,6 +10,10 @@
 //     - otherwise the reply is the first one whose non-empty `match` occurs in
 //       the request body, else the next in-order reply (match ""); once those
 //       are used up the last in-order reply repeats;
+//     - a reply with `require` answers 400 {"error":{"message":"provider stub:
+//       the request lacks required text: ..."}} unless every required string
+//       occurs in the request's messages (their decoded text), e.g. a fixing
+//       reply that needs the previous attempt's failure output;
 //     - it waits delay_ms, then answers `status` with a chat.completion body
 //       (2xx) or {"error":{"message":content}} (others), or raw_body verbatim
 //       when set; Retry-After is sent when given.
@@ -36,6 +40,7 @@ struct StubReply {
   long delay_ms = 0;
   std::string retry_after;
   TokenUsage usage{12, 34, 46};
+  std::vector<std::string> require;  // each must occur in the request's messages, else 400
 };
 
 struct StubScript {
@@ -44,7 +49,7 @@ struct StubScript {
 };
 
 // {"api_key": "...", "replies": [{"match", "status", "content", "raw_body",
-//  "delay_ms", "retry_after", "usage": {"prompt_tokens", "completion_tokens",
+//  "delay_ms", "retry_after", "require": "..." or ["...", ...], "usage": {"prompt_tokens", "completion_tokens",
 //  "total_tokens"}}]}. Every problem is reported (joined by "; "), each with
 // its path: "replies[1].stauts: unknown key". Errors are kUsage.
 Result<StubScript> parse_stub_script(const std::string& json_text);

@@ -45,6 +45,12 @@ json result_to_json(const TestResult& r) {
       {"patch_sha256", r.patch_sha256},
   };
   if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
+  if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
+  if (!r.category.empty()) j["category"] = r.category;
+  if (!r.triage.is_null()) j["triage"] = r.triage;
+  if (r.repair.is_object()) {
+    for (const auto& [k, v] : r.repair.items()) j[k] = v;
+  }
   if (!r.tests_passed) j["reason"] = r.reason;
   if (r.planner.is_object()) {
     j["planner_task_id"] = r.planner.value("task_id", "");
@@ -57,6 +63,39 @@ json result_to_json(const TestResult& r) {
     j["findings"] = f;
   }
   return j;
+}
+
+namespace {
+
+constexpr const char* kProbeViolation = "the isolation probe inside the sandbox found: ";
+
+json record_of(const TestRequest& req, const TestResult& r, const std::string& status,
+               const std::string& error, const std::string& category) {
+  json rec = result_to_json(r);
+  rec["status"] = status;
+  rec["kind"] = req.baseline ? "baseline" : r.planner.is_object() ? "run" : "test";
+  const Owner o = current_owner();
+  rec["owner"] = {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}};
+  rec["seed"] = req.config.seed;
+  rec["test_command"] = req.config.test_command;
+  rec["updated_at"] = static_cast<long>(std::time(nullptr));
+  if (!error.empty()) rec["error"] = error;
+  if (!category.empty()) rec["category"] = category;
+  return rec;
+}
+
+}  // namespace
+
+bool is_isolation_violation(const Error& e) {
+  return e.kind == ErrorKind::kEngine && e.message.find(kProbeViolation) != std::string::npos;
+}
+
+bool is_infra_error(const Error& e) {
+  return (e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout) && !is_isolation_violation(e);
+}
+
+Status write_result_record(const RunStore& store, const TestRequest& req, const TestResult& r) {
+  return store.write(record_of(req, r, r.status, "", ""));
 }
 
 namespace {
@@ -115,6 +154,9 @@ class TestPipeline {
     if (!st) {
       const bool interrupted = st.error().kind == ErrorKind::kInterrupted;
       cleanup();
+      error_category_ = is_isolation_violation(st.error()) ? "isolation_violation"
+                        : is_infra_error(st.error())       ? "infra_error"
+                                                           : "";
       record_error(interrupted ? "interrupted" : "error", st.error().message);
       return st.error().context("run " + res_.run_id);
     }
@@ -154,6 +196,7 @@ class TestPipeline {
   bool refused() const { return res_.status == "refused"; }
 
   Status validate() {
+    if (req_.baseline) return ok_status();  // the seed as it is: no patch
     ContractLimits limits;
     limits.allow = req_.config.allow;
     limits.max_files = static_cast<std::size_t>(req_.config.patch.max_files);
@@ -289,7 +332,7 @@ class TestPipeline {
     if (!violations.empty()) {
       std::string all;
       for (const auto& v : violations) all += (all.empty() ? "" : "; ") + v;
-      return engine_error("the isolation probe inside the sandbox found: " + all +
+      return engine_error(kProbeViolation + all +
                           "; the verdict is void");
     }
     output_for_verdict_ = res_.test_output;
@@ -315,6 +358,7 @@ class TestPipeline {
     const Verdict v = judge(outcome_, output_for_verdict_);
     res_.tests_passed = v.passed;
     res_.reason = v.reason;
+    res_.tests = parse_test_cases(output_for_verdict_);
     res_.status = v.passed ? "passed" : "failed";
     save(res_.status);
   }
@@ -325,16 +369,8 @@ class TestPipeline {
   }
 
   void save(const std::string& status) {
-    json rec = result_to_json(res_);
-    rec["status"] = status;
-    rec["kind"] = res_.planner.is_object() ? "run" : "test";
-    const Owner o = current_owner();
-    rec["owner"] = {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}};
-    rec["seed"] = req_.config.seed;
-    rec["test_command"] = req_.config.test_command;
-    rec["updated_at"] = static_cast<long>(std::time(nullptr));
-    if (!error_.empty()) rec["error"] = error_;
-    (void)store_.write(rec);  // a record we cannot write must not hide the verdict
+    // A record we cannot write must not hide the verdict.
+    (void)store_.write(record_of(req_, res_, status, error_, error_category_));
   }
 
   void record_error(const std::string& status, const std::string& message) {
@@ -359,6 +395,7 @@ class TestPipeline {
   RunOutcome outcome_;
   std::string output_for_verdict_;
   std::string error_;
+  std::string error_category_;
 };
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "podman_client.h"
 #include "result.h"
 #include "run_store.h"
+#include "test_report.h"
 
 namespace lazyagent {
 
@@ -38,6 +39,7 @@ struct TestRequest {
   std::int64_t timeout_seconds = 120;
   std::string run_id;            // "" = generate
   nlohmann::json planner;        // set by `run`: the planner task's record
+  bool baseline = false;         // run the seed unpatched (patch_json unused): triage_run.h
 };
 
 struct StepTiming {
@@ -64,9 +66,22 @@ struct TestResult {
   std::string patch_sha256;
   nlohmann::json planner;        // null for `test`
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
+  TestCases tests;               // per-test results from the runner's output (test_report.h)
+  std::string category;          // set by run_judged_test: passed|failed|flaky|refused
+  nlohmann::json triage;         // set by run_judged_test (triage_run.h); null otherwise
+  nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
 
 nlohmann::json result_to_json(const TestResult& r);
+
+// The run-store record of a finished result (what run_test writes at its end).
+Status write_result_record(const RunStore& store, const TestRequest& req, const TestResult& r);
+
+// Engine failures worth one retry (podman errors, its timeouts, a missing
+// image): kEngine/kTimeout, except an isolation probe violation, which is a
+// finding about the engine's configuration and is never retried.
+bool is_infra_error(const Error& e);
+bool is_isolation_violation(const Error& e);
 
 using ProgressFn = std::function<void(const std::string&)>;
 

@@ -64,10 +64,14 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CliResult list = run_cli({state.path()}, {"sandboxes", "5", "--json"});
   REQUIRE(list.exit_code == 0);
   json rows = json::parse(list.out)["sandboxes"];
-  REQUIRE(rows.size() == 1);
-  CHECK(rows[0]["run_id"] == r.result["run_id"]);
-  CHECK(rows[0]["status"] == "passed");
-  CHECK(rows[0]["exists"] == false);
+  REQUIRE(rows.size() == 2);  // the patched run and the seed's unpatched baseline (triage_run.h)
+  const std::size_t mine = rows[0]["run_id"] == r.result["run_id"] ? 0 : 1;
+  CHECK(rows[mine]["run_id"] == r.result["run_id"]);
+  CHECK(rows[mine]["status"] == "passed");
+  CHECK(rows[mine]["exists"] == false);
+  CHECK(rows[1 - mine]["kind"] == "baseline");
+  CHECK(rows[1 - mine]["run_id"] == r.result["triage"]["baseline"]["run_id"]);
+  CHECK(rows[1 - mine]["exists"] == false);
 }
 
 TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {
