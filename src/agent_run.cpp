@@ -6,6 +6,7 @@
 #include "ownership.h"
 #include "planner_run.h"
 #include "planner_task.h"
+#include "provenance.h"
 #include "reaper.h"
 #include "seed_snapshot.h"
 
@@ -32,6 +33,7 @@ void save_record(const RunStore& store, const std::string& run_id, const std::st
     rec["error"] = error;
     rec["reason"] = error;
   }
+  rec["provenance"] = build_provenance(rec);
   (void)store.write(rec);
 }
 
@@ -56,7 +58,7 @@ Error planner_error(const PlannerOutcome& o) {
 }  // namespace
 
 Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress) {
+                             const ProgressFn& progress, PodmanClient* sandbox_podman) {
   const std::string run_id = new_run_id();
   const std::string task_id = "t-" + run_id.substr(2);
   if (auto st = store.ensure(); !st) return st.error();
@@ -102,7 +104,7 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
   test.timeout_seconds = req.timeout_seconds;
   test.run_id = run_id;
   test.planner = planner;
-  auto result = run_test(test, podman, store, progress);
+  auto result = run_test(test, sandbox_podman != nullptr ? *sandbox_podman : podman, store, progress);
   if (result) result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   return result;
 }

@@ -25,7 +25,10 @@ struct RunRequest {
   std::int64_t timeout_seconds = 120;
 };
 
+// `podman` runs the planner (the runc service: the planner needs a network);
+// `sandbox_podman`, when set, runs the sandbox (the service of the sandbox's
+// runtime, runtime_engine.h).
 Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress);
+                             const ProgressFn& progress, PodmanClient* sandbox_podman = nullptr);
 
 }  // namespace lazyagent

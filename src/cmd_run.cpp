@@ -10,11 +10,12 @@
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
-  std::string instruction, seed, test_command, config_path;
+  std::string instruction, seed, test_command, config_path, runtime;
+  bool accept_weaker = false;
   std::vector<std::string> allow;
   long timeout = 0;
   bool json = false;
-  ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--json]",
+  ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
@@ -26,6 +27,8 @@ int cmd_run(const std::vector<std::string>& args) {
   p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
   p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
   p.option("--config", &config_path, "FILE", "config file");
+  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
+  p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -36,14 +39,18 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!seed.empty()) req.config.seed = seed;
   if (!allow.empty()) req.config.allow = allow;
   if (!test_command.empty()) req.config.test_command = test_command;
+  if (auto st = apply_runtime_options(runtime, accept_weaker, &req.config); !st) return report_error(st.error(), json);
   req.timeout_seconds = timeout ? timeout : req.config.timeouts.test_seconds;
   if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json);
 
   auto socket = podman_socket_from_env();
   if (!socket) return report_error(socket.error(), json);
   PodmanClient podman(*socket);
+  auto sandbox_socket = podman_socket_for_runtime(req.config);
+  if (!sandbox_socket) return report_error(sandbox_socket.error(), json);
+  PodmanClient sandbox_podman(*sandbox_socket);
   return finish_result(run_agent(req, podman, default_run_store(),
-                                 [](const std::string& step) { progress_line(step); }),
+                                 [](const std::string& step) { progress_line(step); }, &sandbox_podman),
                        json);
 }
 

@@ -21,6 +21,8 @@ struct TestOptions {
   std::string test_command;
   long timeout = 0;
   std::string config;
+  std::string runtime;
+  bool accept_weaker = false;
   bool json = false;
 };
 
@@ -59,7 +61,7 @@ void print_human(const TestResult& r) {
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
-  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--json]",
+  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
               "container is always removed. The user's seed directory is never modified.");
@@ -69,6 +71,8 @@ int cmd_test(const std::vector<std::string>& args) {
   p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.option("--runtime", &opt.runtime, "RUNTIME", "runc (default) or runsc (gVisor: memory/pids/cpu not enforced)");
+  p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
@@ -80,6 +84,9 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!opt.seed.empty()) req.config.seed = opt.seed;
   if (!opt.allow.empty()) req.config.allow = opt.allow;
   if (!opt.test_command.empty()) req.config.test_command = opt.test_command;
+  if (auto st = apply_runtime_options(opt.runtime, opt.accept_weaker, &req.config); !st) {
+    return report_error(st.error(), opt.json);
+  }
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   if (req.config.seed.empty()) return report_error(usage_error("test: no seed: pass --seed DIR or set `seed` in the config"), opt.json);
 
@@ -87,7 +94,7 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!patch) return report_error(patch.error(), opt.json);
   req.patch_json = std::move(*patch);
 
-  auto socket = podman_socket_from_env();
+  auto socket = podman_socket_for_runtime(req.config);
   if (!socket) return report_error(socket.error(), opt.json);
   PodmanClient podman(*socket);
   const RunStore store = default_run_store();

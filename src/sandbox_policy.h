@@ -91,6 +91,7 @@ struct SandboxRequest {
   std::map<std::string, std::string> labels;
   std::string seed_copy_path;             // host path of the private copy ("" = upload)
   std::string test_command;
+  std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
 };
 
 // libpod SpecGenerator JSON for POST /libpod/containers/create. Field names
