@@ -1,0 +1,97 @@
+// The network attack again, inside gVisor (`--runtime runsc`): the sandbox
+// must still find only lo and reach nothing. gVisor's sysfs may refuse
+// /sys/class/net, so the attack also asks the kernel (if_nameindex,
+// /proc/net/dev); the isolation probe must judge the run clean.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+
+namespace {
+
+// Counts connections on the host's loopback (what a shared netns would reach).
+class LoopbackListener {
+ public:
+  LoopbackListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    listen(fd_, 16);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0 || stop_) break;
+        ++accepted_;
+        close(c);
+      }
+    });
+  }
+  ~LoopbackListener() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+std::string attack(int port) {
+  return "import socket\n"
+         "print('IFACES=' + ','.join(sorted(n for _, n in socket.if_nameindex())))\n"
+         "print('NETDEV=' + ','.join(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev') if ':' in l)))\n"
+         "for host in ('127.0.0.1', 'host.containers.internal', '10.88.0.1'):\n"
+         "    try:\n"
+         "        socket.create_connection((host, " + std::to_string(port) + "), timeout=2).close()\n"
+         "        print('CONNECTED ' + host)\n"
+         "    except Exception as e:\n"
+         "        print('BLOCKED ' + host + ' ' + type(e).__name__)\n";
+}
+
+}  // namespace
+
+TEST_CASE("attack under gVisor: reach the network", "[attack][gvisor]") {
+  TempDir state, dir;
+  LoopbackListener listener;
+  const std::string p = dir.file("patch.json", attack_patch(attack(listener.port())));
+  const std::string c = dir.file("config.yaml", "engine:\n  runtime: runsc\n");
+  CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", p, "--config", c, "--json"});
+  INFO("stderr: " << r.err << "\nstdout: " << r.out.substr(0, 4000));
+  json j = json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  REQUIRE(j.contains("test_output"));
+  const std::string out = j["test_output"];
+  CHECK(j["policy"]["runtime"] == "runsc");
+  CHECK(out.find("IFACES=lo\n") != std::string::npos);
+  CHECK(out.find("NETDEV=lo\n") != std::string::npos);
+  CHECK(out.find("CONNECTED") == std::string::npos);
+  CHECK(out.find("BLOCKED 127.0.0.1") != std::string::npos);
+  CHECK(listener.accepted() == 0);
+  CHECK(j["isolation_probe"]["netdev"] == json::array({"lo"}));
+  CHECK(j["isolation_probe"]["violations"].empty());
+  CHECK(j["tests_passed"] == true);
+  CHECK(r.exit_code == 0);
+}
