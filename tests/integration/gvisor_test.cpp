@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include "harness.h"
 
 using nlohmann::json;
@@ -137,4 +139,29 @@ TEST_CASE("runsc: a service that does not answer, or runs another runtime, is an
                             {"test", "--seed", seed_dir(), "--patch", p, "--config", c});
   CHECK(other.exit_code == 5);
   CHECK(other.err.find("runs OCI runtime 'runc', not 'runsc'") != std::string::npos);
+}
+
+TEST_CASE("doctor checks the runsc service", "[gvisor]") {
+  TempDir state, nosock;
+  CliResult r = run_cli({state.path()}, {"doctor", "--json"});
+  INFO(r.out << r.err);
+  std::map<std::string, json> by_name;
+  const json doc = json::parse(r.out);
+  for (const auto& c : doc["checks"]) by_name[c["check"].get<std::string>()] = c;
+  CHECK(by_name["runsc"]["status"] == "ok");
+  CHECK(by_name["runtime"]["status"] == "ok");
+  // Not answering: a warning when runc is configured (nothing needs it)...
+  const std::map<std::string, std::string> dead = {{"LAZYAGENT_RUNSC_HOST", "unix://" + nosock.path() + "/x.sock"}};
+  CliResult warn = run_cli({state.path(), dead}, {"doctor", "--json"});
+  CHECK(warn.exit_code == 0);
+  const json warned = json::parse(warn.out);
+  REQUIRE(warned["checks"].size() == doc["checks"].size());
+  for (const auto& c : warned["checks"]) {
+    if (c["check"] == "runsc") CHECK(c["status"] == "warn");
+  }
+  // ...a failure when the config asks for runsc.
+  const std::string cfg = nosock.file("c.yaml", "engine:\n  runtime: runsc\n");
+  CliResult fail = run_cli({state.path(), dead}, {"doctor", "--config", cfg});
+  CHECK(fail.exit_code == 5);
+  CHECK(fail.out.find("[FAIL] runsc: ") != std::string::npos);
 }
