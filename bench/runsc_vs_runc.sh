@@ -43,7 +43,7 @@ print(json.dumps({"runc": int(sys.argv[3]), "runsc": int(sys.argv[4]),
 done
 
 python3 - "$work/rows" bench/results/runsc-vs-runc <<'PY'
-import json, statistics, sys, subprocess, datetime
+import json, os, statistics, sys, subprocess, datetime
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ratios = [r["runsc"] / r["runc"] for r in rows]
 def steps(key):
@@ -52,7 +52,7 @@ ver = lambda *cmd: subprocess.run(cmd, capture_output=True, text=True).stdout.st
 out = {
   "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
   "podman": ver("podman", "--version"), "runc": ver("runc", "--version"), "runsc": ver("runsc", "--version"),
-  "pairs": len(rows),
+  "pairs": len(rows), "loadavg_1m_at_end": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(),
   "median_runc_ms": statistics.median(r["runc"] for r in rows),
   "median_runsc_ms": statistics.median(r["runsc"] for r in rows),
   "median_ratio": round(statistics.median(ratios), 3),
@@ -63,7 +63,8 @@ out = {
 json.dump(out, open(sys.argv[2] + ".json", "w"), indent=2)
 sr, ss = out["median_step_ms_runc"], out["median_step_ms_runsc"]
 md = [f"# lazyagent-oci test: runsc (gVisor) vs runc ({out['date']}, {out['podman']}, {out['runsc']}, {len(rows)} alternating pairs)", "",
-      "Whole CLI runs of the demo seed with the fixing patch; runsc with --network=none --ignore-cgroups --oci-seccomp.", "",
+      "Whole CLI runs of the demo seed with the fixing patch; runsc with --network=none --ignore-cgroups --oci-seccomp.",
+      f"Load average at the end: {out['loadavg_1m_at_end']} on {out['cpus']} CPUs (absolute times depend on it; the ratio less).", "",
       "| | median wall ms |", "|---|---|",
       f"| `lazyagent-oci test --runtime runc` | {out['median_runc_ms']} |",
       f"| `lazyagent-oci test --runtime runsc` | {out['median_runsc_ms']} |",
