@@ -95,3 +95,38 @@ TEST_CASE("attack under gVisor: reach the network", "[attack][gvisor]") {
   CHECK(j["tests_passed"] == true);
   CHECK(r.exit_code == 0);
 }
+
+// The policy's `not_enforced` must be the truth in both directions: under
+// runsc a 256 MiB allocation passes a 64 MiB limit (so "memory" is listed as
+// not enforced), under runc the same code is killed (so it is not).
+TEST_CASE("attack under gVisor: allocate past the memory limit, which the policy says is not enforced",
+          "[attack][gvisor]") {
+  const std::string hog = "big = b'\\x01' * (256 << 20)\nprint('ALLOCATED', len(big) >> 20, 'MiB')\ndel big\n";
+  auto run = [&](const std::string& runtime) {
+    TempDir state, dir;
+    const std::string p = dir.file("patch.json", attack_patch(hog));
+    const std::string c = dir.file("config.yaml", "engine:\n  runtime: " + runtime +
+                                                      "\n  accept_weaker_policy: true\nlimits:\n  memory_mib: 64\n");
+    CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", p, "--config", c, "--json"});
+    INFO("stderr: " << r.err << "\nstdout: " << r.out.substr(0, 4000));
+    json j = json::parse(r.out, nullptr, false);
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("policy"));
+    j["_exit"] = r.exit_code;
+    return j;
+  };
+  const json gvisor = run("runsc");
+  INFO(gvisor.dump(2).substr(0, 3000));
+  CHECK(gvisor["test_output"].get<std::string>().find("ALLOCATED 256 MiB") != std::string::npos);
+  CHECK(gvisor["policy"]["memory_bytes"] == 64LL << 20);
+  const auto& ne = gvisor["policy"]["not_enforced"];
+  CHECK(std::find(ne.begin(), ne.end(), "memory") != ne.end());
+  CHECK(gvisor["_exit"] == 0);
+
+  const json runc = run("runc");
+  INFO(runc.dump(2).substr(0, 3000));
+  CHECK(runc["test_output"].get<std::string>().find("ALLOCATED") == std::string::npos);
+  CHECK(runc["test_exit_code"] == 137);
+  CHECK(runc["policy"]["not_enforced"].empty());
+  CHECK(runc["_exit"] == 1);
+}
