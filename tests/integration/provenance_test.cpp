@@ -32,7 +32,7 @@ bool has(const std::vector<std::string>& v, const std::string& s) { return std::
 
 }  // namespace
 
-TEST_CASE("verify: a fresh record matches; edits to the stored patch, the policy and the verdict are named",
+TEST_CASE("verify: a fresh record matches, and edits to the stored patch, the policy and the verdict are named",
           "[provenance]") {
   TempDir state, dir;
   const std::string p = dir.file("patch.json", fixing_patch());

@@ -293,7 +293,7 @@ TEST_CASE("run: SIGINT while the planner waits on the provider removes the plann
   CHECK(containers_with_label("io.lazyagent.role=sandbox").empty());
 }
 
-TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVisor; verify links the task", "[run][gvisor]") {
+TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVisor, and verify links the task", "[run][gvisor]") {
   Provider p(tagged_script(), kKey, "engine:\n  runtime: runsc\n");
   CliResult r = p.run();
   json j = parse_result(r);
