@@ -47,8 +47,14 @@ const json kNotEnforced = json::array({"memory", "pids", "cpu", "masked_paths"})
 TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says what gVisor does not enforce",
           "[gvisor]") {
   TempDir state;
-  // The prelude prints the kernel the code under test sees: gVisor's own.
-  Run fix = test_patch({state.path()}, attack_patch("print('KERNEL=' + open('/proc/version').read().split()[2])"),
+  // The prelude prints the kernel the code under test sees (gVisor's own),
+  // and asks it directly for no_new_privs and the seccomp mode, which
+  // gVisor's /proc/self/status does not (fully) show.
+  Run fix = test_patch({state.path()},
+                       attack_patch("import ctypes\n"
+                                    "print('KERNEL=' + open('/proc/version').read().split()[2])\n"
+                                    "libc = ctypes.CDLL(None)\n"
+                                    "print('NNP=%d SECCOMP=%d' % (libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0)))"),
                        kRunscConfig);
   INFO(fix.cli.err << fix.result.dump(2));
   CHECK(fix.cli.exit_code == 0);
@@ -57,6 +63,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
   const std::string host_kernel = sh("uname -r");
   CHECK(fix.result["test_output"].get<std::string>().find("KERNEL=" + host_kernel) == std::string::npos);
   CHECK(fix.result["test_output"].get<std::string>().find("KERNEL=4.4.0\n") != std::string::npos);
+  CHECK(fix.result["test_output"].get<std::string>().find("NNP=1 SECCOMP=2\n") != std::string::npos);
   const json& pol = fix.result["policy"];
   CHECK(pol["runtime"] == "runsc");
   CHECK(pol["not_enforced"] == kNotEnforced);
@@ -96,7 +103,8 @@ TEST_CASE("runsc: a config demanding a memory limit is refused unless the weaker
   const std::string msg = refused.result["error"];
   CHECK(msg.find("demands limits.memory_mib (memory), which runsc does not enforce on this host") != std::string::npos);
   CHECK(msg.find("--accept-weaker-policy") != std::string::npos);
-  CHECK(containers_with_label("io.lazyagent.role=sandbox").empty());
+  // Refused before the pipeline starts: no run record, hence no container.
+  CHECK(sh("ls -A " + state.path() + "/lazyagent-oci/runs 2>/dev/null") == "");
 
   Run accepted = test_patch({state.path()}, fixing_patch(), demanding, {"--accept-weaker-policy"});
   CHECK(accepted.cli.exit_code == 0);
