@@ -130,3 +130,57 @@ TEST_CASE("attack under gVisor: allocate past the memory limit, which the policy
   CHECK(runc["policy"]["not_enforced"].empty());
   CHECK(runc["_exit"] == 1);
 }
+
+// What the policy lists as enforced under runsc must hold: the size-capped
+// tmpfs, noexec on /tmp, RLIMIT_NPROC and RLIMIT_NOFILE (defaults: 64 MiB,
+// 256 processes, 1024 files), each attacked from inside gVisor.
+TEST_CASE("attack under gVisor: fill the disk, exec from /tmp, fork and open without bound", "[attack][gvisor]") {
+  const std::string prelude =
+      "import os, shutil, errno\n"
+      "try:\n"
+      "    with open('/tmp/fill', 'wb') as f:\n"
+      "        for _ in range(100): f.write(b'x' * (1 << 20))\n"
+      "    print('DISK UNBOUNDED')\n"
+      "except OSError as e:\n"
+      "    print('DISK BOUNDED ' + errno.errorcode.get(e.errno, '?'))\n"
+      "os.remove('/tmp/fill')\n"
+      "shutil.copy('/bin/true', '/tmp/t'); os.chmod('/tmp/t', 0o755)\n"
+      "try:\n"
+      "    os.execv('/tmp/t', ['/tmp/t'])\n"
+      "except OSError as e:\n"
+      "    print('EXEC BLOCKED ' + errno.errorcode.get(e.errno, '?'))\n"
+      "kids = []\n"
+      "try:\n"
+      "    for _ in range(400):\n"
+      "        pid = os.fork()\n"
+      "        if pid == 0:\n"
+      "            import time; time.sleep(5); os._exit(0)\n"
+      "        kids.append(pid)\n"
+      "    print('FORK UNBOUNDED')\n"
+      "except OSError as e:\n"
+      "    print('FORK BOUNDED %d' % len(kids))\n"
+      "for k in kids: os.kill(k, 9); os.waitpid(k, 0)\n"
+      "fds = []\n"
+      "try:\n"
+      "    for _ in range(2000): fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+      "    print('FILES UNBOUNDED')\n"
+      "except OSError as e:\n"
+      "    print('FILES BOUNDED %d' % len(fds))\n"
+      "for fd in fds: os.close(fd)\n";
+  TempDir state, dir;
+  const std::string p = dir.file("patch.json", attack_patch(prelude));
+  const std::string c = dir.file("config.yaml", "engine:\n  runtime: runsc\n");
+  CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", p, "--config", c, "--json"});
+  INFO("stderr: " << r.err << "\nstdout: " << r.out.substr(0, 4000));
+  json j = json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  REQUIRE(j.contains("test_output"));
+  const std::string out = j["test_output"];
+  CHECK(j["policy"]["runtime"] == "runsc");
+  CHECK(out.find("DISK BOUNDED ENOSPC") != std::string::npos);
+  CHECK(out.find("EXEC BLOCKED EACCES") != std::string::npos);
+  CHECK(out.find("FORK BOUNDED") != std::string::npos);
+  CHECK(out.find("FILES BOUNDED") != std::string::npos);
+  CHECK(out.find("UNBOUNDED") == std::string::npos);
+  CHECK(j["tests_passed"] == true);
+}
