@@ -140,6 +140,10 @@ TEST_CASE("runsc: a service that does not answer, or runs another runtime, is an
   CHECK(dead.err.find("podman --runtime runsc --runtime-flag network=none --runtime-flag ignore-cgroups") !=
         std::string::npos);
 
+  CliResult unknown = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", p, "--runtime", "crun"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err == "lazyagent-oci: --runtime crun: expected runc or runsc\n");
+
   // The runc service behind the runsc socket: refused before any container.
   const char* ch = std::getenv("CONTAINER_HOST");
   const std::string runc_sock = ch && std::string(ch).rfind("unix://", 0) == 0 ? ch : "unix:///run/podman/podman.sock";
