@@ -7,6 +7,15 @@ LAZYAGENT_CACHE_DIR="${LAZYAGENT_CACHE_DIR:-/var/cache/lazyagent-oci}"
 LAZYAGENT_DEFAULT_SOCKET="/run/podman/podman.sock"
 LAZYAGENT_SERVICE_LOG="/var/log/lazyagent-podman-service.log"
 LAZYAGENT_SERVICE_PID="/run/lazyagent-podman-service.pid"
+# gVisor's podman service (runtime_engine.h): the runtime is chosen where a
+# service starts, so runsc sandboxes have their own, on the same image storage.
+LAZYAGENT_RUNSC_SOCKET="/run/podman/lazyagent-runsc.sock"
+LAZYAGENT_RUNSC_SERVICE_LOG="/var/log/lazyagent-podman-runsc-service.log"
+LAZYAGENT_RUNSC_SERVICE_PID="/run/lazyagent-podman-runsc-service.pid"
+# What this host needs (ARCHITECTURE section 5): no netstack, no cgroups
+# (memory/pids/cpu are then NOT enforced); the OCI seccomp profile applied.
+LAZYAGENT_RUNSC_FLAGS=(--runtime runsc --runtime-flag network=none --runtime-flag ignore-cgroups
+                       --runtime-flag oci-seccomp)
 LAZYAGENT_DEBIAN_SUITE="${LAZYAGENT_DEBIAN_SUITE:-bookworm}"
 LAZYAGENT_BASE_IMAGE="localhost/lazyagent-base:${LAZYAGENT_DEBIAN_SUITE}"
 LAZYAGENT_SANDBOX_IMAGE="localhost/lazyagent-sandbox:latest"

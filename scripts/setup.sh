@@ -3,6 +3,7 @@
 #   1. Debian packages (toolchain, libraries, podman + runc, debootstrap)
 #   2. podman configuration for this host (runc, explicit default ulimits)
 #   3. podman's API service on /run/podman/podman.sock (no systemd needed)
+#      (3a. a second service for gVisor on /run/podman/lazyagent-runsc.sock)
 #      (3b. podman-compose >= 1.0.6 for `export compose`: scripts/install-podman-compose.sh)
 #   4. the C++ build (cmake)
 #   5. the container images (scripts/build-images.sh)
@@ -68,6 +69,8 @@ PACKAGES=(
   # container engine. runc is named explicitly: podman depends on
   # "crun | runc" and crun refuses hybrid cgroups (v1 + v2).
   podman runc conmon containernetworking-plugins
+  # gVisor, for `--runtime runsc` (its own podman service, step 3a)
+  runsc
   golang-github-containernetworking-plugin-dnsname slirp4netns uidmap
   fuse-overlayfs iptables
   # `podman kube play` (the Kubernetes export's pod test) needs an init binary
@@ -306,6 +309,61 @@ if [ -n "$SOCK" ]; then
   fi
 fi
 step_done "$SERVICE_NOTE"
+
+# ---- 3a. podman API service for gVisor (runsc) ------------------------------------
+
+runsc_service_pid() {
+  local pid
+  pid="$(cat "$LAZYAGENT_RUNSC_SERVICE_PID" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'podman.*runsc.*system service' || return 1
+  printf '%s' "$pid"
+}
+
+start_runsc_service() {
+  local sock="$LAZYAGENT_RUNSC_SOCKET" pid
+  mkdir -p "$(dirname "$sock")" "$(dirname "$LAZYAGENT_RUNSC_SERVICE_LOG")"
+  [ -S "$sock" ] && rm -f "$sock"
+  printf '\n--- %s: starting podman system service (runsc)\n' "$(date -u +%FT%TZ)" >>"$LAZYAGENT_RUNSC_SERVICE_LOG"
+  # Same as start_service: own session, no lock fd, cwd / (conmon's oom files).
+  (cd / && exec setsid nohup podman "${LAZYAGENT_RUNSC_FLAGS[@]}" system service --time=0 "unix://$sock" \
+    </dev/null >>"$LAZYAGENT_RUNSC_SERVICE_LOG" 2>&1 {LAZYAGENT_LOCK_FD}>&-) &
+  pid=$!
+  echo "$pid" >"$LAZYAGENT_RUNSC_SERVICE_PID"
+  for _ in $(seq 1 50); do
+    if socket_answers "$sock"; then
+      info "podman service (runsc) pid $pid on $sock (log $LAZYAGENT_RUNSC_SERVICE_LOG)"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -n 20 "$LAZYAGENT_RUNSC_SERVICE_LOG" | sed 's/^/        /' >&2
+  die "podman service (runsc) never answered on $sock"
+}
+
+step "podman API service for gVisor (runsc)"
+if ! command -v runsc >/dev/null; then
+  warn "runsc is not installed: --runtime runsc will not work"
+  step_done "skipped"
+else
+  pid="$(runsc_service_pid || true)"
+  if [ "$CONF_CHANGED" -eq 1 ] && [ -n "$pid" ]; then
+    info "configuration changed: restarting our runsc podman service (pid $pid)"
+    stop_service "$pid"
+    start_runsc_service
+    step_done "restarted"
+  elif socket_answers "$LAZYAGENT_RUNSC_SOCKET"; then
+    step_done "running${pid:+ (pid $pid)}"
+  else
+    if [ -n "$pid" ]; then
+      warn "our runsc podman service (pid $pid) does not answer; restarting it"
+      stop_service "$pid"
+    fi
+    start_runsc_service
+    step_done "started (pid $(cat "$LAZYAGENT_RUNSC_SERVICE_PID"))"
+  fi
+fi
 
 # ---- 3b. podman-compose for `export compose` (Debian 12's 1.0.3 cannot run it) ----
 

@@ -7,6 +7,7 @@
 #include "ownership.h"
 #include "planner_run.h"
 #include "planner_task.h"
+#include "provenance.h"
 #include "reaper.h"
 #include "seed_snapshot.h"
 
@@ -33,6 +34,7 @@ void save_record(const RunStore& store, const std::string& run_id, const std::st
     rec["error"] = error;
     rec["reason"] = error;
   }
+  rec["provenance"] = build_provenance(rec);
   (void)store.write(rec);
 }
 
@@ -66,8 +68,8 @@ struct Attempt {
 
 // One planner + sandbox round. Errors: provider (exit 3), engine, interrupt.
 Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, const std::string& run_id,
-                             const AttemptFeedback& feedback, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress) {
+                             const AttemptFeedback& feedback, PodmanClient& podman, PodmanClient& sandbox_podman,
+                             const RunStore& store, const ProgressFn& progress) {
   const std::string task_id = "t-" + run_id.substr(2);
   PlannerTask task = build_task(seed, req.config, req.instruction, task_id);
   task.feedback = feedback;
@@ -111,7 +113,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.timeout_seconds = req.timeout_seconds;
   test.run_id = run_id;
   test.planner = planner;
-  auto result = run_judged_test(test, req.judge, podman, store, progress);
+  auto result = run_judged_test(test, req.judge, sandbox_podman, store, progress);
   if (!result) return result.error();
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   a.result = std::move(*result);
@@ -135,7 +137,7 @@ AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::strin
 }  // namespace
 
 Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress) {
+                             const ProgressFn& progress, PodmanClient* sandbox_podman) {
   if (auto st = store.ensure(); !st) return st.error();
   if (progress) progress("plan");
   auto seed = snapshot_seed(req.config.seed);
@@ -152,7 +154,8 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
   for (int i = 1; i <= n; ++i) {
     if (n > 1 && progress) progress("attempt " + std::to_string(i) + " of " + std::to_string(n));
     const std::string run_id = new_run_id();
-    auto a = attempt_once(req, *seed, run_id, feedback, podman, store, progress);
+    auto a = attempt_once(req, *seed, run_id, feedback, podman,
+                          sandbox_podman != nullptr ? *sandbox_podman : podman, store, progress);
     if (!a) {
       if (n == 1) return a.error();
       return a.error().context("attempt " + std::to_string(i) + " of " + std::to_string(n));

@@ -38,7 +38,10 @@ struct RunRequest {
   JudgeOptions judge;           // baseline, re-runs, infra retry
 };
 
+// `podman` runs the planner (the runc service: the planner needs a network);
+// `sandbox_podman`, when set, runs the sandbox (the service of the sandbox's
+// runtime, runtime_engine.h).
 Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress);
+                             const ProgressFn& progress, PodmanClient* sandbox_podman = nullptr);
 
 }  // namespace lazyagent

@@ -9,6 +9,8 @@
 #include "cli_args.h"
 #include "interrupt.h"
 #include "podman_client.h"
+#include "runtime_engine.h"
+#include "runtime_policy.h"
 #include "terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -36,6 +38,7 @@ const std::vector<Command>& commands() {
       {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
       {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
       {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
+      {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
       {"plan", "the planner itself, run inside the planner container", cmd_plan},
@@ -120,6 +123,22 @@ Result<Config> load_config_or_default(const std::string& path) {
 
 Result<std::string> podman_socket_from_env() {
   return resolve_podman_socket(std::getenv("CONTAINER_HOST"), getuid(), std::getenv("XDG_RUNTIME_DIR"));
+}
+
+Result<std::string> podman_socket_for_runtime(const Config& config) {
+  return resolve_runtime_socket(config.engine.runtime, config.engine, std::getenv("LAZYAGENT_RUNSC_HOST"),
+                                std::getenv("CONTAINER_HOST"), getuid(), std::getenv("XDG_RUNTIME_DIR"));
+}
+
+Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Config* config) {
+  if (!runtime.empty()) {
+    if (runtime != kRuntimeRunc && runtime != kRuntimeRunsc) {
+      return usage_error("--runtime " + runtime + ": expected runc or runsc");
+    }
+    config->engine.runtime = runtime;
+  }
+  if (accept_weaker) config->engine.accept_weaker_policy = true;
+  return check_policy_acceptable(*config);
 }
 
 RunStore default_run_store() {

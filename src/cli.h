@@ -46,6 +46,11 @@ int report_error(const Error& e, bool json);
 
 Result<Config> load_config_or_default(const std::string& path);
 Result<std::string> podman_socket_from_env();
+// The podman service for the sandbox's runtime (runtime_engine.h).
+Result<std::string> podman_socket_for_runtime(const Config& config);
+// --runtime and --accept-weaker-policy of `test` and `run`, applied to the
+// config; a usage error for an unknown runtime or an unacceptable policy.
+Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Config* config);
 RunStore default_run_store();
 // The --patch FILE of test and export ("-" reads stdin), at most 1 MiB.
 Result<std::string> read_patch_file(const std::string& path);
@@ -74,5 +79,6 @@ int cmd_secret(const std::vector<std::string>& args);
 int cmd_task(const std::vector<std::string>& args);
 int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
+int cmd_verify(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

@@ -15,6 +15,7 @@
 #include "cli_args.h"
 #include "podman_client.h"
 #include "sandbox_policy.h"
+#include "runtime_engine.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -75,13 +76,30 @@ std::vector<Check> run_checks(const Config& config) {
   auto info = podman.info();
   std::string runtime = info ? info->value("/host/ociRuntime/name"_json_pointer, std::string()) : "";
   const bool hybrid = cgroup_hybrid();
-  if (runtime == config.engine.runtime) {
+  // The main service runs the planner and runc sandboxes; runsc sandboxes
+  // have their own service (runtime_engine.h), checked below.
+  if (runtime == "runc") {
     checks.push_back({"runtime", "ok", "podman's service uses " + runtime, ""});
   } else {
     checks.push_back({"runtime", hybrid && runtime == "crun" ? "fail" : "warn",
-                      "podman's service uses '" + runtime + "', the config asks for '" + config.engine.runtime + "'",
-                      "restart the service with `podman --runtime " + config.engine.runtime +
-                          " system service ...` or set [engine] runtime in containers.conf (the create request cannot choose it)"});
+                      "podman's service uses '" + runtime + "', not runc",
+                      "restart the service with `podman --runtime runc system service ...` or set [engine] runtime "
+                      "in containers.conf (the create request cannot choose it)"});
+  }
+  {
+    Config gvisor = config;
+    gvisor.engine.runtime = "runsc";
+    auto sock = podman_socket_for_runtime(gvisor);
+    Status st = sock ? ok_status() : Status(sock.error());
+    if (sock) {
+      PodmanClient runsc(*sock);
+      st = check_engine_runtime(runsc, "runsc");
+    }
+    const bool needed = config.engine.runtime == "runsc";
+    checks.push_back({"runsc", st ? "ok" : needed ? "fail" : "warn",
+                      st ? "gVisor service on " + *sock + " (memory/pids/cpu limits not enforced there)"
+                         : st.error().message,
+                      st ? "" : "needed only for --runtime runsc: run scripts/setup.sh"});
   }
   checks.push_back({"cgroups", hybrid ? "warn" : "ok",
                     hybrid ? "cgroups v1+v2 hybrid: crun refuses it, runc works" : "not hybrid",

@@ -10,14 +10,16 @@
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
-  std::string instruction, seed, test_command, config_path;
+  std::string instruction, seed, test_command, config_path, runtime;
+  bool accept_weaker = false;
   std::vector<std::string> allow;
   long timeout = 0;
   bool json = false;
   long attempts = 0, max_tokens = -1, rerun = -1;
   bool no_baseline = false;
   ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
-              "           [--max-tokens T] [--rerun K] [--no-baseline] [--config FILE] [--json]",
+              "           [--max-tokens T] [--rerun K] [--no-baseline] [--config FILE] [--runtime runc|runsc]\n"
+              "           [--accept-weaker-policy] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
@@ -35,6 +37,8 @@ int cmd_run(const std::vector<std::string>& args) {
   p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--config", &config_path, "FILE", "config file");
+  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
+  p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -45,6 +49,7 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!seed.empty()) req.config.seed = seed;
   if (!allow.empty()) req.config.allow = allow;
   if (!test_command.empty()) req.config.test_command = test_command;
+  if (auto st = apply_runtime_options(runtime, accept_weaker, &req.config); !st) return report_error(st.error(), json);
   req.timeout_seconds = timeout ? timeout : req.config.timeouts.test_seconds;
   req.attempts = static_cast<int>(attempts ? attempts : req.config.repair.attempts);
   req.max_tokens = max_tokens >= 0 ? max_tokens : req.config.repair.max_tokens;
@@ -55,8 +60,11 @@ int cmd_run(const std::vector<std::string>& args) {
   auto socket = podman_socket_from_env();
   if (!socket) return report_error(socket.error(), json);
   PodmanClient podman(*socket);
+  auto sandbox_socket = podman_socket_for_runtime(req.config);
+  if (!sandbox_socket) return report_error(sandbox_socket.error(), json);
+  PodmanClient sandbox_podman(*sandbox_socket);
   return finish_result(run_agent(req, podman, default_run_store(),
-                                 [](const std::string& step) { progress_line(step); }),
+                                 [](const std::string& step) { progress_line(step); }, &sandbox_podman),
                        json);
 }
 

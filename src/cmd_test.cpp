@@ -22,6 +22,8 @@ struct TestOptions {
   std::string test_command;
   long timeout = 0;
   std::string config;
+  std::string runtime;
+  bool accept_weaker = false;
   bool json = false;
   long rerun = -1;
   bool no_baseline = false;
@@ -90,7 +92,8 @@ void print_human(const TestResult& r) {
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
-  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K] [--no-baseline] [--config FILE] [--json]",
+  ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K]\n"
+              "            [--no-baseline] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
               "container is always removed. The user's seed directory is never modified. The seed's\n"
@@ -105,6 +108,8 @@ int cmd_test(const std::vector<std::string>& args) {
   p.integer("--rerun", &opt.rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.option("--runtime", &opt.runtime, "RUNTIME", "runc (default) or runsc (gVisor: memory/pids/cpu not enforced)");
+  p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
@@ -116,6 +121,9 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!opt.seed.empty()) req.config.seed = opt.seed;
   if (!opt.allow.empty()) req.config.allow = opt.allow;
   if (!opt.test_command.empty()) req.config.test_command = opt.test_command;
+  if (auto st = apply_runtime_options(opt.runtime, opt.accept_weaker, &req.config); !st) {
+    return report_error(st.error(), opt.json);
+  }
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   if (req.config.seed.empty()) return report_error(usage_error("test: no seed: pass --seed DIR or set `seed` in the config"), opt.json);
 
@@ -123,7 +131,7 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!patch) return report_error(patch.error(), opt.json);
   req.patch_json = std::move(*patch);
 
-  auto socket = podman_socket_from_env();
+  auto socket = podman_socket_for_runtime(req.config);
   if (!socket) return report_error(socket.error(), opt.json);
   PodmanClient podman(*socket);
   const RunStore store = default_run_store();

@@ -160,6 +160,23 @@ class Reader {
     };
   }
 
+  // true or false (YAML 1.2 core spellings only).
+  Read boolean(bool* out) {
+    return [=, this](const YAML::Node& n, const std::string& p) {
+      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
+      if (s != "true" && s != "false") return error(p, "expected true or false, got " + describe(n));
+      *out = s == "true";
+    };
+  }
+
+  // Records the key path in `set` once `inner` has read the value.
+  Read marked(std::vector<std::string>* set, Read inner) {
+    return [set, inner = std::move(inner)](const YAML::Node& n, const std::string& p) {
+      inner(n, p);
+      set->push_back(p);
+    };
+  }
+
   Read number(double* out, double min, double max, const char* range_text) {
     return [=, this](const YAML::Node& n, const std::string& p) {
       const std::string s = n.IsScalar() ? n.Scalar() : std::string();
@@ -220,6 +237,7 @@ bool is_secret_name(const std::string& s) {
 constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
 
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
 
 bool is_image_reference(const std::string& s) {
@@ -316,14 +334,14 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
              r.nested({{"sandbox", r.string(&cfg.images.sandbox, is_image_reference, kImage)},
                        {"planner", r.string(&cfg.images.planner, is_image_reference, kImage)}})},
             {"limits",
-             r.nested({{"memory_mib", r.integer(&lim.memory_mib, 6, 65536)},
-                       {"pids", r.integer(&lim.pids, 1, 65536)},
-                       {"cpus", r.number(&lim.cpus, 0.01, 256, "between 0.01 and 256")},
-                       {"nofile", r.integer(&lim.nofile, 1, 65536)},
-                       {"nproc", r.integer(&lim.nproc, 1, 65536)},
-                       {"work_tmpfs_mib", r.integer(&lim.work_tmpfs_mib, 1, 16384)},
-                       {"tmp_tmpfs_mib", r.integer(&lim.tmp_tmpfs_mib, 1, 16384)},
-                       {"log_bytes", r.integer(&lim.log_bytes, 4096, 64 * 1024 * 1024)}})},
+             r.nested({{"memory_mib", r.marked(&lim.set_in_config, r.integer(&lim.memory_mib, 6, 65536))},
+                       {"pids", r.marked(&lim.set_in_config, r.integer(&lim.pids, 1, 65536))},
+                       {"cpus", r.marked(&lim.set_in_config, r.number(&lim.cpus, 0.01, 256, "between 0.01 and 256"))},
+                       {"nofile", r.marked(&lim.set_in_config, r.integer(&lim.nofile, 1, 65536))},
+                       {"nproc", r.marked(&lim.set_in_config, r.integer(&lim.nproc, 1, 65536))},
+                       {"work_tmpfs_mib", r.marked(&lim.set_in_config, r.integer(&lim.work_tmpfs_mib, 1, 16384))},
+                       {"tmp_tmpfs_mib", r.marked(&lim.set_in_config, r.integer(&lim.tmp_tmpfs_mib, 1, 16384))},
+                       {"log_bytes", r.marked(&lim.set_in_config, r.integer(&lim.log_bytes, 4096, 64 * 1024 * 1024))}})},
             {"timeouts",
              r.nested({{"test_seconds", r.integer(&cfg.timeouts.test_seconds, 1, 86400)},
                        {"planner_seconds", r.integer(&cfg.timeouts.planner_seconds, 1, 86400)}})},
@@ -345,7 +363,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                   {"network", r.string(&cfg.provider.network, is_planner_network,
                                        "'bridge', 'host' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
-                                                      "'runc' or 'runsc'")}})},
+                                                      "'runc' or 'runsc'")},
+                                 {"runsc_socket", r.string(&cfg.engine.runsc_socket, is_socket_path,
+                                                           "an absolute socket path")},
+                                 {"accept_weaker_policy", r.boolean(&cfg.engine.accept_weaker_policy)}})},
             {"user_namespace",
              r.nested({{"host_id", r.integer(&cfg.user_namespace.host_id, 65536, 4294901759LL)},
                        {"size", r.integer(&cfg.user_namespace.size, 65536, 16777216)}})},

@@ -29,6 +29,10 @@ struct LimitsConfig {
   std::int64_t work_tmpfs_mib = 64;      // the working copy (/work)
   std::int64_t tmp_tmpfs_mib = 64;       // /tmp
   std::int64_t log_bytes = 1024 * 1024;  // output kept from the sandbox
+  // Key paths of the limits the config file set explicitly ("limits.memory_mib"):
+  // those are demands, refused under a runtime that cannot enforce them
+  // (runtime_policy.h) unless engine.accept_weaker_policy.
+  std::vector<std::string> set_in_config;
 };
 
 struct TimeoutsConfig {
@@ -67,7 +71,11 @@ struct UserNamespaceConfig {
 };
 
 struct EngineConfig {
-  std::string runtime = "runc";  // informational + checked by doctor
+  std::string runtime = "runc";  // the sandbox's OCI runtime: runc or runsc (gVisor)
+  // The podman service that runs runsc sandboxes ($LAZYAGENT_RUNSC_HOST overrides).
+  std::string runsc_socket = "/run/podman/lazyagent-runsc.sock";
+  // Run even when the runtime cannot enforce a limit the config demands.
+  bool accept_weaker_policy = false;
 };
 
 // The repair loop of `run` and the re-runs of a failing verdict (agent_run.h,

@@ -282,6 +282,19 @@ void check_inspect(Checker& c, const SandboxRequest& req, const json& spec, cons
   if (secrets.is_array() && !secrets.empty()) c.fail("secrets", "the container has secrets attached");
   const json& log_type = at(inspect, {"HostConfig", "LogConfig", "Type"});
   if (log_type != "k8s-file") c.fail("log", "log driver is " + log_type.dump() + ", not k8s-file");
+  // podman records which OCI runtime runs the container; a sandbox must run
+  // under the runtime its result names (runtime_policy.h says what it enforces).
+  const json& runtime = at(inspect, {"OCIRuntime"});
+  if (runtime != req.runtime) {
+    c.fail("runtime", "the container runs under OCI runtime " + runtime.dump() + ", not \"" + req.runtime + "\"");
+  }
+  // A seccomp filter: runc applies the spec's; runsc applies it only with
+  // --oci-seccomp, which the isolation probe checks from inside.
+  const json& seccomp = at(spec, {"linux", "seccomp"});
+  if (!seccomp.is_object() || seccomp.value("defaultAction", "") == "SCMP_ACT_ALLOW" ||
+      !seccomp.contains("syscalls")) {
+    c.fail("seccomp", "the runtime spec has no restricting seccomp profile");
+  }
   const json& args = at(spec, {"process", "args"});
   if (args != json(sandbox_command(req.test_command, req.policy.log_bytes))) c.fail("command", "the process would run " + args.dump());
 }
@@ -298,6 +311,9 @@ std::vector<Violation> verify_effective_config(const SandboxRequest& req,
   check_privileges(c, oci_spec, inspect);
   check_mounts(c, req, container_id, oci_spec);
   check_env(c, req.policy, oci_spec);
+  // Under runsc (--ignore-cgroups) the resource limits below are still what
+  // podman wrote, and checked as such; runsc does not enforce them, which the
+  // result's policy says (runtime_policy.h), never the verifier.
   check_limits(c, req.policy, oci_spec);
   check_inspect(c, req, oci_spec, inspect);
   return c.out;

@@ -20,7 +20,8 @@ namespace lazyagent {
 struct Violation {
   std::string code;    // network, capabilities, no_new_privileges, read_only_root,
                        // mounts, tmpfs, env, rlimits, resources, labels, secrets,
-                       // privileged, command, namespaces, log, user_namespace, seccomp
+                       // privileged, command, namespaces, log, user_namespace, runtime,
+                       // seccomp
   std::string detail;  // what was found, one sentence
 };
 

@@ -124,6 +124,7 @@ struct SandboxRequest {
   std::string seed_copy_path;             // host path of the private copy ("" = upload)
   std::string seccomp_profile_path;       // host path of policy.seccomp, written for podman to read
   std::string test_command;
+  std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
 };
 
 // libpod SpecGenerator JSON for POST /libpod/containers/create. Field names

@@ -14,7 +14,10 @@
 #include "log_stream.h"
 #include "ownership.h"
 #include "policy_verifier.h"
+#include "provenance.h"
 #include "reaper.h"
+#include "runtime_engine.h"
+#include "runtime_policy.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 #include "terminal_text.h"
@@ -81,6 +84,7 @@ json record_of(const TestRequest& req, const TestResult& r, const std::string& s
   rec["updated_at"] = static_cast<long>(std::time(nullptr));
   if (!error.empty()) rec["error"] = error;
   if (!category.empty()) rec["category"] = category;
+  rec["provenance"] = build_provenance(rec);
   return rec;
 }
 
@@ -147,7 +151,11 @@ class TestPipeline {
     res_.planner = req_.planner;
     policy_ = policy_from_config(req_.config, req_.timeout_seconds);
     res_.image = policy_.image;
-    res_.policy = policy_to_json(policy_);
+    runtime_ = req_.config.engine.runtime;
+    // A demanded limit the runtime cannot enforce refuses the run before
+    // anything exists, unless the weaker policy was accepted explicitly.
+    if (auto st = check_policy_acceptable(req_.config); !st) return st.error();
+    res_.policy = effective_policy_json(policy_, runtime_, req_.config.engine.accept_weaker_policy);
     if (auto st = store_.ensure(); !st) return st.error();
     save("running");
     auto st = steps();
@@ -204,7 +212,14 @@ class TestPipeline {
     ContractResult c = validate_patch_json(req_.patch_json, limits);
     patch_ = c.patch;
     res_.patch_sha256 = c.ok() ? patch_sha256(patch_) : "";
-    if (!c.ok()) refuse(std::move(c.findings));
+    if (!c.ok()) {
+      refuse(std::move(c.findings));
+      return ok_status();
+    }
+    // The patch as proven, kept for `verify` (provenance.h).
+    if (auto st = store_.write_text(kArtifactsDir, patch_artifact_name(res_.run_id), patch_to_json(patch_)); !st) {
+      return st.error().context("storing the patch");
+    }
     return ok_status();
   }
 
@@ -213,6 +228,11 @@ class TestPipeline {
     if (!snap) return snap.error().context("reading the seed");
     seed_ = std::move(*snap);
     res_.seed_sha256 = seed_.sha256;
+    if (auto st = store_.write_text(kArtifactsDir, seed_manifest_artifact_name(res_.run_id),
+                                    seed_manifest(seed_).dump(1) + "\n");
+        !st) {
+      return st.error().context("storing the seed manifest");
+    }
     res_.changed_paths = changed_paths(seed_, patch_);
     auto findings = check_patch_against_seed(seed_, patch_);
     if (!findings.empty()) refuse(std::move(findings));
@@ -227,7 +247,7 @@ class TestPipeline {
   }
 
   Status engine() {
-    if (auto v = podman_.ping(); !v) return v.error();
+    if (auto st = check_engine_runtime(podman_, runtime_); !st) return st;
     auto reaped = reap_leftovers(podman_, store_, false);
     if (!reaped) return reaped.error();
     if (!reaped->removed.empty() && progress_) {
@@ -268,6 +288,7 @@ class TestPipeline {
     sreq_.seed_copy_path = seed_copy_;
     sreq_.seccomp_profile_path = seccomp_path_;
     sreq_.test_command = req_.config.test_command;
+    sreq_.runtime = runtime_;
     auto reply = podman_.create(build_create_spec(sreq_));
     if (!reply) return reply.error().context("creating the sandbox");
     guard_.hold(reply->id);
@@ -327,7 +348,7 @@ class TestPipeline {
     DemuxedLogs d = demux_logs(raw->body, cap);
     // The isolation probe's block comes first; it is evidence, not test output.
     const ProbeReport probe = take_probe(to_valid_utf8(d.combined), &res_.test_output);
-    const auto violations = probe_violations(probe, policy_);
+    const auto violations = probe_violations(probe, policy_, runtime_);
     res_.isolation_probe = probe_to_json(probe, violations);
     if (!violations.empty()) {
       std::string all;
@@ -387,6 +408,7 @@ class TestPipeline {
   TreeGuard copy_guard_;
   TestResult res_;
   SandboxPolicy policy_;
+  std::string runtime_;
   SandboxRequest sreq_;
   Patch patch_;
   SeedSnapshot seed_;

@@ -43,7 +43,7 @@ namespace {
 
 std::vector<std::string> build_env(const CliEnv& env) {
   std::map<std::string, std::string> vars;
-  for (const char* keep : {"PATH", "HOME", "CONTAINER_HOST", "LANG"}) {
+  for (const char* keep : {"PATH", "HOME", "CONTAINER_HOST", "LANG", "LAZYAGENT_RUNSC_HOST"}) {
     if (const char* v = std::getenv(keep)) vars[keep] = v;
   }
   vars["XDG_STATE_HOME"] = env.state_dir;

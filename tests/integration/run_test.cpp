@@ -292,3 +292,23 @@ TEST_CASE("run: SIGINT while the planner waits on the provider removes the plann
   CHECK(containers_with_label(label).empty());
   CHECK(containers_with_label("io.lazyagent.role=sandbox").empty());
 }
+
+TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVisor, and verify links the task", "[run][gvisor]") {
+  Provider p(tagged_script(), kKey, "engine:\n  runtime: runsc\n");
+  CliResult r = p.run();
+  json j = parse_result(r);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["planner"]["status"] == "patch");  // the planner reached the provider: it had a network
+  CHECK(j["policy"]["runtime"] == "runsc");
+  CHECK(j["policy"]["not_enforced"] == json::array({"memory", "pids", "cpu", "masked_paths"}));
+  CHECK(j["isolation_probe"]["violations"].empty());
+  // This run's own planner and sandbox are gone (other suites may be running).
+  CHECK(containers_with_label("io.lazyagent.run=" + j["run_id"].get<std::string>()).empty());
+  CliResult v = run_cli({p.state.path()}, {"verify", j["run_id"], "--json"});
+  CHECK(v.exit_code == 0);
+  const json pv = json::parse(v.out)["provenance"];
+  CHECK(pv["planner_task_id"] == j["planner_task_id"]);
+  CHECK(pv["runtime"] == "runsc");
+}

@@ -177,3 +177,27 @@ TEST_CASE("each planted violation is found, by name") {
     CHECK(codes(d, stricter) == V{"resources"});
   }
 }
+
+TEST_CASE("a sandbox under another OCI runtime than asked for is refused") {
+  Docs d;
+  SandboxRequest gvisor = captured_request();
+  gvisor.runtime = "runsc";
+  // The fixture was made by runc: asking for runsc must not accept it...
+  CHECK(codes(d, gvisor) == std::vector<std::string>{"runtime"});
+  // ...and a runsc container passes when runsc was asked for.
+  d.inspect["OCIRuntime"] = "runsc";
+  CHECK(codes(d, gvisor).empty());
+  CHECK(codes(d) == std::vector<std::string>{"runtime"});
+  const auto v = verify_effective_config(captured_request(), kId, d.inspect, d.spec);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].detail == "the container runs under OCI runtime \"runsc\", not \"runc\"");
+}
+
+TEST_CASE("a spec without a restricting seccomp profile is refused") {
+  Docs d;
+  d.spec["linux"].erase("seccomp");
+  CHECK(codes(d) == std::vector<std::string>{"seccomp"});
+  Docs allow;
+  allow.spec["linux"]["seccomp"]["defaultAction"] = "SCMP_ACT_ALLOW";
+  CHECK(codes(allow) == std::vector<std::string>{"seccomp"});
+}

@@ -1,0 +1,85 @@
+// `lazyagent-oci verify RUN_ID [--json]`: recompute a run record's hashes
+// from what the run store keeps (provenance.h) and say whether it still
+// matches. Exit 0: matches; 1: does not (every mismatch named); 2: unknown run.
+#include <iostream>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "provenance.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+StoredArtifacts load_artifacts(const RunStore& store, const std::string& run_id) {
+  StoredArtifacts a;
+  if (auto patch = store.read_text(kArtifactsDir, patch_artifact_name(run_id)); patch) {
+    a.patch = *patch;
+  } else {
+    a.patch_problem = patch.error().message;
+  }
+  if (auto text = store.read_text(kArtifactsDir, seed_manifest_artifact_name(run_id)); text) {
+    json m = json::parse(*text, nullptr, false);
+    if (m.is_discarded()) a.manifest_problem = "it is not valid JSON";
+    else a.seed_manifest = std::move(m);
+  } else {
+    a.manifest_problem = text.error().message;
+  }
+  return a;
+}
+
+}  // namespace
+
+int cmd_verify(const std::vector<std::string>& args) {
+  std::string run_id;
+  bool as_json = false;
+  ArgParser p("verify", "RUN_ID [--json]",
+              "Recomputes the hashes of a run record from what the run store keeps: the stored patch,\n"
+              "the stored seed manifest, the effective policy and the verdict, and checks them against\n"
+              "the record's provenance. Exit 0 when it matches, 1 when it does not (each mismatch is\n"
+              "named), 2 for an unknown run id. It detects edits after the run; without a signing key\n"
+              "it cannot tell a record rewritten with recomputed hashes from a genuine one.");
+  p.positional("RUN_ID", &run_id, true, "the run's id (the result's run_id)");
+  p.flag("--json", &as_json, "print exactly one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  const RunStore store = default_run_store();
+
+  std::vector<ProvenanceMismatch> mismatches;
+  json record;
+  auto rec = store.read(run_id);
+  if (!rec) {
+    if (rec.error().kind == ErrorKind::kUsage) {
+      return report_error(usage_error("verify: no run '" + run_id + "' in " + store.runs_dir()), as_json);
+    }
+    mismatches.push_back({"record", rec.error().message});
+  } else {
+    record = std::move(*rec);
+    mismatches = check_provenance(record, load_artifacts(store, run_id));
+  }
+
+  const bool matches = mismatches.empty();
+  if (as_json) {
+    json m = json::array();
+    for (const auto& x : mismatches) m.push_back({{"part", x.part}, {"detail", x.detail}});
+    json out = {{"run_id", run_id}, {"matches", matches}, {"mismatches", m}};
+    if (record.is_object() && record.contains("provenance")) out["provenance"] = record["provenance"];
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+  } else {
+    std::cout << "run " << escape_for_terminal(run_id) << ": " << (matches ? "MATCHES" : "DOES NOT MATCH") << "\n";
+    if (matches) {
+      const json& pv = record["provenance"];
+      std::cout << "  patch   " << pv.value("patch_sha256", "") << "\n"
+                << "  seed    " << pv.value("seed_sha256", "") << "\n"
+                << "  policy  " << pv.value("policy_sha256", "") << " (runtime " << pv.value("runtime", "") << ")\n"
+                << "  image   " << pv.value("image_digest", "") << "\n"
+                << "  verdict " << escape_for_terminal(pv.value("verdict", json::object()).value("status", "")) << "\n";
+    }
+    for (const auto& x : mismatches) std::cout << "  " << x.part << ": " << escape_for_terminal(x.detail) << "\n";
+  }
+  return matches ? kExitPassed : kExitFailed;
+}
+
+}  // namespace lazyagent
