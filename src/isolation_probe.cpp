@@ -118,7 +118,7 @@ std::vector<std::string> probe_violations(const ProbeReport& r, const SandboxPol
                        : "no seccomp filter (Seccomp=" + mode + ")");
   }
   const std::string want_map = "0 " + std::to_string(policy.userns.host_id) + " " + std::to_string(policy.userns.size);
-  if (r.uid_map != want_map) {
+  if (policy.userns.enabled && r.uid_map != want_map) {
     v.push_back("the sandbox's uid map is '" + r.uid_map + "', not '" + want_map + "' (its root must not be host root)");
   }
   if (r.root != "read-only") v.push_back("the root filesystem is writable");

@@ -19,7 +19,9 @@ const std::vector<std::string>& orchestrator_items() {
 
 // What runsc with --network=none --ignore-cgroups does not enforce here.
 const std::vector<std::string>& runsc_gaps() {
-  static const std::vector<std::string> gaps = {"memory", "pids", "cpu", "masked_paths"};
+  // user_namespace: the explicit id mapping is not applied under runsc
+  // (sandbox_policy.h, UserNamespace::enabled).
+  static const std::vector<std::string> gaps = {"memory", "pids", "cpu", "masked_paths", "user_namespace"};
   return gaps;
 }
 
@@ -34,7 +36,7 @@ const std::vector<std::string>& policy_items() {
       "network",      "capabilities", "no_new_privileges", "read_only_root", "seccomp",
       "memory",       "pids",         "cpu",               "nofile",         "nproc",
       "tmpfs_size",   "tmpfs_noexec", "masked_paths",      "env_allowlist",  "no_secrets",
-      "no_user_mounts", "timeout",    "output_cap"};
+      "no_user_mounts", "user_namespace", "timeout", "output_cap"};
   return items;
 }
 

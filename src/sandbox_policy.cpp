@@ -30,6 +30,7 @@ SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seco
   p.timeout_seconds = timeout_seconds;
   p.userns.host_id = config.user_namespace.host_id;
   p.userns.size = config.user_namespace.size;
+  p.userns.enabled = config.engine.runtime != "runsc";
   return p;
 }
 
@@ -56,10 +57,13 @@ json policy_to_json(const SandboxPolicy& p) {
        }()},
       {"secrets", json::array()},
       {"user_mounts", json::array()},
-      {"user",
-       {{"mode", "user_namespace"},  // root inside, an unused high id outside
-        {"uid_map", userns_map_json(p.userns)},
-        {"gid_map", userns_map_json(p.userns)}}},
+      {"user", p.userns.enabled
+                   ? json{{"mode", "user_namespace"},  // root inside, an unused high id outside
+                          {"uid_map", userns_map_json(p.userns)},
+                          {"gid_map", userns_map_json(p.userns)}}
+                   : json{{"mode", "gvisor"},  // gVisor's own root; its Sentry is host uid 65534
+                          {"uid_map", nullptr},
+                          {"gid_map", nullptr}}},
       {"seccomp",
        {{"profile", "oci/seccomp.json"},
         {"sha256", seccomp_profile_sha256(p.seccomp)},
@@ -171,7 +175,7 @@ json build_create_spec(const SandboxRequest& req) {
   }
   json env = json::object();
   for (const auto& [k, v] : p.env) env[k] = v;
-  return json{
+  json spec = json{
       {"name", req.name},
       {"image", p.image},
       {"command", sandbox_command(req.test_command, p.log_bytes)},
@@ -182,12 +186,6 @@ json build_create_spec(const SandboxRequest& req) {
       {"env", env},
       {"unsetenvall", true},  // drop the image's ENV and podman's defaults
       {"netns", {{"nsmode", "none"}}},
-      {"userns", {{"nsmode", "private"}}},
-      {"idmappings",
-       {{"HostUIDMapping", false},
-        {"HostGIDMapping", false},
-        {"UIDMap", userns_map_json(p.userns)},
-        {"GIDMap", userns_map_json(p.userns)}}},
       {"seccomp_policy", "default"},  // not "image": an image label must not choose the profile
       {"seccomp_profile_path", req.seccomp_profile_path},
       {"cap_drop", {"ALL"}},
@@ -207,6 +205,14 @@ json build_create_spec(const SandboxRequest& req) {
       {"terminal", false},
       {"stdin", false},
   };
+  if (p.userns.enabled) {
+    spec["userns"] = {{"nsmode", "private"}};
+    spec["idmappings"] = {{"HostUIDMapping", false},
+                          {"HostGIDMapping", false},
+                          {"UIDMap", userns_map_json(p.userns)},
+                          {"GIDMap", userns_map_json(p.userns)}};
+  }
+  return spec;
 }
 
 }  // namespace lazyagent

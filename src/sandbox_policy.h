@@ -52,6 +52,11 @@ inline constexpr const char* kLabelPidStart = "io.lazyagent.pidstart"; // its st
 struct UserNamespace {
   std::int64_t host_id = 1879048192;
   std::int64_t size = 65536;
+  // false under gVisor (runsc): its gofer would run inside the mapping and
+  // cannot reach the private copy under a 0700 home directory (measured:
+  // "stat(...): permission denied" at create); there the sandbox's root is
+  // gVisor's own, and the Sentry runs on the host as uid 65534.
+  bool enabled = true;
 };
 
 struct SandboxPolicy {

@@ -275,7 +275,9 @@ class TestPipeline {
     if (auto st = materialize_copy(seed_, patch_, seed_copy_); !st) return st;
     // The sandbox's root is host id userns.host_id: it owns its copy (read-only
     // at /seed), as host root owned it before; the run directory stays 0700.
-    if (auto st = chown_tree(seed_copy_, policy_.userns.host_id, policy_.userns.host_id); !st) return st;
+    if (policy_.userns.enabled) {
+      if (auto st = chown_tree(seed_copy_, policy_.userns.host_id, policy_.userns.host_id); !st) return st;
+    }
     // podman reads the seccomp profile from a path on its host at create.
     seccomp_path_ = dir + "/seccomp.json";
     return write_file_atomic(seccomp_path_, policy_.seccomp.dump());

@@ -40,7 +40,7 @@ bool container_gone(const std::string& id) {
   return !id.empty() && sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
 }
 
-const json kNotEnforced = json::array({"memory", "pids", "cpu", "masked_paths"});
+const json kNotEnforced = json::array({"memory", "pids", "cpu", "masked_paths", "user_namespace"});
 
 }  // namespace
 
@@ -67,6 +67,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
   const json& pol = fix.result["policy"];
   CHECK(pol["runtime"] == "runsc");
   CHECK(pol["not_enforced"] == kNotEnforced);
+  CHECK(pol["user"]["mode"] == "gvisor");  // no id mapping under runsc (sandbox_policy.h)
   for (const char* item : {"network", "capabilities", "seccomp", "nofile", "nproc", "tmpfs_size"}) {
     CHECK(std::find(pol["enforced"].begin(), pol["enforced"].end(), item) != pol["enforced"].end());
   }

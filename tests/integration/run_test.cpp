@@ -302,7 +302,7 @@ TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVis
   CHECK(j["tests_passed"] == true);
   CHECK(j["planner"]["status"] == "patch");  // the planner reached the provider: it had a network
   CHECK(j["policy"]["runtime"] == "runsc");
-  CHECK(j["policy"]["not_enforced"] == json::array({"memory", "pids", "cpu", "masked_paths"}));
+  CHECK(j["policy"]["not_enforced"] == json::array({"memory", "pids", "cpu", "masked_paths", "user_namespace"}));
   CHECK(j["isolation_probe"]["violations"].empty());
   // This run's own planner and sandbox are gone (other suites may be running).
   CHECK(containers_with_label("io.lazyagent.run=" + j["run_id"].get<std::string>()).empty());

@@ -25,9 +25,9 @@ TEST_CASE("runc enforces every policy item", "[runtime_policy]") {
   CHECK(g.not_enforced.empty());
 }
 
-TEST_CASE("runsc does not enforce memory, pids, cpu or masked paths", "[runtime_policy]") {
+TEST_CASE("runsc does not enforce memory, pids, cpu, masked paths or the id mapping", "[runtime_policy]") {
   const auto g = runtime_guarantees("runsc");
-  CHECK(g.not_enforced == Strings{"memory", "pids", "cpu", "masked_paths"});
+  CHECK(g.not_enforced == Strings{"memory", "pids", "cpu", "masked_paths", "user_namespace"});
   CHECK(g.enforced == Strings{"network", "capabilities", "no_new_privileges", "read_only_root", "seccomp",
                               "nofile", "nproc", "tmpfs_size", "tmpfs_noexec", "env_allowlist", "no_secrets",
                               "no_user_mounts", "timeout", "output_cap"});
@@ -43,7 +43,7 @@ TEST_CASE("the effective policy names the runtime and what it does not enforce",
   SandboxPolicy p;
   const auto j = effective_policy_json(p, "runsc", true);
   CHECK(j["runtime"] == "runsc");
-  CHECK(j["not_enforced"] == nlohmann::json::array({"memory", "pids", "cpu", "masked_paths"}));
+  CHECK(j["not_enforced"] == nlohmann::json::array({"memory", "pids", "cpu", "masked_paths", "user_namespace"}));
   CHECK(j["weaker_policy_accepted"] == true);
   CHECK(j["memory_bytes"] == 512LL << 20);  // still what was asked for, and said to be unenforced
   const auto r = effective_policy_json(p, "runc", true);

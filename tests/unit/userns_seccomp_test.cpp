@@ -102,6 +102,21 @@ TEST_CASE("the create request asks for a private user namespace, mapped with pod
   CHECK(p["seccomp"]["sha256"] == seccomp_profile_sha256(oci_seccomp_profile()));
 }
 
+TEST_CASE("under runsc the create request has no id mapping and the policy says gVisor's root", "[userns]") {
+  Config c;
+  c.engine.runtime = "runsc";
+  SandboxRequest r = captured_request();
+  r.policy = policy_from_config(c, 60);
+  CHECK_FALSE(r.policy.userns.enabled);
+  const json s = build_create_spec(r);
+  CHECK_FALSE(s.contains("userns"));
+  CHECK_FALSE(s.contains("idmappings"));
+  CHECK(s["seccomp_profile_path"] == "/tmp/cap/seccomp.json");
+  CHECK(policy_to_json(r.policy)["user"]["mode"] == "gvisor");
+  c.engine.runtime = "runc";
+  CHECK(policy_from_config(c, 60).userns.enabled);
+}
+
 TEST_CASE("the seccomp profile refuses what a test run never needs", "[seccomp]") {
   const json& p = oci_seccomp_profile();
   CHECK(p["defaultAction"] == "SCMP_ACT_ERRNO");
