@@ -74,5 +74,6 @@ int cmd_secret(const std::vector<std::string>& args);
 int cmd_task(const std::vector<std::string>& args);
 int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
+int cmd_eval(const std::vector<std::string>& args);
 
 }  // namespace lazyagent
