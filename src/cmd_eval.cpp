@@ -23,6 +23,7 @@ struct EvalCliOptions {
   std::string tasks;
   std::string out;
   long jobs = 2;
+  long prepare = -1;
   long rerun = 0;
   long timeout = 0;
   std::string config;
@@ -74,7 +75,7 @@ int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool js
 
 int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
-  ArgParser p("eval", "TASKS.jsonl [--jobs N] [--out DIR] [--rerun K] [--timeout S] [--config FILE] [--json]",
+  ArgParser p("eval", "TASKS.jsonl [--jobs N] [--prepare M] [--out DIR] [--rerun K] [--timeout S] [--config FILE] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"instruction\"} per line) through the same pipeline as `test` (or\n"
               "`run`, for an instruction), N at a time through one podman service. Writes one result\n"
@@ -84,6 +85,8 @@ int cmd_eval(const std::vector<std::string>& args) {
               "5 some infrastructure error, 2 bad task file, 130/143 interrupted.");
   p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
   p.integer("--jobs", &opt.jobs, "N", "tasks run at once (default 2)", 1, 64);
+  p.integer("--prepare", &opt.prepare, "M",
+            "sandboxes created and verified (or removed) while N run their tests (default N; 0 = no overlap)", 0, 64);
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default 120)", 1, 86400);
@@ -110,6 +113,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.config = *config;
   eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
   eo.jobs = static_cast<int>(opt.jobs);
+  eo.prepare = static_cast<int>(opt.prepare);
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
   eo.socket = *socket;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -65,11 +66,40 @@ std::string one_line(const std::string& s) {
   return out.size() > 200 ? out.substr(0, 200) + "..." : out;
 }
 
+// A counting semaphore whose wait gives up when SIGINT/SIGTERM arrives.
+class RunSlots {
+ public:
+  explicit RunSlots(int n) : free_(n) {}
+  Status acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (free_ == 0) {
+      if (interrupted_signal() != 0) {
+        return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+    --free_;
+    return ok_status();
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+};
+
 class Runner {
  public:
   Runner(const std::vector<EvalTask>& tasks, const EvalOptions& opt, const RunStore& store,
          const EvalObserver& observer)
-      : tasks_(tasks), opt_(opt), store_(store), observer_(observer) {}
+      : tasks_(tasks), opt_(opt), store_(store), observer_(observer), slots_(std::max(1, opt.jobs)) {}
 
   Result<EvalReport> run() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -87,7 +117,8 @@ class Runner {
     }
     // One podman client (one connection) per worker, made here, before any
     // thread starts (libcurl's handle set-up is not thread-safe the first time).
-    const int jobs = std::max(1, std::min<int>(opt_.jobs, static_cast<int>(pending_.size())));
+    const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
+    const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
     std::vector<std::unique_ptr<PodmanClient>> clients;
     for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<PodmanClient>(opt_.socket));
     std::vector<std::thread> workers;
@@ -124,12 +155,17 @@ class Runner {
         req.config = config;
         req.instruction = task.instruction;
         req.timeout_seconds = opt_.timeout_seconds;
-        return run_agent(req, podman, store_, nullptr);
+        if (auto st = slots_.acquire(); !st) return st.error();
+        auto r = run_agent(req, podman, store_, nullptr);
+        slots_.release();
+        return r;
       }
       TestRequest req;
       req.config = config;
       req.patch_json = task.patch_json;
       req.timeout_seconds = opt_.timeout_seconds;
+      req.acquire_run_slot = [this] { return slots_.acquire(); };
+      req.release_run_slot = [this] { slots_.release(); };
       return run_test(req, podman, store_, nullptr);
     };
     const TaskVerdict v = run_attempts(attempt, opt_.attempts);
@@ -165,6 +201,7 @@ class Runner {
   std::vector<const EvalTask*> pending_;
   std::atomic<std::size_t> next_{0};
   std::mutex mu_;
+  RunSlots slots_;
   EvalReport report_;
   std::string write_error_;
 };

@@ -1,11 +1,15 @@
 // `lazyagent-oci eval`: many tasks, run concurrently through one podman
 // service.
 //
-// Threads in this one process, `jobs` of them; each owns its own podman
-// client (its own connection, kept open from task to task) and takes the next
-// task from a shared counter. Each task is the ordinary pipeline (`test`'s,
-// sandbox_run.h, or `run`'s, agent_run.h) with every isolation and
+// Threads in this one process, `jobs + prepare` of them; each owns its own
+// podman client (its own connection, kept open from task to task) and takes
+// the next task from a shared counter. Each task is the ordinary pipeline
+// (`test`'s, sandbox_run.h, or `run`'s, agent_run.h) with every isolation and
 // verification step, attempted as eval_attempts.h decides.
+// At most `jobs` sandboxes run their tests at once (run slots); the other
+// threads meanwhile create and verify the next sandboxes and remove finished
+// ones, so the slots never wait for that work (the pipeline's "queue" step is
+// the wait for a slot). A planner task holds a slot for its whole run.
 //
 // On-disk layout under --out DIR:
 //   results/<task-id>.json  one per finished task: the JSON `test --json` /
@@ -40,7 +44,8 @@ namespace lazyagent {
 struct EvalOptions {
   Config config;                     // the base config; tasks override seed/allow/command/image
   std::int64_t timeout_seconds = 120;
-  int jobs = 2;
+  int jobs = 2;                      // sandboxes running their tests at once
+  int prepare = -1;                  // more sandboxes created/verified or removed meanwhile (-1 = jobs)
   AttemptPolicy attempts;
   std::string out_dir;
   std::string socket;                // podman's socket

@@ -38,6 +38,12 @@ struct TestRequest {
   std::int64_t timeout_seconds = 120;
   std::string run_id;            // "" = generate
   nlohmann::json planner;        // set by `run`: the planner task's record
+  // Optional (`eval`, eval_runner.h): called before the sandbox starts, as
+  // its own timed step "queue" (it may block until a run slot is free; an
+  // error, e.g. interrupted, ends the run), and once after the sandbox has
+  // exited or been killed. Other runs' create/verify/remove steps overlap.
+  std::function<Status()> acquire_run_slot;
+  std::function<void()> release_run_slot;
 };
 
 struct StepTiming {
