@@ -44,6 +44,9 @@ struct TestRequest {
   // exited or been killed. Other runs' create/verify/remove steps overlap.
   std::function<Status()> acquire_run_slot;
   std::function<void()> release_run_slot;
+  // `eval` pings podman, checks its version and reaps crashed runs once for
+  // the whole batch; its runs then skip that part of the "engine" step.
+  bool engine_checked = false;
 };
 
 struct StepTiming {
