@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "provider_stub.h"
 
 using nlohmann::json;
 using namespace it;
@@ -224,4 +226,58 @@ TEST_CASE("eval: a task file with bad lines is refused whole, each line named", 
   CliResult help = run_cli({state.path()}, {"eval", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--jobs N") != std::string::npos);
+}
+
+TEST_CASE("eval: instruction tasks go through the planner, patch tasks beside them", "[eval]") {
+  // The project's scripted provider in this process, and podman secrets
+  // (unique names) pointing the planner at it; all removed at the end.
+  const std::string key = "sk-lazyagent-eval-it-0123456789abcdef";
+  lazyagent::StubScript script;
+  script.api_key = key;
+  lazyagent::StubReply wrong, fix;
+  wrong.match = "[wrong]";
+  wrong.content = json::parse(wrong_patch()).dump();
+  fix.content = json::parse(fixing_patch()).dump();
+  script.replies = {wrong, fix};
+  lazyagent::ProviderStub stub(script);
+  auto port = stub.listen("0.0.0.0", 0);
+  REQUIRE(port.ok());
+  TempDir state, dir;
+  const std::string prefix = "LAZYAGENT_EVAL_IT_" + std::to_string(getpid());
+  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
+  struct SecretsGone {
+    std::vector<std::string> names;
+    ~SecretsGone() {
+      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
+    }
+  } gone{names};
+  const std::string config = dir.file(
+      "config.yaml", "seed: " + seed_dir() + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
+                         "\n    model: " + names[1] + "\n    api_key: " + names[2] + "\n  max_retries: 0\n");
+  CliResult conf = run_cli({state.path(), {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
+                                           {names[1], "lazyagent-stub"}, {names[2], key}}},
+                           {"configure", "--config", config});
+  INFO(conf.err);
+  REQUIRE(conf.exit_code == 0);
+
+  const std::string tasks = dir.file("tasks.jsonl",
+                                     "{\"id\":\"ask-fix\",\"instruction\":\"Fix calculator.add.\"}\n"
+                                     "{\"id\":\"ask-wrong\",\"instruction\":\"[wrong] Fix calculator.add.\"}\n" +
+                                         task_line("patch-fix", fixing_patch()));
+  const std::string out = dir.path() + "/out";
+  Spawned r = eval_cli({state.path()}, {"eval", tasks, "--config", config, "--jobs", "2", "--out", out, "--json"});
+  INFO(r.result.err);
+  CHECK(r.result.exit_code == 0);
+  const json s = json::parse(r.result.out);
+  CHECK(ids_of(s["passed"]) == std::vector<std::string>{"ask-fix", "patch-fix"});
+  CHECK(ids_of(s["failed"]) == std::vector<std::string>{"ask-wrong"});
+  const json ask = json::parse(slurp(out + "/results/ask-fix.json"));
+  CHECK(ask["tests_passed"] == true);
+  CHECK(ask["planner_task_id"].get<std::string>().rfind("t-", 0) == 0);
+  CHECK(ask["usage"].is_object());
+  CHECK(containers_with_label("io.lazyagent.pid=" + std::to_string(r.pid)).empty());
+  for (const char* f : {"ask-fix", "ask-wrong", "patch-fix"}) {
+    CHECK(slurp(out + "/results/" + f + ".json").find(key) == std::string::npos);
+  }
+  CHECK(r.result.err.find(key) == std::string::npos);
 }
