@@ -1,6 +1,9 @@
 #include "eval_runner.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -120,6 +123,11 @@ class Runner {
     const auto t0 = std::chrono::steady_clock::now();
     if (auto st = make_dir(opt_.out_dir); !st) return st.error();
     if (auto st = make_dir(opt_.out_dir + "/results"); !st) return st.error();
+    // One eval at a time per --out: two would run the same tasks twice.
+    lock_fd_ = ::open((opt_.out_dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      return usage_error("eval: another eval is using " + opt_.out_dir + " (" + std::strerror(errno) + ")");
+    }
     if (auto st = store_.ensure(); !st) return st.error();
 
     for (const auto& t : tasks_) {
@@ -214,6 +222,14 @@ class Runner {
     if (observer_) observer_(e);
   }
 
+  struct FdCloser {
+    int* fd;
+    ~FdCloser() {
+      if (*fd >= 0) ::close(*fd);
+    }
+  };
+  int lock_fd_ = -1;
+  FdCloser lock_closer_{&lock_fd_};
   const std::vector<EvalTask>& tasks_;
   const EvalOptions& opt_;
   const RunStore& store_;

@@ -175,6 +175,11 @@ TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container; a rerun fin
       if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     REQUIRE(running);
+    if (sig == SIGINT) {  // a second eval on the same --out is refused while this one runs
+      CliResult twice = run_cli({state.path()}, {"eval", tasks, "--out", out});
+      CHECK(twice.exit_code == 2);
+      CHECK(twice.err.find("lazyagent-oci: eval: another eval is using " + out + " (Resource temporarily unavailable)") != std::string::npos);
+    }
     kill(pid, sig);
     CHECK(wait_cli(pid, 60) == 128 + sig);
     CHECK(containers_with_label(label).empty());
