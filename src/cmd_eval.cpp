@@ -122,6 +122,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
                 " job(s), results in " + eo.out_dir);
   EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
+  progress.start();
   auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) { progress.on_event(e); });
   progress.finish();
   if (!report) return report_error(report.error(), opt.json);
@@ -140,7 +141,8 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (opt.json) {
     std::cout << j.dump(2) << std::endl;
   } else {
-    std::cout << summary_table(summary);
+    std::cout << summary_table(summary) << "results: " << eo.out_dir << "/results/<task-id>.json, summary: "
+              << eo.out_dir << "/summary.json\n";
   }
   if (summary.interrupted) {
     std::cerr << "lazyagent-oci: eval interrupted by signal " << interrupted_signal() << "; "

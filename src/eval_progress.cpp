@@ -27,6 +27,12 @@ std::string progress_event_line(const EvalEvent& e, std::size_t done, std::size_
   return escape_for_terminal(s);
 }
 
+void EvalProgress::start() {
+  if (!tty_) return;
+  out_ << "\r\x1b[K" << progress_bar(0, total_, counts_) << std::flush;
+  drawn_ = true;
+}
+
 void EvalProgress::on_event(const EvalEvent& e) {
   if (e.kind == EvalEvent::Kind::kStarted) return;
   ++done_;

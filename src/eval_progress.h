@@ -24,6 +24,7 @@ std::string progress_event_line(const EvalEvent& e, std::size_t done, std::size_
 class EvalProgress {
  public:
   EvalProgress(std::ostream& out, bool tty, std::size_t total) : out_(out), tty_(tty), total_(total) {}
+  void start();                       // draws the empty bar (terminal only)
   void on_event(const EvalEvent& e);  // not thread-safe: the runner serialises calls
   void finish();                      // ends the bar's line
 
