@@ -84,7 +84,7 @@ int cmd_eval(const std::vector<std::string>& args) {
               "bad line is refused whole, every bad line named. Exit: 0 every task has a verdict,\n"
               "5 some infrastructure error, 2 bad task file, 130/143 interrupted.");
   p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
-  p.integer("--jobs", &opt.jobs, "N", "tasks run at once (default 2)", 1, 64);
+  p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
   p.integer("--prepare", &opt.prepare, "M",
             "sandboxes created and verified (or removed) while N run their tests (default N; 0 = no overlap)", 0, 64);
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");

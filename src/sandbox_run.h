@@ -10,6 +10,7 @@
 //   create     POST containers/create with the policy's request
 //   verify     init, then read inspect + the generated OCI spec; refuse on
 //              any difference from the policy
+//   queue      (eval only) wait for a free run slot (TestRequest::acquire_run_slot)
 //   run        start, wait with the host-side deadline (kill on timeout)
 //   logs       read bounded, demultiplexed output
 //   remove     delete the container and confirm it is gone; delete the copy
