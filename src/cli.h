@@ -80,5 +80,6 @@ int cmd_task(const std::vector<std::string>& args);
 int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
+int cmd_eval(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

@@ -251,7 +251,7 @@ Result<int> PodmanClient::wait(const std::string& id, long deadline_ms) {
   // interval=5ms: podman polls every 250 ms by default, which alone cost
   // ~150 ms per run (ARCHITECTURE section 5).
   RequestOptions opts{.timeout_ms = deadline_ms, .interruptible = true};
-  auto r = call("POST", "/containers/" + id + "/wait?condition=exited&interval=5ms", "", opts);
+  auto r = call("POST", "/containers/" + id + "/wait?condition=exited&interval=" + wait_interval_, "", opts);
   const std::string what = "waiting for container " + id.substr(0, 12);
   if (!r) return r.error();
   if (auto st = expect(r, {200}, what); !st) return st.error();

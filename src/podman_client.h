@@ -59,6 +59,10 @@ class PodmanClient {
   PodmanClient& operator=(const PodmanClient&) = delete;
 
   const std::string& socket_path() const { return socket_path_; }
+  // How often podman checks a waited-for container ("5ms" by default: fast
+  // answers for one run; a batch may trade a few ms of latency for less
+  // polling CPU in the service). A Go duration.
+  void set_wait_interval(std::string interval) { wait_interval_ = std::move(interval); }
 
   // Raw call: `path` is below kApiPrefix (e.g. "/containers/json").
   Result<HttpResponse> call(const std::string& method, const std::string& path,
@@ -104,6 +108,7 @@ class PodmanClient {
                 const std::string& what);
 
   std::string socket_path_;
+  std::string wait_interval_ = "5ms";
   void* curl_ = nullptr;  // CURL*, reused so the connection stays open
 };
 

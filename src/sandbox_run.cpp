@@ -180,6 +180,9 @@ class TestPipeline {
              {"copy", &TestPipeline::copy},     {"create", &TestPipeline::create},
              {"verify", &TestPipeline::verify}, {"run", &TestPipeline::start_and_wait},
              {"logs", &TestPipeline::logs},     {"remove", &TestPipeline::remove}}) {
+      if (fn == &TestPipeline::start_and_wait && req_.acquire_run_slot) {
+        if (auto st = timed("queue", [&] { return acquire_slot(); }); !st) return st;
+      }
       if (auto st = timed(name, [&] { return (this->*fn)(); }); !st) return st;
     }
     judge_and_save();
@@ -247,6 +250,7 @@ class TestPipeline {
   }
 
   Status engine() {
+    if (req_.engine_checked) return ok_status();
     if (auto st = check_engine_runtime(podman_, runtime_); !st) return st;
     auto reaped = reap_leftovers(podman_, store_, false);
     if (!reaped) return reaped.error();
@@ -323,7 +327,24 @@ class TestPipeline {
     return ok_status();
   }
 
+  Status acquire_slot() {
+    auto st = req_.acquire_run_slot();
+    slot_held_ = st.ok();
+    return st;
+  }
+
+  void release_slot() {
+    if (slot_held_ && req_.release_run_slot) req_.release_run_slot();
+    slot_held_ = false;
+  }
+
   Status start_and_wait() {
+    Status st = start_and_wait_in_slot();
+    release_slot();
+    return st;
+  }
+
+  Status start_and_wait_in_slot() {
     if (auto st = podman_.start(res_.sandbox_id); !st) return st;
     test_pause_point("after:start");
     auto code = podman_.wait(res_.sandbox_id, static_cast<long>(req_.timeout_seconds) * 1000);
@@ -387,6 +408,7 @@ class TestPipeline {
   }
 
   void cleanup() {
+    release_slot();
     (void)guard_.remove_now();
     copy_guard_.remove_now();
   }
@@ -420,6 +442,7 @@ class TestPipeline {
   std::string output_for_verdict_;
   std::string error_;
   std::string error_category_;
+  bool slot_held_ = false;
 };
 
 }  // namespace

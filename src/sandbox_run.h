@@ -10,6 +10,7 @@
 //   create     POST containers/create with the policy's request
 //   verify     init, then read inspect + the generated OCI spec; refuse on
 //              any difference from the policy
+//   queue      (eval only) wait for a free run slot (TestRequest::acquire_run_slot)
 //   run        start, wait with the host-side deadline (kill on timeout)
 //   logs       read bounded, demultiplexed output
 //   remove     delete the container and confirm it is gone; delete the copy
@@ -40,6 +41,15 @@ struct TestRequest {
   std::string run_id;            // "" = generate
   nlohmann::json planner;        // set by `run`: the planner task's record
   bool baseline = false;         // run the seed unpatched (patch_json unused): triage_run.h
+  // Optional (`eval`, eval_runner.h): called before the sandbox starts, as
+  // its own timed step "queue" (it may block until a run slot is free; an
+  // error, e.g. interrupted, ends the run), and once after the sandbox has
+  // exited or been killed. Other runs' create/verify/remove steps overlap.
+  std::function<Status()> acquire_run_slot;
+  std::function<void()> release_run_slot;
+  // `eval` pings podman, checks its version and reaps crashed runs once for
+  // the whole batch; its runs then skip that part of the "engine" step.
+  bool engine_checked = false;
 };
 
 struct StepTiming {

@@ -25,8 +25,8 @@ Result<TestResult> run_with_retry(TestRequest req, int retries, PodmanClient& po
     r = run_test(req, podman, store, progress);
   }
   if (!r && is_infra_error(r.error())) {
-    return Error{r.error().kind, "infra_error (not a test failure, retried " + std::to_string(retries) +
-                                     "x): " + r.error().message};
+    const std::string retried = retries > 0 ? ", retried " + std::to_string(retries) + "x" : "";
+    return Error{r.error().kind, "infra_error (not a test failure" + retried + "): " + r.error().message};
   }
   return r;
 }

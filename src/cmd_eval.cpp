@@ -1,0 +1,159 @@
+// `lazyagent-oci eval TASKS.jsonl`: many tasks, concurrently, resumable.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "cli_args.h"
+#include "eval_progress.h"
+#include "eval_runner.h"
+#include "eval_summary.h"
+#include "eval_tasks.h"
+#include "interrupt.h"
+#include "run_store.h"
+#include "terminal_text.h"
+
+namespace lazyagent {
+
+namespace {
+
+struct EvalCliOptions {
+  std::string tasks;
+  std::string out;
+  long jobs = 2;
+  long prepare = -1;
+  long rerun = 0;
+  long timeout = 0;
+  std::string config;
+  bool json = false;
+  bool no_baseline = false;
+};
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// tasks.jsonl -> tasks.eval (next to the task file)
+std::string default_out(const std::string& tasks) {
+  std::string base = tasks;
+  const auto slash = base.rfind('/');
+  const auto dot = base.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)) base.resize(dot);
+  return base + ".eval";
+}
+
+Result<ParsedTasks> load_tasks(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return usage_error("eval: cannot open the task file " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ParsedTasks parsed = parse_task_lines(ss.str());
+  resolve_task_files(&parsed, dir_of(path));  // adds unreadable patch files to the errors
+  return parsed;
+}
+
+int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool json) {
+  std::string message = "eval: " + path + ": " + std::to_string(parsed.errors.size()) +
+                        " problem(s); nothing was run:";
+  for (const auto& e : parsed.errors) message += "\n  " + describe_task_error(e);
+  if (json) {
+    nlohmann::json lines = nlohmann::json::array();
+    for (const auto& e : parsed.errors) lines.push_back({{"line", e.line}, {"code", e.code}, {"message", e.message}});
+    std::cout << nlohmann::json{{"error", to_valid_utf8(message)}, {"error_kind", "usage"},
+                                {"exit_code", kExitUsage}, {"line_errors", lines}}
+                     .dump(2)
+              << std::endl;
+  }
+  std::cerr << "lazyagent-oci: " << escape_for_terminal(message) << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int cmd_eval(const std::vector<std::string>& args) {
+  EvalCliOptions opt;
+  ArgParser p("eval", "TASKS.jsonl [--jobs N] [--prepare M] [--out DIR] [--rerun K] [--no-baseline] [--timeout S]\n"
+              "            [--config FILE] [--json]",
+              "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
+              "\"image\", \"patch\" | \"instruction\"} per line) through the same pipeline as `test` (or\n"
+              "`run`, for an instruction), N at a time through one podman service. Writes one result\n"
+              "file per task (the JSON of `test --json`) under DIR/results and DIR/summary.json.\n"
+              "Rerunning with the same --out skips the tasks already finished. A task file with any\n"
+              "bad line is refused whole, every bad line named. Exit: 0 every task has a verdict,\n"
+              "5 some infrastructure error, 2 bad task file, 130/143 interrupted.");
+  p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
+  p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
+  p.integer("--prepare", &opt.prepare, "M",
+            "sandboxes created and verified (or removed) while N run their tests (default N; 0 = no overlap)", 0, 64);
+  p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
+  p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
+  p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default 120)", 1, 86400);
+  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+
+  auto config = load_config_or_default(opt.config);
+  if (!config) return report_error(config.error(), opt.json);
+  auto parsed = load_tasks(opt.tasks);
+  if (!parsed) return report_error(parsed.error(), opt.json);
+  if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);
+  for (const auto& t : parsed->tasks) {
+    if (t.seed.empty() && config->seed.empty()) {
+      return report_error(usage_error("eval: task " + t.id + " (line " + std::to_string(t.line) +
+                                      ") has no seed and the config names none"),
+                          opt.json);
+    }
+  }
+
+  auto socket = podman_socket_from_env();
+  if (!socket) return report_error(socket.error(), opt.json);
+  EvalOptions eo;
+  eo.config = *config;
+  eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
+  eo.jobs = static_cast<int>(opt.jobs);
+  eo.prepare = static_cast<int>(opt.prepare);
+  eo.attempts.reruns = static_cast<int>(opt.rerun);
+  eo.baseline = !opt.no_baseline;
+  eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
+  eo.socket = *socket;
+  const RunStore store = default_run_store();
+
+  progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
+                " job(s), results in " + eo.out_dir);
+  EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
+  progress.start();
+  auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) { progress.on_event(e); });
+  progress.finish();
+  if (!report) return report_error(report.error(), opt.json);
+
+  std::vector<std::string> ids;
+  for (const auto& t : parsed->tasks) ids.push_back(t.id);
+  EvalSummary summary = summarize(ids, report->rows);
+  summary.interrupted = report->interrupted;
+  summary.jobs = eo.jobs;
+  summary.wall_ms = report->wall_ms;
+  nlohmann::json j = summary_to_json(summary);
+  j["out"] = eo.out_dir;
+  if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
+    return report_error(st.error().context("writing the summary"), opt.json);
+  }
+  if (opt.json) {
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << summary_table(summary) << "results: " << eo.out_dir << "/results/<task-id>.json, summary: "
+              << eo.out_dir << "/summary.json\n";
+  }
+  if (summary.interrupted) {
+    std::cerr << "lazyagent-oci: eval interrupted by signal " << interrupted_signal() << "; "
+              << summary.not_run.size() << " task(s) not run; rerun with the same --out to finish\n";
+    return 128 + interrupted_signal();
+  }
+  return eval_exit_code(summary);
+}
+
+}  // namespace lazyagent

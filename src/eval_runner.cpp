@@ -1,0 +1,296 @@
+#include "eval_runner.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "agent_run.h"
+#include "interrupt.h"
+#include "podman_client.h"
+#include "reaper.h"
+#include "sandbox_run.h"
+#include "terminal_text.h"
+#include "triage_run.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+Status make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return usage_error("creating " + dir + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return usage_error(dir + " is not a directory");
+  return ok_status();
+}
+
+const char* error_kind_name(ErrorKind k) {
+  static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
+  return kinds[static_cast<int>(k)];
+}
+
+// The result file: what `test --json` / `run --json` prints for the final
+// attempt, plus the eval's own fields.
+json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
+  json j;
+  if (v.final) {
+    j = result_to_json(*v.final);
+  } else {
+    j = {{"error", to_valid_utf8(v.final.error().message)}, {"error_kind", error_kind_name(v.final.error().kind)}};
+  }
+  json attempts = json::array();
+  for (const auto& a : v.attempts) {
+    attempts.push_back({{"outcome", a.outcome}, {"detail", to_valid_utf8(a.detail)}, {"run_id", a.run_id}});
+  }
+  j["task_id"] = task.id;
+  j["eval"] = {{"category", category_name(v.category)},
+               {"attempts", attempts},
+               {"task_sha256", task_sha256(task)},
+               {"line", task.line},
+               {"ms", ms}};
+  return j;
+}
+
+std::string one_line(const std::string& s) {
+  std::string out = s.substr(0, s.find('\n'));
+  return out.size() > 200 ? out.substr(0, 200) + "..." : out;
+}
+
+// A counting semaphore whose wait gives up when SIGINT/SIGTERM arrives.
+class RunSlots {
+ public:
+  explicit RunSlots(int n) : free_(n) {}
+  Status acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (free_ == 0) {
+      if (interrupted_signal() != 0) {
+        return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+    --free_;
+    return ok_status();
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+};
+
+// Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
+// waiting sandbox cost the podman service ~5% of a core in polling; 20 ms
+// costs a quarter of that, for ~8 ms more latency on a run of hundreds.
+constexpr const char* kWaitInterval = "20ms";
+
+// Once per batch instead of once per task: podman answers, its API version
+// is supported, and containers of crashed runs are reaped.
+Status check_engine(PodmanClient& podman, const RunStore& store) {
+  if (auto v = podman.ping(); !v) return v.error().context("eval");
+  auto reaped = reap_leftovers(podman, store, false);
+  if (!reaped) return reaped.error().context("eval: reaping crashed runs");
+  return ok_status();
+}
+
+class Runner {
+ public:
+  Runner(const std::vector<EvalTask>& tasks, const EvalOptions& opt, const RunStore& store,
+         const EvalObserver& observer)
+      : tasks_(tasks), opt_(opt), store_(store), observer_(observer), slots_(std::max(1, opt.jobs)) {}
+
+  Result<EvalReport> run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (auto st = make_dir(opt_.out_dir); !st) return st.error();
+    if (auto st = make_dir(opt_.out_dir + "/results"); !st) return st.error();
+    // One eval at a time per --out: two would run the same tasks twice.
+    lock_fd_ = ::open((opt_.out_dir + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      return usage_error("eval: another eval is using " + opt_.out_dir + " (" + std::strerror(errno) + ")");
+    }
+    if (auto st = store_.ensure(); !st) return st.error();
+
+    for (const auto& t : tasks_) {
+      if (auto row = finished_row(opt_.out_dir, t)) {
+        report_.rows.push_back(*row);
+        notify({EvalEvent::Kind::kSkipped, *row});
+      } else {
+        pending_.push_back(&t);
+      }
+    }
+    // One podman client (one connection) per worker, made here, before any
+    // thread starts (libcurl's handle set-up is not thread-safe the first time).
+    const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
+    const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
+    std::vector<std::unique_ptr<PodmanClient>> clients;
+    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<PodmanClient>(opt_.socket));
+    if (!clients.empty()) {
+      if (auto st = check_engine(*clients.front(), store_); !st) return st.error();
+    }
+    for (auto& c : clients) c->set_wait_interval(kWaitInterval);
+    std::vector<std::thread> workers;
+    for (auto& c : clients) workers.emplace_back([this, client = c.get()] { work(*client); });
+    for (auto& w : workers) w.join();
+
+    report_.interrupted = interrupted_signal() != 0;
+    report_.wall_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - t0)
+                                            .count());
+    if (!write_error_.empty()) return engine_error(write_error_);
+    return report_;
+  }
+
+ private:
+  void work(PodmanClient& podman) {
+    for (;;) {
+      if (interrupted_signal() != 0) return;
+      const std::size_t i = next_.fetch_add(1);
+      if (i >= pending_.size()) return;
+      run_one(*pending_[i], podman);
+    }
+  }
+
+  void run_one(const EvalTask& task, PodmanClient& podman) {
+    EvalRow started;
+    started.id = task.id;
+    notify({EvalEvent::Kind::kStarted, started});
+    const auto t0 = std::chrono::steady_clock::now();
+    const Config config = task_config(opt_.config, task);
+    AttemptFn attempt = [&]() -> Result<TestResult> {
+      if (task.is_instruction()) {
+        RunRequest req;
+        req.config = config;
+        req.instruction = task.instruction;
+        req.timeout_seconds = opt_.timeout_seconds;
+        req.judge = judge_options();
+        if (auto st = slots_.acquire(); !st) return st.error();
+        auto r = run_agent(req, podman, store_, nullptr);
+        slots_.release();
+        return r;
+      }
+      TestRequest req;
+      req.config = config;
+      req.patch_json = task.patch_json;
+      req.timeout_seconds = opt_.timeout_seconds;
+      req.engine_checked = true;
+      req.acquire_run_slot = [this] { return slots_.acquire(); };
+      req.release_run_slot = [this] { slots_.release(); };
+      return run_judged_test(req, judge_options(), podman, store_, nullptr);
+    };
+    const TaskVerdict v = run_attempts(attempt, opt_.attempts);
+    if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
+    const long ms = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    EvalRow row;
+    row.id = task.id;
+    row.category = v.category;
+    row.attempts = static_cast<int>(v.attempts.size());
+    row.ms = ms;
+    row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
+    const std::string text =
+        result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+    if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (write_error_.empty()) write_error_ = "writing the result of task " + task.id + ": " + st.error().message;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    report_.rows.push_back(row);
+    if (observer_) observer_({EvalEvent::Kind::kFinished, row});
+  }
+
+  JudgeOptions judge_options() const {
+    JudgeOptions j;
+    j.baseline = opt_.baseline;
+    j.rerun = 0;          // run_attempts reruns a failing task
+    j.infra_retries = 0;  // and retries an infrastructure failure
+    return j;
+  }
+
+  void notify(const EvalEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (observer_) observer_(e);
+  }
+
+  struct FdCloser {
+    int* fd;
+    ~FdCloser() {
+      if (*fd >= 0) ::close(*fd);
+    }
+  };
+  int lock_fd_ = -1;
+  FdCloser lock_closer_{&lock_fd_};
+  const std::vector<EvalTask>& tasks_;
+  const EvalOptions& opt_;
+  const RunStore& store_;
+  const EvalObserver& observer_;
+  std::vector<const EvalTask*> pending_;
+  std::atomic<std::size_t> next_{0};
+  std::mutex mu_;
+  RunSlots slots_;
+  EvalReport report_;
+  std::string write_error_;
+};
+
+}  // namespace
+
+std::string eval_result_path(const std::string& out_dir, const std::string& task_id) {
+  return out_dir + "/results/" + task_id + ".json";
+}
+
+Config task_config(const Config& base, const EvalTask& task) {
+  Config c = base;
+  if (!task.seed.empty()) c.seed = task.seed;
+  if (task.has_allow) c.allow = task.allow;
+  if (!task.test_command.empty()) c.test_command = task.test_command;
+  if (!task.image.empty()) c.images.sandbox = task.image;
+  return c;
+}
+
+std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task) {
+  std::ifstream f(eval_result_path(out_dir, task.id), std::ios::binary);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json j = json::parse(ss.str(), nullptr, false);
+  if (!j.is_object() || !j.contains("eval") || !j["eval"].is_object()) return std::nullopt;
+  const json& e = j["eval"];
+  EvalRow row;
+  row.id = task.id;
+  row.skipped = true;
+  if (e.value("task_sha256", "") != task_sha256(task)) return std::nullopt;
+  if (!category_from_name(e.value("category", ""), &row.category)) return std::nullopt;
+  if (row.category == EvalCategory::kInfraError) return std::nullopt;
+  row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
+  row.ms = e.value("ms", 0L);
+  row.reason = j.value("reason", "");
+  return row;
+}
+
+Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,
+                            const RunStore& store, const EvalObserver& observer) {
+  Runner r(tasks, opt, store, observer);
+  return r.run();
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,84 @@
+// `lazyagent-oci eval`: many tasks, run concurrently through one podman
+// service.
+//
+// Threads in this one process, `jobs + prepare` of them; each owns its own
+// podman client (its own connection, kept open from task to task) and takes
+// the next task from a shared counter. Each task is the ordinary pipeline
+// (`test`'s, sandbox_run.h, or `run`'s, agent_run.h) with every isolation and
+// verification step, attempted as eval_attempts.h decides.
+// At most `jobs` sandboxes run their tests at once (run slots); the other
+// threads meanwhile create and verify the next sandboxes and remove finished
+// ones, so the slots never wait for that work (the pipeline's "queue" step is
+// the wait for a slot). A planner task holds a slot for its whole run.
+//
+// On-disk layout under --out DIR:
+//   results/<task-id>.json  one per finished task: the JSON `test --json` /
+//                           `run --json` prints (or its error object), plus
+//                           `task_id` and `eval` {category, attempts,
+//                           task_sha256, line, ms}. Written atomically (temp,
+//                           fsync, rename) only once the task has its
+//                           category, so a crash mid-task leaves no file and
+//                           the task runs again.
+//   summary.json            the last run's summary (eval_summary.h)
+// Resuming: a task whose result file exists, names the same task_sha256 and
+// holds a verdict (not infra_error) is skipped; every other task runs.
+// SIGINT/SIGTERM: no new task starts; each running pipeline removes its
+// container and private copy on the way out (their scope guards); the
+// interrupted tasks get no result file.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "eval_attempts.h"
+#include "eval_summary.h"
+#include "eval_tasks.h"
+#include "result.h"
+#include "run_store.h"
+
+namespace lazyagent {
+
+struct EvalOptions {
+  Config config;                     // the base config; tasks override seed/allow/command/image
+  std::int64_t timeout_seconds = 120;
+  int jobs = 2;                      // sandboxes running their tests at once
+  int prepare = -1;                  // more sandboxes created/verified or removed meanwhile (-1 = jobs)
+  AttemptPolicy attempts;
+  // Judge each patch against the seed's unpatched tests (triage_run.h): a
+  // patch that breaks another test is not a pass. Retries and reruns stay
+  // with `attempts` (eval_attempts.h), so the judge does neither.
+  bool baseline = true;
+  std::string out_dir;
+  std::string socket;                // podman's socket
+};
+
+struct EvalEvent {
+  enum class Kind { kStarted, kFinished, kSkipped };
+  Kind kind = Kind::kStarted;
+  EvalRow row;  // id only for kStarted
+};
+// Called from worker threads, one call at a time (the runner serialises them).
+using EvalObserver = std::function<void(const EvalEvent&)>;
+
+struct EvalReport {
+  std::vector<EvalRow> rows;  // finished and skipped tasks, in no particular order
+  bool interrupted = false;
+  long wall_ms = 0;
+};
+
+std::string eval_result_path(const std::string& out_dir, const std::string& task_id);
+
+// The task's config: the base with the task's seed/allow/command/image.
+Config task_config(const Config& base, const EvalTask& task);
+
+// The finished row recorded for this task under out_dir, if its result file
+// is for the same task (task_sha256) and holds a verdict.
+std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task);
+
+Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,
+                            const RunStore& store, const EvalObserver& observer);
+
+}  // namespace lazyagent

@@ -1,0 +1,168 @@
+// Eval: attempts -> category, the summary, the progress text, resuming.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "eval_attempts.h"
+#include "eval_progress.h"
+#include "eval_runner.h"
+#include "eval_summary.h"
+#include "unit_tmp.h"
+
+using namespace lazyagent;
+
+namespace {
+
+TestResult result(const std::string& status, bool passed, const std::string& run_id) {
+  TestResult r;
+  r.status = status;
+  r.tests_passed = passed;
+  r.run_id = run_id;
+  r.reason = passed ? "" : "tests failed: 1 of 3";
+  return r;
+}
+
+// An attempt function that replays a script and counts its calls.
+struct Script {
+  std::vector<Result<TestResult>> replies;
+  std::size_t calls = 0;
+  AttemptFn fn() {
+    return [this]() -> Result<TestResult> { return replies.at(calls++); };
+  }
+};
+
+Result<TestResult> pass(const std::string& id = "r-p") { return result("passed", true, id); }
+Result<TestResult> fail(const std::string& id = "r-f") { return result("failed", false, id); }
+Result<TestResult> infra() { return engine_error("podman said 500: boom"); }
+
+}  // namespace
+
+TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
+  Script s{{pass()}};
+  TaskVerdict v = run_attempts(s.fn(), {});
+  CHECK(v.category == EvalCategory::kPassed);
+  CHECK(s.calls == 1);
+
+  s = Script{{fail(), pass()}};  // no reruns asked: a failure is final
+  v = run_attempts(s.fn(), {0, 1});
+  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(s.calls == 1);
+
+  s = Script{{fail("r-1"), fail("r-2"), pass("r-3")}};
+  v = run_attempts(s.fn(), {2, 1});
+  CHECK(v.category == EvalCategory::kFlaky);
+  CHECK(s.calls == 3);
+  REQUIRE(v.final.ok());
+  CHECK(v.final->run_id == "r-3");
+  REQUIRE(v.attempts.size() == 3);
+  CHECK(v.attempts[0].outcome == "failed");
+  CHECK(v.attempts[0].run_id == "r-1");
+
+  s = Script{{fail(), fail(), fail()}};
+  v = run_attempts(s.fn(), {2, 1});
+  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(s.calls == 3);
+
+  Result<TestResult> refused = result("refused", false, "r-x");
+  s = Script{{refused}};
+  v = run_attempts(s.fn(), {3, 1});
+  CHECK(v.category == EvalCategory::kRefused);
+  CHECK(s.calls == 1);  // a refusal is deterministic: never rerun
+
+  s = Script{{infra(), pass()}};
+  v = run_attempts(s.fn(), {0, 1});
+  CHECK(v.category == EvalCategory::kPassed);  // the retry is not a rerun: not flaky
+  CHECK(s.calls == 2);
+
+  s = Script{{infra(), infra(), pass()}};
+  v = run_attempts(s.fn(), {5, 1});
+  CHECK(v.category == EvalCategory::kInfraError);
+  CHECK(s.calls == 2);
+  REQUIRE_FALSE(v.final.ok());
+  CHECK(v.final.error().message == "podman said 500: boom");
+
+  s = Script{{fail("r-1"), infra(), infra()}};  // broke only on the rerun: still a test failure
+  v = run_attempts(s.fn(), {1, 1});
+  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(v.final->run_id == "r-1");
+
+  s = Script{{Error{ErrorKind::kInterrupted, "interrupted by signal 2"}, pass()}};
+  v = run_attempts(s.fn(), {3, 1});
+  CHECK(v.interrupted);
+  CHECK(s.calls == 1);
+}
+
+TEST_CASE("eval summary: counts and ids per category, skipped and not run") {
+  std::vector<EvalRow> rows = {
+      {"a", EvalCategory::kPassed, false, 1, 10, ""},
+      {"b", EvalCategory::kFailed, true, 1, 10, "tests failed"},
+      {"c", EvalCategory::kRefused, false, 1, 0, ""},
+      {"d", EvalCategory::kInfraError, false, 2, 5, "podman said 500"},
+      {"e", EvalCategory::kFlaky, false, 2, 20, ""},
+      {"f", EvalCategory::kPassed, true, 1, 10, ""},
+  };
+  EvalSummary s = summarize({"a", "b", "c", "d", "e", "f", "g"}, rows);
+  s.jobs = 2;
+  s.wall_ms = 1234;
+  nlohmann::json j = summary_to_json(s);
+  CHECK(j["total"] == 7);
+  CHECK(j["finished"] == 6);
+  CHECK(j["passed"] == nlohmann::json{{"count", 2}, {"ids", {"a", "f"}}});
+  CHECK(j["failed"] == nlohmann::json{{"count", 1}, {"ids", {"b"}}});
+  CHECK(j["refused"]["ids"] == nlohmann::json{"c"});
+  CHECK(j["infra_error"]["ids"] == nlohmann::json{"d"});
+  CHECK(j["flaky"]["ids"] == nlohmann::json{"e"});
+  CHECK(j["skipped"] == nlohmann::json{{"count", 2}, {"ids", {"b", "f"}}});
+  CHECK(j["not_run"]["ids"] == nlohmann::json{"g"});
+  CHECK(eval_exit_code(s) == 5);
+  CHECK(summary_table(s, 1) ==
+        "category     count  tasks\n"
+        "passed           2  a, +1 more\n"
+        "failed           1  b\n"
+        "refused          1  c\n"
+        "infra_error      1  d\n"
+        "flaky            1  e\n"
+        "(skipped)        2  b, +1 more\n"
+        "(not run)        1  g\n"
+        "total 7 task(s), 2 job(s), 1234 ms\n");
+
+  EvalSummary clean = summarize({"a", "b"}, {rows[0], rows[1]});
+  CHECK(eval_exit_code(clean) == 0);  // a failing test is a verdict, not an eval failure
+}
+
+TEST_CASE("eval progress: the bar and the plain lines") {
+  CHECK(progress_bar(5, 10, {3, 1, 1, 0, 0}, 10) ==
+        "[#####-----]  5/10  passed 3 failed 1 refused 1 infra_error 0 flaky 0");
+  EvalEvent e{EvalEvent::Kind::kFinished, {"t\x1b[2J", EvalCategory::kFailed, false, 2, 412, "tests failed: 1"}};
+  CHECK(progress_event_line(e, 3, 50) == "eval: [3/50] t\\x1b[2J: failed (2 attempts, 412 ms): tests failed: 1");
+  e.kind = EvalEvent::Kind::kSkipped;
+  CHECK(progress_event_line(e, 4, 50) == "eval: [4/50] t\x1b[2J: skipped (failed in an earlier run)");
+}
+
+TEST_CASE("eval resume: only a result for the same task with a verdict is finished") {
+  Tmp t;
+  std::filesystem::create_directories(t.path + "/results");
+  EvalTask task;
+  task.id = "a";
+  task.patch_json = "{}";
+  auto write = [&](const std::string& category, const std::string& sha) {
+    std::ofstream(eval_result_path(t.path, "a"))
+        << nlohmann::json{{"reason", "tests failed"},
+                          {"eval", {{"category", category}, {"task_sha256", sha}, {"ms", 7}, {"attempts", {1, 2}}}}}
+               .dump();
+  };
+  CHECK_FALSE(finished_row(t.path, task).has_value());  // no file
+  write("failed", task_sha256(task));
+  auto row = finished_row(t.path, task);
+  REQUIRE(row.has_value());
+  CHECK(row->category == EvalCategory::kFailed);
+  CHECK(row->skipped);
+  CHECK(row->attempts == 2);
+  CHECK(row->ms == 7);
+  write("infra_error", task_sha256(task));
+  CHECK_FALSE(finished_row(t.path, task).has_value());  // infrastructure errors are retried
+  write("passed", std::string(64, '0'));
+  CHECK_FALSE(finished_row(t.path, task).has_value());  // another task under the same id
+  std::ofstream(eval_result_path(t.path, "a")) << "{\"eval\":";  // torn by hand
+  CHECK_FALSE(finished_row(t.path, task).has_value());
+}
