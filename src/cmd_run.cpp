@@ -10,6 +10,7 @@
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
+  if (auto k8s = k8s_backend_args(args)) return cmd_run_k8s(*k8s);  // --backend k8s
   std::string instruction, seed, test_command, config_path;
   std::vector<std::string> allow;
   long timeout = 0;
@@ -18,7 +19,8 @@ int cmd_run(const std::vector<std::string>& args) {
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
-              "go to the provider you configured (`lazyagent-oci configure`).");
+              "go to the provider you configured (`lazyagent-oci configure`).\n"
+              "On Kubernetes: `lazyagent-oci run --backend k8s --help`.");
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");

@@ -298,6 +298,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                        "'bridge', 'host' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")}})},
+            {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
+                              {"secret", r.string(&cfg.k8s.secret)},
+                              {"runtime_class", r.string(&cfg.k8s.runtime_class)},
+                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)}})},
         });
     if (!r.errors().empty()) {
       std::string all;
