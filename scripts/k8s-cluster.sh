@@ -278,11 +278,10 @@ write_config() {
   mkdir -p "$C_STATE/cni/net.d" "$C_STATE/cni/ipam" "$C_STATE/ctrd" "$C_STATE/kubelet"
   # The no-network runtime: the runc v2 shim drives runsc (gVisor) instead of runc.
   # runsc speaks runc's command line; --network=none gives every sandbox only its own
-  # loopback, whatever network namespace the CNI prepared.
-  cat >"$C_STATE/runsc-nonet" <<EOF
-#!/bin/sh
-exec "$C_ROOT/usr/bin/runsc" --network=none "\$@"
-EOF
+  # loopback, whatever network namespace the CNI prepared. Debian ships no runsc shim;
+  # scripts/runsc-nonet.py bridges the two differences from runc that matter to the shim.
+  cp "$LAZYAGENT_ROOT/scripts/runsc-nonet.py" "$C_STATE/runsc-nonet.py"
+  printf '#!/bin/sh\nexec python3 %s %s "$@"\n' "$C_STATE/runsc-nonet.py" "$C_ROOT/usr/bin/runsc" >"$C_STATE/runsc-nonet"
   chmod 0755 "$C_STATE/runsc-nonet"
   cat >"$C_STATE/conf/containerd.toml" <<EOF
 version = 2
