@@ -213,7 +213,9 @@ Result<json> parse_reply(const K8sResponse& r, const std::string& what) {
 }  // namespace
 
 Result<json> K8sClient::version() {
-  auto r = call("GET", "/version", "", {.timeout_ms = 10000});
+  K8sRequestOptions o;
+  o.timeout_ms = 10000;
+  auto r = call("GET", "/version", "", o);
   if (auto st = expect(r, {200}, "reading the API server's version"); !st) return st.error();
   return parse_reply(*r, "reading the API server's version");
 }
@@ -302,8 +304,10 @@ Result<WatchEnd> K8sClient::watch_until(const K8sKind& kind, const std::string& 
       lq.watch = false;
       lq.resource_version.clear();
       lq.timeout_seconds = 0;
-      auto r = call("GET", k8s_path(kind, ns) + k8s_query(lq), "",
-                    {.timeout_ms = std::max(1000L, std::min(30000L, remaining_ms(deadline))), .interruptible = true});
+      K8sRequestOptions lo;
+      lo.timeout_ms = std::max(1000L, std::min(30000L, remaining_ms(deadline)));
+      lo.interruptible = true;
+      auto r = call("GET", k8s_path(kind, ns) + k8s_query(lq), "", lo);
       if (auto st = expect(r, {200}, what); !st) return st.error();
       auto j = parse_reply(*r, what);
       if (!j) return j.error();
@@ -369,7 +373,10 @@ Result<K8sResponse> K8sClient::pod_log(const std::string& ns, const std::string&
                                        std::size_t limit_bytes) {
   const std::string path = k8s_path(kK8sPods, ns, pod) + "/log?container=" + k8s_url_escape(container) +
                            "&limitBytes=" + std::to_string(limit_bytes);
-  auto r = call("GET", path, "", {.timeout_ms = 60000, .max_body = limit_bytes + 1});
+  K8sRequestOptions o;
+  o.timeout_ms = 60000;
+  o.max_body = limit_bytes + 1;
+  auto r = call("GET", path, "", o);
   if (auto st = expect(r, {200}, "reading the log of pod " + ns + "/" + pod); !st) return st.error();
   return *r;
 }

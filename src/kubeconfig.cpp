@@ -44,11 +44,12 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 
 // A named entry of a kubeconfig list (clusters, users, contexts): its inner map.
 YAML::Node find_named(const YAML::Node& list, const std::string& name, const char* inner) {
-  if (!list || !list.IsSequence()) return YAML::Node();
-  for (const auto& item : list) {
-    if (item["name"] && item["name"].as<std::string>() == name) return item[inner];
+  if (list && list.IsSequence()) {
+    for (const auto& item : list) {
+      if (item["name"] && item["name"].as<std::string>() == name && item[inner].IsMap()) return item[inner];
+    }
   }
-  return YAML::Node();
+  return YAML::Node(YAML::NodeType::Undefined);
 }
 
 std::string str(const YAML::Node& n, const char* key) {
@@ -82,10 +83,10 @@ Result<K8sConnection> parse_kubeconfig(const std::string& yaml_text, const std::
     const std::string ctx_name = context.empty() ? str(root, "current-context") : context;
     if (ctx_name.empty()) return usage_error(source + ": no current-context (pass a context)");
     const YAML::Node ctx = find_named(root["contexts"], ctx_name, "context");
-    if (!ctx) return usage_error(source + ": context '" + ctx_name + "' is not in contexts");
+    if (!ctx.IsMap()) return usage_error(source + ": context '" + ctx_name + "' is not in contexts");
     const std::string cluster_name = str(ctx, "cluster"), user_name = str(ctx, "user");
     const YAML::Node cluster = find_named(root["clusters"], cluster_name, "cluster");
-    if (!cluster) return usage_error(source + ": cluster '" + cluster_name + "' (context " + ctx_name + ") is not in clusters");
+    if (!cluster.IsMap()) return usage_error(source + ": cluster '" + cluster_name + "' (context " + ctx_name + ") is not in clusters");
     K8sConnection c;
     c.source = "kubeconfig " + source + " (context " + ctx_name + ")";
     c.server = str(cluster, "server");
@@ -101,7 +102,7 @@ Result<K8sConnection> parse_kubeconfig(const std::string& yaml_text, const std::
     if (const std::string ns = str(ctx, "namespace"); !ns.empty()) c.default_namespace = ns;
     if (!user_name.empty()) {
       const YAML::Node user = find_named(root["users"], user_name, "user");
-      if (!user) return usage_error(source + ": user '" + user_name + "' (context " + ctx_name + ") is not in users");
+      if (!user.IsMap()) return usage_error(source + ": user '" + user_name + "' (context " + ctx_name + ") is not in users");
       const std::string where = source + ": users[" + user_name + "]";
       if (user["exec"] || user["auth-provider"]) {
         return usage_error(where + ": exec and auth-provider credential plugins are not supported; use a token or a client certificate");

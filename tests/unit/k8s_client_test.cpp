@@ -36,18 +36,20 @@ struct FakeApi {
   std::vector<std::string> requests;  // "METHOD path?query auth"
 
   FakeApi() {
-    server.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+    // Recorded before routing: the client may see its reply before a logger would run.
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
       std::lock_guard<std::mutex> l(mu);
       std::string q;
       for (const auto& [k, v] : req.params) q += (q.empty() ? "?" : "&") + k + "=" + v;
       requests.push_back(req.method + " " + req.path + q + " " + req.get_header_value("Authorization"));
+      return httplib::Server::HandlerResponse::Unhandled;
     });
   }
   void start() {
     port = server.bind_to_any_port("127.0.0.1");
     REQUIRE(port > 0);
     thread = std::thread([this] { server.listen_after_bind(); });
-    server.wait_until_ready();
+    for (int i = 0; i < 200 && !server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ~FakeApi() {
     server.stop();

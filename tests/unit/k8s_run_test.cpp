@@ -58,7 +58,7 @@ TEST_CASE("adapt_documents: the plain-http opt-in adds a hostAlias to the planne
   s.plain_http_provider_ip = "10.1.2.3";
   s.runtime_class = "";
   adapt_documents(d, s, "r-1");
-  CHECK(d.planner_job["spec"]["template"]["spec"]["hostAliases"] ==
+  CHECK(json(d.planner_job["spec"]["template"]["spec"]["hostAliases"]) ==
         json::parse(R"([{"ip":"10.1.2.3","hostnames":["host.containers.internal"]}])"));
   CHECK_FALSE(d.sandbox_job["spec"]["template"]["spec"].contains("hostAliases"));
   CHECK_FALSE(d.sandbox_job["spec"]["template"]["spec"].contains("runtimeClassName"));
