@@ -64,7 +64,7 @@ struct EngineConfig {
 struct K8sConfig {
   std::string ns = "default";                     // namespace of the run's objects
   std::string secret = "lazyagent-provider";      // the provider Secret (keys base_url, model, api_key)
-  std::string runtime_class = "lazyagent-nonet";  // the sandbox pod's RuntimeClass ("" = none)
+  std::string runtime_class = "lazyagent-nonet";  // the sandbox pod's RuntimeClass ("none" = none)
   // Opt-in to a provider reached over plain http from inside the cluster:
   // the planner pod resolves host.containers.internal to this address, so
   // base_url http://host.containers.internal:PORT/v1 reaches it. Empty =

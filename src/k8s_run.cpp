@@ -58,7 +58,7 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   K8sRunSettings s;
   s.ns = config.k8s.ns;
   s.secret = config.k8s.secret;
-  s.runtime_class = config.k8s.runtime_class;
+  s.runtime_class = config.k8s.runtime_class == "none" ? "" : config.k8s.runtime_class;
   s.plain_http_provider_ip = config.k8s.plain_http_provider_ip;
   return s;
 }
@@ -339,9 +339,19 @@ class K8sPipeline {
       return out;
     }
     out.end = pod_end(end->object);
-    if (out.end.reason == "DeadlineExceeded") out.timed_out = true;
+    // A pod that failed without its container's own termination record was
+    // killed from outside: the Job's activeDeadlineSeconds (the deadline).
+    if (out.end.reason == "DeadlineExceeded" || (out.end.terminated && out.end.exit_code < 0)) {
+      out.timed_out = true;
+      return out;
+    }
     auto log = k8s_.pod_log(req_.k8s.ns, out.pod, container, log_bytes);
-    if (!log) return log.error();
+    if (!log) {
+      const json term = end->object.value("/status/containerStatuses/0/state/terminated"_json_pointer, json::object());
+      return log.error().context("the container ended (exit " + std::to_string(out.end.exit_code) + ", " +
+                                 out.end.reason + (term.contains("message") ? ": " + term.value("message", "") : "") +
+                                 ") but its log cannot be read");
+    }
     out.log = to_valid_utf8(log->body);
     out.log_truncated = log->truncated || log->body.size() >= log_bytes;
     return out;
@@ -451,7 +461,9 @@ class K8sPipeline {
 
   Status logs() {
     const ProbeReport probe = take_probe(sandbox_run_.log, &res_.test_output);
-    auto violations = probe_violations(probe, policy_);
+    // A pod killed at its deadline may have left no log to judge: a timeout verdict.
+    auto violations = sandbox_run_.timed_out && !probe.found ? std::vector<std::string>{}
+                                                              : probe_violations(probe, policy_);
     // gVisor's /proc/self/status has no NoNewPrivs line at all (runc's says 0
     // or 1): under the no-network RuntimeClass an absent line cannot be
     // judged and is reported as not observable; a "0" is still a violation.

@@ -152,6 +152,16 @@ class Provider {
   std::string config_, url_, secret_;
 };
 
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
 StubReply reply(const std::string& patch) {
   StubReply r;
   r.content = json::parse(patch).dump();
@@ -249,14 +259,22 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen) == 0);
   const int lport = ntohs(a.sin_port);
   std::atomic<int> accepted{0};
-  std::thread acceptor([&] {
-    for (;;) {
-      const int c = ::accept(lfd, nullptr, nullptr);
-      if (c < 0) return;
-      ++accepted;
-      ::close(c);
+  struct Acceptor {
+    int fd;
+    std::thread t;
+    ~Acceptor() {
+      ::shutdown(fd, SHUT_RDWR);
+      ::close(fd);
+      if (t.joinable()) t.join();
     }
-  });
+  } acceptor{lfd, std::thread([&accepted, lfd] {
+               for (;;) {
+                 const int c = ::accept(lfd, nullptr, nullptr);
+                 if (c < 0) return;
+                 ++accepted;
+                 ::close(c);
+               }
+             })};
   const std::string prelude =
       "import socket, os\n"
       "def _lz_try(host, port):\n"
@@ -264,19 +282,24 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
       "        s = socket.create_connection((host, port), timeout=3); s.close(); return 'OPEN'\n"
       "    except Exception as e:\n"
       "        return 'BLOCKED ' + type(e).__name__\n"
+      "print('LZ-EGRESS start', flush=True)\n"
       "print('LZ-EGRESS host:', _lz_try('" + host_ip() + "', " + std::to_string(lport) + "), flush=True)\n"
       "_lz_hits = 0; _lz_files = 0\n"
-      "for _d in ('/seed', '/work', '/tmp', '/etc', '/run', '/var/run', '/proc/self'):\n"
+      "for _d in ('/seed', '/work', '/tmp', '/etc', '/run', '/var/run', '/home', '/root'):\n"
       "    for _r, _ds, _fs in os.walk(_d):\n"
       "        for _f in _fs:\n"
+      "            _p = os.path.join(_r, _f)\n"
+      "            if os.path.islink(_p) or not os.path.isfile(_p): continue  # a FIFO would block\n"
       "            try:\n"
       "                _lz_files += 1\n"
-      "                if b'" + kKey + "'[:20] in open(os.path.join(_r, _f), 'rb').read(1 << 20): _lz_hits += 1\n"
+      "                if bytes.fromhex('" + hex(kKey) + "') in open(os.path.join(_r, _f), 'rb').read(1 << 20): _lz_hits += 1\n"
       "            except Exception: pass\n"
+      "_lz_hits += bytes.fromhex('" + hex(kKey) + "') in open('/proc/self/environ', 'rb').read()\n"
       "print('LZ-SCAN files:', _lz_files, 'hits:', _lz_hits, flush=True)\n";
   Provider p({reply(attack_patch(prelude))});
   const long before = p.stub().requests();
   CliResult r = p.run();
+  INFO(r.out << r.err);
   const json j = parse_result(r);
   const std::string out = j["test_output"];
   INFO(out);
@@ -295,13 +318,10 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   ::close(probe);
   for (int i = 0; i < 50 && accepted == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(accepted == 1);  // only the control connection
-  ::shutdown(lfd, SHUT_RDWR);
-  ::close(lfd);
-  acceptor.join();
 }
 
 TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface and no run passes", "[k8s]") {
-  Provider p({reply(fixing_patch())}, "  runtime_class: \"\"\n");
+  Provider p({reply(fixing_patch())}, "  runtime_class: none\n");
   CliResult r = p.run();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 5);
