@@ -177,7 +177,7 @@ json parse_result(const CliResult& r) {
 
 }  // namespace
 
-TEST_CASE("k8s: a fixing patch passes; the sandbox pod had only lo; everything of the run is deleted", "[k8s]") {
+TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
   Provider p({reply(fixing_patch())});
   K8sClient k = client();
   Recorder pods(kK8sPods, "io.lazyagent.role=sandbox");
