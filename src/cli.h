@@ -82,4 +82,11 @@ int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 
+// The Kubernetes backend (cmd_k8s.cpp). k8s_backend_args: when `args` ask
+// for `--backend k8s`, the args without it; nullopt otherwise.
+std::optional<std::vector<std::string>> k8s_backend_args(const std::vector<std::string>& args);
+int cmd_run_k8s(const std::vector<std::string>& args);
+int cmd_configure_k8s(const std::vector<std::string>& args);
+int cmd_reap_k8s(const std::vector<std::string>& args);
+
 }  // namespace lazyagent

@@ -29,6 +29,7 @@ std::vector<std::string> secret_names(const Config& c) {
 }  // namespace
 
 int cmd_configure(const std::vector<std::string>& args) {
+  if (auto k8s = k8s_backend_args(args)) return cmd_configure_k8s(*k8s);  // --backend k8s
   std::string config_path;
   bool json_out = false;
   ArgParser p("configure", "[--config FILE] [--json]",
@@ -38,7 +39,8 @@ int cmd_configure(const std::vector<std::string>& args) {
               "  CODING_AGENT_MODEL     the model name\n"
               "  CODING_AGENT_API_KEY   the key (read it with: read -rsp 'key: ' CODING_AGENT_API_KEY)\n"
               "The names come from the config's provider.secrets. Existing secrets are replaced.\n"
-              "Values are never printed; unset the variables afterwards.");
+              "Values are never printed; unset the variables afterwards.\n"
+              "For Kubernetes (one Secret): `lazyagent-oci configure --backend k8s --help`.");
   p.option("--config", &config_path, "FILE", "config file");
   p.flag("--json", &json_out, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;

@@ -10,6 +10,7 @@
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
+  if (auto k8s = k8s_backend_args(args)) return cmd_run_k8s(*k8s);  // --backend k8s
   std::string instruction, seed, test_command, config_path, runtime;
   bool accept_weaker = false;
   std::vector<std::string> allow;
@@ -25,7 +26,8 @@ int cmd_run(const std::vector<std::string>& args) {
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
               "go to the provider you configured (`lazyagent-oci configure`). With --attempts N, a failing\n"
               "attempt's bounded, escaped test output goes back to the planner for a new patch, proven in\n"
-              "a fresh sandbox, until one passes, N attempts were made or --max-tokens were used.");
+              "a fresh sandbox, until one passes, N attempts were made or --max-tokens were used.\n"
+              "On Kubernetes: `lazyagent-oci run --backend k8s --help`.");
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");

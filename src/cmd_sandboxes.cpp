@@ -88,11 +88,12 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
 }
 
 int cmd_reap(const std::vector<std::string>& args) {
+  if (auto k8s = k8s_backend_args(args)) return cmd_reap_k8s(*k8s);  // --backend k8s
   bool all = false, as_json = false;
   ArgParser p("reap", "[--all] [--json]",
               "Removes lazyagent-oci containers (found by label) and private seed copies whose\n"
               "owning process is gone, e.g. after `kill -9`. Runs in progress are left alone\n"
-              "unless --all is given.");
+              "unless --all is given. On Kubernetes: `lazyagent-oci reap --backend k8s --help`.");
   p.flag("--all", &all, "also remove containers of runs that are still in progress");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;

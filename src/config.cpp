@@ -373,6 +373,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"repair", r.nested({{"attempts", r.integer(&cfg.repair.attempts, 1, 20)},
                                  {"max_tokens", r.integer(&cfg.repair.max_tokens, 0, std::int64_t{1} << 40)},
                                  {"rerun", r.integer(&cfg.repair.rerun, 0, 10)}})},
+            {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
+                              {"secret", r.string(&cfg.k8s.secret)},
+                              {"runtime_class", r.string(&cfg.k8s.runtime_class)},
+                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

@@ -86,6 +86,19 @@ struct RepairConfig {
   std::int64_t rerun = 0;       // re-runs of a failing verdict, to tell flaky tests
 };
 
+// The Kubernetes backend (`--backend k8s`, k8s_run.h). Names are checked
+// when a run uses them.
+struct K8sConfig {
+  std::string ns = "default";                     // namespace of the run's objects
+  std::string secret = "lazyagent-provider";      // the provider Secret (keys base_url, model, api_key)
+  std::string runtime_class = "lazyagent-nonet";  // the sandbox pod's RuntimeClass ("none" = none)
+  // Opt-in to a provider reached over plain http from inside the cluster:
+  // the planner pod resolves host.containers.internal to this address, so
+  // base_url http://host.containers.internal:PORT/v1 reaches it. Empty =
+  // https only. Named in every result that used it.
+  std::string plain_http_provider_ip;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -99,6 +112,7 @@ struct Config {
   EngineConfig engine;
   UserNamespaceConfig user_namespace;
   RepairConfig repair;
+  K8sConfig k8s;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

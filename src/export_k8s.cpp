@@ -350,25 +350,43 @@ std::string readme(const ExportInput& in, const Names& n, const std::vector<std:
 
 }  // namespace
 
-Result<ExportBundle> export_k8s(const ExportInput& in) {
+Result<K8sDocuments> k8s_documents(const ExportInput& in) {
   auto names = names_for(in);
   if (!names) return names.error().context("kubernetes export");
   const Names& n = *names;
 
-  std::vector<std::string> empty_dirs;
-  auto files = seed_files(in.seed, in.patch, &empty_dirs);
+  K8sDocuments d;
+  auto files = seed_files(in.seed, in.patch, &d.empty_dirs);
   if (!files) return files.error().context("kubernetes export: seed ConfigMap");
   auto seed_cm = files_configmap(metadata(n.seed_cm, n, "sandbox"), *files);
   if (!seed_cm) return seed_cm.error().context("kubernetes export: seed ConfigMap");
   auto task_cm = task_configmap(in, n);
   if (!task_cm) return task_cm.error().context("kubernetes export");
+  d.seed_configmap = seed_cm->manifest;
+  d.task_configmap = *task_cm;
+  d.network_policy = network_policy(n);
+  d.planner_job = planner_job(in, n);
+  d.sandbox_job = sandbox_job(in, n, seed_cm->items);
+  ExportBundle lines;
+  policy_lines(in, n, lines);
+  d.enforced = std::move(lines.enforced);
+  d.not_enforced = std::move(lines.not_enforced);
+  return d;
+}
+
+Result<ExportBundle> export_k8s(const ExportInput& in) {
+  auto names = names_for(in);
+  if (!names) return names.error().context("kubernetes export");
+  const Names& n = *names;
+  auto d = k8s_documents(in);
+  if (!d) return d.error();
 
   const std::pair<const char*, ordered_json> docs[] = {
-      {"10-seed-configmap.yaml", seed_cm->manifest},
-      {"20-task-configmap.yaml", *task_cm},
-      {"30-sandbox-networkpolicy.yaml", network_policy(n)},
-      {"40-planner-job.yaml", planner_job(in, n)},
-      {"50-sandbox-job.yaml", sandbox_job(in, n, seed_cm->items)},
+      {"10-seed-configmap.yaml", d->seed_configmap},
+      {"20-task-configmap.yaml", d->task_configmap},
+      {"30-sandbox-networkpolicy.yaml", d->network_policy},
+      {"40-planner-job.yaml", d->planner_job},
+      {"50-sandbox-job.yaml", d->sandbox_job},
   };
   ExportBundle bundle;
   for (const auto& [path, doc] : docs) {
@@ -376,8 +394,9 @@ Result<ExportBundle> export_k8s(const ExportInput& in) {
     if (!text) return text.error().context(std::string("kubernetes export: ") + path);
     bundle.files.push_back({path, *text, 0644});
   }
-  policy_lines(in, n, bundle);
-  std::string text = readme(in, n, empty_dirs) + "\nEnforced:\n";
+  bundle.enforced = d->enforced;
+  bundle.not_enforced = d->not_enforced;
+  std::string text = readme(in, n, d->empty_dirs) + "\nEnforced:\n";
   for (const auto& l : bundle.enforced) text += "  - " + l + "\n";
   text += "\nNot enforced:\n";
   for (const auto& l : bundle.not_enforced) text += "  - " + l + "\n";

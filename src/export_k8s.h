@@ -31,6 +31,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "export_common.h"
 #include "result.h"
@@ -47,5 +51,15 @@ inline constexpr const char* kK8sSecretSuffix = "-provider";
 // ConfigMap cannot carry (symlinks, over 1 MiB) or a value YAML cannot carry;
 // kPatch for a patch that does not fit the seed.
 Result<ExportBundle> export_k8s(const ExportInput& input);
+
+// The same documents as objects, for a backend that creates them through the
+// API itself (k8s_run.h) instead of writing files: one policy, one builder.
+struct K8sDocuments {
+  nlohmann::ordered_json seed_configmap, task_configmap, network_policy, planner_job, sandbox_job;
+  std::vector<std::string> empty_dirs;    // seed directories a ConfigMap cannot carry
+  std::vector<std::string> enforced;      // ExportBundle's lines, same wording
+  std::vector<std::string> not_enforced;
+};
+Result<K8sDocuments> k8s_documents(const ExportInput& input);
 
 }  // namespace lazyagent

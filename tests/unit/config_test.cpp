@@ -185,7 +185,7 @@ TEST_CASE("unknown keys are errors naming the full key path and the valid keys",
   CHECK(error_of("sed: ../seed") ==
         "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair)");
+        "patch, provider, engine, user_namespace, repair, k8s)");
   CHECK(error_of("limits: {memory: 5}") ==
         "cfg.yaml: limits.memory: unknown key (valid keys: memory_mib, pids, cpus, nofile, nproc, "
         "work_tmpfs_mib, tmp_tmpfs_mib, log_bytes)");
@@ -224,7 +224,7 @@ TEST_CASE("all errors are reported, one per line", "[config]") {
         "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'\n"
         "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair)");
+        "patch, provider, engine, user_namespace, repair, k8s)");
 }
 
 TEST_CASE("YAML syntax errors report line and column", "[config]") {
@@ -309,4 +309,22 @@ TEST_CASE("a stray ',' is invalid YAML, not a hang (fuzz regression)", "[config]
   // Counting documents the new way changes nothing else.
   CHECK(error_in_child("a: 1\n---\nb: 2\n") == "cfg.yaml: expected one YAML document, found 2");
   CHECK(error_in_child("") == "accepted");
+}
+
+TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in; unknown keys named") {
+  auto c = lazyagent::parse_config(
+      "k8s: {namespace: lz, secret: prov, runtime_class: none, plain_http_provider_ip: 10.0.0.1}\n", "cfg.yaml", "/tmp");
+  REQUIRE(c.ok());
+  CHECK(c->k8s.ns == "lz");
+  CHECK(c->k8s.secret == "prov");
+  CHECK(c->k8s.runtime_class == "none");
+  CHECK(c->k8s.plain_http_provider_ip == "10.0.0.1");
+  auto d = lazyagent::parse_config("", "cfg.yaml", "/tmp");
+  REQUIRE(d.ok());
+  CHECK(d->k8s.runtime_class == "lazyagent-nonet");
+  CHECK(d->k8s.plain_http_provider_ip.empty());  // https only unless opted in
+  auto bad = lazyagent::parse_config("k8s: {namespce: x}\n", "cfg.yaml", "/tmp");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip)");
 }

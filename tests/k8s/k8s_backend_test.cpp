@@ -1,0 +1,411 @@
+// `--backend k8s` end to end on a real cluster (scripts/k8s-cluster.sh): the
+// real CLI, the real planner and sandbox images in containerd, the project's
+// scripted provider as the model. Needs KUBECONFIG (or the local cluster's
+// kubeconfig, found through `scripts/k8s-cluster.sh status`) and
+// LAZYAGENT_K8S_HOST_IP (default 10.244.91.1: the local cluster's bridge
+// gateway, where pods reach this host).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <set>
+#include <thread>
+
+#include "harness.h"
+#include "k8s_client.h"
+#include "kubeconfig.h"
+#include "provider_stub.h"
+#include "sandbox_policy.h"
+
+using nlohmann::json;
+using namespace it;
+using namespace lazyagent;
+
+namespace {
+
+const std::string kKey = "sk-lazyagent-k8s-it-KEY-0a1b2c3d4e5f";
+const std::string kNs = "default";
+
+std::string kubeconfig() {
+  static const std::string path = [] {
+    if (const char* k = std::getenv("KUBECONFIG"); k && *k) return std::string(k);
+    std::string out = sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-cluster.sh status 2>/dev/null");
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }();
+  return path;
+}
+
+std::string host_ip() {
+  const char* ip = std::getenv("LAZYAGENT_K8S_HOST_IP");
+  return ip && *ip ? ip : "10.244.91.1";
+}
+
+K8sClient client() {
+  auto c = load_kubeconfig(kubeconfig());
+  REQUIRE(c.ok());
+  return K8sClient(*c);
+}
+
+std::size_t count_with(K8sClient& k, const K8sKind& kind, const std::string& selector) {
+  auto l = k.list(kind, kNs, selector);
+  REQUIRE(l.ok());
+  return l->value("items", json::array()).size();
+}
+
+std::size_t leftovers(K8sClient& k, const std::string& selector) {
+  return count_with(k, kK8sJobs, selector) + count_with(k, kK8sPods, selector) +
+         count_with(k, kK8sConfigMaps, selector) + count_with(k, kK8sNetworkPolicies, selector);
+}
+
+// Records every object of `kind` matching `selector` seen while it lives
+// (a watch in a detached thread; its state is shared, so it may outlive us).
+class Recorder {
+ public:
+  Recorder(const K8sKind& kind, std::string selector) : st_(std::make_shared<State>()) {
+    auto st = st_;
+    const std::string kc = kubeconfig();
+    std::thread([st, &kind, selector, kc] {
+      auto c = load_kubeconfig(kc);
+      if (!c) return;
+      K8sClient k(*c);
+      K8sListQuery q;
+      q.label_selector = selector;
+      (void)k.watch_until(kind, kNs, q,
+                          [st](const std::string&, const json& obj) {
+                            std::lock_guard<std::mutex> l(st->mu);
+                            st->seen.push_back(obj);
+                            return st->stop.load();
+                          },
+                          900000);
+    }).detach();
+  }
+  std::vector<json> stop() {
+    st_->stop = true;
+    std::lock_guard<std::mutex> l(st_->mu);
+    return st_->seen;
+  }
+  ~Recorder() { st_->stop = true; }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::vector<json> seen;
+    std::atomic<bool> stop{false};
+  };
+  std::shared_ptr<State> st_;
+};
+
+// The scripted provider (listening where pods reach this host), the
+// provider Secret in the cluster (made by `configure --backend k8s`), a config.
+class Provider {
+ public:
+  explicit Provider(std::vector<StubReply> replies, const std::string& extra_yaml = "")
+      : stub_(StubScript{kKey, std::move(replies)}) {
+    auto port = stub_.listen("0.0.0.0", 0);
+    REQUIRE(port.ok());
+    secret_ = "lazyagent-it-provider-" + std::to_string(getpid());
+    config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nprovider:\n  max_retries: 1\n" +
+                                           "k8s:\n  secret: " + secret_ + "\n  plain_http_provider_ip: " + host_ip() +
+                                           "\n" + extra_yaml);
+    url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
+    CliResult r = run_cli(env({{"CODING_AGENT_BASE_URL", url_}, {"CODING_AGENT_MODEL", "stub"},
+                               {"CODING_AGENT_API_KEY", kKey}}),
+                          {"configure", "--backend", "k8s", "--config", config_, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find(kKey) == std::string::npos);
+    CHECK(r.err.find(kKey) == std::string::npos);
+    CHECK(json::parse(r.out)["plain_http_provider"].get<std::string>().find(host_ip()) != std::string::npos);
+  }
+  ~Provider() {
+    K8sClient k = client();
+    (void)k.remove(kK8sSecrets, kNs, secret_);
+    stub_.stop();
+  }
+  CliEnv env(std::map<std::string, std::string> extra = {}) {
+    extra["KUBECONFIG"] = kubeconfig();
+    return CliEnv{state_.path(), extra};
+  }
+  CliResult run(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"run", "--backend", "k8s", "--config", config_, "--json", "--timeout", "60"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(env(), args, 400);
+  }
+  const std::string& config() const { return config_; }
+  ProviderStub& stub() { return stub_; }
+
+ private:
+  ProviderStub stub_;
+  TempDir dir_, state_;
+  std::string config_, url_, secret_;
+};
+
+std::string hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+StubReply reply(const std::string& patch) {
+  StubReply r;
+  r.content = json::parse(patch).dump();
+  return r;
+}
+
+json parse_result(const CliResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  json j = json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
+  Provider p({reply(fixing_patch())});
+  K8sClient k = client();
+  Recorder pods(kK8sPods, "io.lazyagent.role=sandbox");
+  CliResult r = p.run();
+  const json j = parse_result(r);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["status"] == "passed");
+  CHECK(j["test_exit_code"] == 0);
+  CHECK(j["changed_paths"] == json::array({"calculator.py"}));
+  CHECK(j["planner_task_id"] == j["run_id"]);
+  const json k8s = j["policy"]["k8s"];
+  CHECK(k8s["objects"]["sandbox_job"] == j["run_id"].get<std::string>() + "-sandbox");
+  CHECK(j["sandbox_id"].get<std::string>().rfind("default/" + j["run_id"].get<std::string>() + "-sandbox-", 0) == 0);
+  CHECK(j["isolation_probe"]["interfaces"] == json::array({"lo"}));
+  CHECK(k8s["provider_transport"].get<std::string>().find("plain http, opted in") == 0);
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["run_id"].get<std::string>()) == 0);
+
+  // The provider Secret never appears in the sandbox pod's spec or env.
+  const auto seen = pods.stop();
+  bool saw_ours = false;
+  for (const auto& pod : seen) {
+    if (pod.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    saw_ours = true;
+    const std::string spec = pod["spec"].dump();
+    CHECK(spec.find("lazyagent-it-provider") == std::string::npos);
+    CHECK(spec.find("\"secret\"") == std::string::npos);
+    CHECK(spec.find("secretKeyRef") == std::string::npos);
+    CHECK(spec.find("envFrom") == std::string::npos);
+    CHECK(spec.find(kKey) == std::string::npos);
+    CHECK(pod["spec"]["automountServiceAccountToken"] == false);
+    CHECK(pod["spec"]["runtimeClassName"] == "lazyagent-nonet");
+  }
+  CHECK(saw_ours);
+}
+
+TEST_CASE("k8s: a wrong patch fails with the runner's report", "[k8s]") {
+  Provider p({reply(wrong_patch())});
+  CliResult r = p.run();
+  const json j = parse_result(r);
+  CHECK(r.exit_code == 1);
+  CHECK(j["tests_passed"] == false);
+  CHECK(j["test_exit_code"] != 0);
+  CHECK(j["test_output"].get<std::string>().find("FAILED") != std::string::npos);
+}
+
+TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
+  Provider p({reply(patch_json("test_calculator.py", "print('rigged')\n"))});
+  Recorder jobs(kK8sJobs, "io.lazyagent.role");
+  CliResult r = p.run();
+  const json j = parse_result(r);
+  CHECK(r.exit_code == 4);
+  CHECK(j["status"] == "refused");
+  const auto seen = jobs.stop();
+  bool planner = false, sandbox = false;
+  for (const auto& job : seen) {
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    const std::string role = job.value("/metadata/labels/io.lazyagent.role"_json_pointer, std::string());
+    planner = planner || role == "planner";
+    sandbox = sandbox || role == "sandbox";
+  }
+  CHECK(planner);   // the recorder saw the run's Jobs at all
+  CHECK_FALSE(sandbox);
+}
+
+TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or read the key from any file", "[k8s]") {
+  // The prelude runs at import, before the tests: it tries the provider stub
+  // on the host (where the planner just got its patch) and scans the files.
+  // A listener on this host, on every address: a connection from the sandbox would be counted.
+  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(lfd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(lfd, 16) == 0);
+  socklen_t alen = sizeof a;
+  REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen) == 0);
+  const int lport = ntohs(a.sin_port);
+  std::atomic<int> accepted{0};
+  struct Acceptor {
+    int fd;
+    std::thread t;
+    ~Acceptor() {
+      ::shutdown(fd, SHUT_RDWR);
+      ::close(fd);
+      if (t.joinable()) t.join();
+    }
+  } acceptor{lfd, std::thread([&accepted, lfd] {
+               for (;;) {
+                 const int c = ::accept(lfd, nullptr, nullptr);
+                 if (c < 0) return;
+                 ++accepted;
+                 ::close(c);
+               }
+             })};
+  const std::string prelude =
+      "import socket, os\n"
+      "def _lz_try(host, port):\n"
+      "    try:\n"
+      "        s = socket.create_connection((host, port), timeout=3); s.close(); return 'OPEN'\n"
+      "    except Exception as e:\n"
+      "        return 'BLOCKED ' + type(e).__name__\n"
+      "print('LZ-EGRESS start', flush=True)\n"
+      "print('LZ-EGRESS host:', _lz_try('" + host_ip() + "', " + std::to_string(lport) + "), flush=True)\n"
+      "_lz_hits = 0; _lz_files = 0\n"
+      "for _d in ('/seed', '/work', '/tmp', '/etc', '/run', '/var/run', '/home', '/root'):\n"
+      "    for _r, _ds, _fs in os.walk(_d):\n"
+      "        for _f in _fs:\n"
+      "            _p = os.path.join(_r, _f)\n"
+      "            if os.path.islink(_p) or not os.path.isfile(_p): continue  # a FIFO would block\n"
+      "            try:\n"
+      "                _lz_files += 1\n"
+      "                if bytes.fromhex('" + hex(kKey) + "') in open(os.path.join(_r, _f), 'rb').read(1 << 20): _lz_hits += 1\n"
+      "            except Exception: pass\n"
+      "_lz_hits += bytes.fromhex('" + hex(kKey) + "') in open('/proc/self/environ', 'rb').read()\n"
+      "print('LZ-SCAN files:', _lz_files, 'hits:', _lz_hits, flush=True)\n";
+  Provider p({reply(attack_patch(prelude))});
+  const long before = p.stub().requests();
+  CliResult r = p.run();
+  INFO(r.out << r.err);
+  const json j = parse_result(r);
+  const std::string out = j["test_output"];
+  INFO(out);
+  CHECK(out.find("LZ-EGRESS host: BLOCKED") != std::string::npos);
+  CHECK(out.find("LZ-SCAN files:") != std::string::npos);
+  CHECK(out.find("hits: 0") != std::string::npos);
+  CHECK(p.stub().requests() == before + 1);  // only the planner's request reached the provider
+  CHECK(r.exit_code == 0);
+  // control: the listener does accept from this host
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(lport));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(::connect(probe, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  ::close(probe);
+  for (int i = 0; i < 50 && accepted == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(accepted == 1);  // only the control connection
+}
+
+TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface and no run passes", "[k8s]") {
+  Provider p({reply(fixing_patch())}, "  runtime_class: none\n");
+  CliResult r = p.run();
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 5);
+  CHECK(r.out.find("isolation probe") != std::string::npos);
+  CHECK(r.out.find("\"tests_passed\": true") == std::string::npos);
+}
+
+TEST_CASE("k8s: SIGINT mid-run leaves no Job, pod or ConfigMap", "[k8s]") {
+  StubReply slow = reply(fixing_patch());
+  slow.delay_ms = 20000;  // the planner pod is waiting on the provider when ^C comes
+  Provider p({slow});
+  K8sClient k = client();
+  TempDir out;
+  const pid_t pid = spawn_cli(p.env(), {"run", "--backend", "k8s", "--config", p.config(), "--json"}, out.path());
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto pods = k.list(kK8sPods, kNs, "io.lazyagent.role=planner");
+    REQUIRE(pods.ok());
+    for (const auto& pod : pods->value("items", json::array())) {
+      running = running || pod.value("/status/phase"_json_pointer, std::string()) == "Running";
+    }
+  }
+  REQUIRE(running);
+  ::kill(pid, SIGINT);
+  const int code = wait_cli(pid, 120);
+  CHECK(code == 130);
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: reap removes what a dead run left and keeps a live run's objects", "[k8s]") {
+  K8sClient k = client();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  auto plant = [&](const std::string& run, long pid, const std::string& start) {
+    const json labels = {{kLabelRun, run}, {kLabelRole, "sandbox"}, {kLabelOwner, std::to_string(getuid()) + "." + host},
+                         {kLabelPid, std::to_string(pid)}, {kLabelPidStart, start}};
+    REQUIRE(k.create(kK8sConfigMaps, kNs, {{"metadata", {{"name", run + "-seed"}, {"labels", labels}}}}).ok());
+    const json job = {{"metadata", {{"name", run + "-sandbox"}, {"labels", labels}}},
+                      {"spec", {{"backoffLimit", 0},
+                                {"template", {{"metadata", {{"labels", labels}}},
+                                              {"spec", {{"restartPolicy", "Never"},
+                                                        {"containers", {{{"name", "c"}, {"image", "localhost/lazyagent-sandbox:latest"},
+                                                                         {"imagePullPolicy", "Never"},
+                                                                         {"command", {"sleep", "300"}}}}}}}}}}}};
+    REQUIRE(k.create(kK8sJobs, kNs, job).ok());
+  };
+  const std::string dead = "r-planted-dead-" + std::to_string(getpid());
+  const std::string live = "r-planted-live-" + std::to_string(getpid());
+  plant(dead, 999999999, "1");
+  std::ifstream stat("/proc/self/stat");
+  std::string s;
+  std::getline(stat, s);
+  std::istringstream rest(s.substr(s.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22; ++i) rest >> field;
+  plant(live, getpid(), field);
+
+  TempDir state;
+  CliResult r = run_cli(CliEnv{state.path(), {{"KUBECONFIG", kubeconfig()}}}, {"reap", "--backend", "k8s", "--json"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["removed"].dump().find(dead) != std::string::npos);
+  CHECK(j["left_running"].dump().find(live) != std::string::npos);
+  for (int i = 0; i < 50 && leftovers(k, std::string(kLabelRun) + "=" + dead) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + dead) == 0);
+  CHECK(count_with(k, kK8sConfigMaps, std::string(kLabelRun) + "=" + live) == 1);
+  CliResult all = run_cli(CliEnv{state.path(), {{"KUBECONFIG", kubeconfig()}}}, {"reap", "--backend", "k8s", "--all"});
+  CHECK(all.exit_code == 0);
+  for (int i = 0; i < 50 && leftovers(k, std::string(kLabelRun) + "=" + live) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + live) == 0);
+}
+
+TEST_CASE("k8s: after the suite nothing of ours remains but provider Secrets", "[k8s][zz-last]") {
+  K8sClient k = client();
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+  auto secrets = k.list(kK8sSecrets, kNs, "io.lazyagent.role");
+  REQUIRE(secrets.ok());
+  for (const auto& s : secrets->value("items", json::array())) {
+    CHECK(s.value("/metadata/labels/io.lazyagent.role"_json_pointer, std::string()) == "provider-secret");
+  }
+}

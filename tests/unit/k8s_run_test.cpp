@@ -1,0 +1,97 @@
+// The pure parts of the Kubernetes backend: how the export's documents are
+// adapted for a run, the planner log split, pod status reading, owner labels.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "k8s_run.h"
+#include "ownership.h"
+#include "sandbox_policy.h"
+
+using namespace lazyagent;
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+K8sDocuments sample_docs() {
+  K8sDocuments d;
+  d.seed_configmap = {{"metadata", {{"name", "r-seed"}, {"labels", {{kLabelRun, "r"}}}}}};
+  d.task_configmap = {{"metadata", {{"name", "r-task"}}}};
+  d.network_policy = {{"metadata", {{"name", "r-np"}}}};
+  ordered_json planner_pod = {{"volumes", {{{"name", "provider"}, {"secret", {{"secretName", "r-provider"}}}},
+                                           {{"name", "tmp"}, {"emptyDir", json::object()}}}}};
+  d.planner_job = {{"metadata", {{"name", "r-planner"}}}, {"spec", {{"template", {{"metadata", json::object()}, {"spec", planner_pod}}}}}};
+  d.sandbox_job = {{"metadata", {{"name", "r-sandbox"}}}, {"spec", {{"template", {{"metadata", json::object()}, {"spec", json::object()}}}}}};
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("adapt_documents: owner labels everywhere, the configured Secret, RuntimeClass on the sandbox only") {
+  K8sDocuments d = sample_docs();
+  K8sRunSettings s;
+  s.secret = "my-provider";
+  s.runtime_class = "lazyagent-nonet";
+  adapt_documents(d, s, "r-1");
+  for (const auto* meta : {&d.seed_configmap["metadata"], &d.task_configmap["metadata"], &d.network_policy["metadata"],
+                           &d.planner_job["metadata"], &d.sandbox_job["spec"]["template"]["metadata"],
+                           &d.planner_job["spec"]["template"]["metadata"]}) {
+    CHECK((*meta)["labels"][kLabelRun] == "r-1");
+    CHECK((*meta)["labels"].contains(kLabelPid));
+    const std::string owner = (*meta)["labels"][kLabelOwner];
+    CHECK(owner.find('@') == std::string::npos);  // not a valid label value character
+  }
+  CHECK(d.sandbox_job["spec"]["template"]["metadata"]["labels"][kLabelRole] == "sandbox");
+  CHECK(d.planner_job["spec"]["template"]["metadata"]["labels"][kLabelRole] == "planner");
+  CHECK(d.planner_job["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"] == "my-provider");
+  CHECK(d.sandbox_job["spec"]["template"]["spec"]["runtimeClassName"] == "lazyagent-nonet");
+  CHECK_FALSE(d.planner_job["spec"]["template"]["spec"].contains("runtimeClassName"));
+  CHECK_FALSE(d.planner_job["spec"]["template"]["spec"].contains("hostAliases"));  // no opt-in
+  // Nothing about the provider reaches the sandbox.
+  CHECK(d.sandbox_job.dump().find("provider") == std::string::npos);
+}
+
+TEST_CASE("adapt_documents: the plain-http opt-in adds a hostAlias to the planner only") {
+  K8sDocuments d = sample_docs();
+  K8sRunSettings s;
+  s.plain_http_provider_ip = "10.1.2.3";
+  s.runtime_class = "";
+  adapt_documents(d, s, "r-1");
+  CHECK(json(d.planner_job["spec"]["template"]["spec"]["hostAliases"]) ==
+        json::parse(R"([{"ip":"10.1.2.3","hostnames":["host.containers.internal"]}])"));
+  CHECK_FALSE(d.sandbox_job["spec"]["template"]["spec"].contains("hostAliases"));
+  CHECK_FALSE(d.sandbox_job["spec"]["template"]["spec"].contains("runtimeClassName"));
+}
+
+TEST_CASE("owner labels survive the trip through Kubernetes label values") {
+  const auto labels = k8s_owner_labels("sandbox", "r-1");
+  json j = json::object();
+  for (const auto& [k, v] : labels) j[k] = v;
+  const auto back = owner_labels_from_k8s(j);
+  CHECK(back.at(kLabelOwner) == current_owner().user_host);
+  CHECK(owner_alive(back));  // this process
+  j[kLabelPid] = "999999999";
+  CHECK_FALSE(owner_alive(owner_labels_from_k8s(j)));
+}
+
+TEST_CASE("split_planner_log: the patch line and the planner's lines") {
+  std::string patch, lines;
+  split_planner_log("planner: asking\n{\"files\":[]}\nplanner-summary: {\"model\":\"m\"}\n", &patch, &lines);
+  CHECK(patch == "{\"files\":[]}");
+  CHECK(lines == "planner: asking\nplanner-summary: {\"model\":\"m\"}\n");
+}
+
+TEST_CASE("pod_end: terminated, stuck, still running") {
+  auto p = [](json state, std::string phase = "Running") {
+    return json{{"status", {{"phase", phase}, {"containerStatuses", {{{"state", state}}}}}}};
+  };
+  CHECK(pod_end(p({{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}})).exit_code == 137);
+  CHECK(pod_end(p({{"terminated", {{"exitCode", 137}, {"reason", "OOMKilled"}}}})).reason == "OOMKilled");
+  const PodEnd stuck = pod_end(p({{"waiting", {{"reason", "ErrImageNeverPull"}, {"message", "no image"}}}}));
+  CHECK_FALSE(stuck.terminated);
+  CHECK(stuck.stuck == "ErrImageNeverPull: no image");
+  CHECK_FALSE(pod_end(p({{"running", json::object()}})).terminated);
+  CHECK_FALSE(pod_end(p({{"waiting", {{"reason", "ContainerCreating"}}}})).terminated);
+  CHECK(pod_end(json{{"status", {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}}}}).reason == "DeadlineExceeded");
+}
