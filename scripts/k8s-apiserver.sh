@@ -16,11 +16,9 @@
 #                   offline (GOPROXY=off); Debian ships no apiserver binary
 #   kubectl         Debian's kubernetes-client package (same source, 1.20.2)
 #   etcd            Debian's etcd-server package (3.4)
-# The .debs are unpacked with `dpkg -x` into a scratch directory (nothing is
-# installed system-wide); the binaries are cached in $LAZYAGENT_CACHE_DIR/k8s/bin
-# (default /var/cache/lazyagent-oci/k8s/bin) for later runs and CI. The Debian
-# mirror is read from this machine's apt sources (lib.sh debian_mirror); the
-# deb-src entry lives in a private apt configuration, never in /etc/apt.
+# `build` runs scripts/k8s-cluster.sh build, which builds and caches them (with
+# the rest of the one-node cluster) in $LAZYAGENT_CACHE_DIR/k8s-cluster/bin
+# (default /var/cache/lazyagent-oci/k8s-cluster/bin): one Go build for both.
 #
 # A started server lives in one state directory, $LAZYAGENT_K8S_STATE
 # (default /run/lazyagent-oci/k8s): etcd's data, generated TLS certificate,
@@ -37,21 +35,21 @@ set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-K8S_CACHE="$LAZYAGENT_CACHE_DIR/k8s"
+K8S_CACHE="$LAZYAGENT_CACHE_DIR/k8s-cluster"   # built by scripts/k8s-cluster.sh build
 K8S_BIN="$K8S_CACHE/bin"
 K8S_STAMP="$K8S_CACHE/VERSIONS"
 K8S_STATE="${LAZYAGENT_K8S_STATE:-/run/lazyagent-oci/k8s}"
 K8S_MARKER=".lazyagent-k8s-apiserver"   # only a directory carrying it is ever removed
 K8S_FEATURE_GATES="TTLAfterFinished=true"
-SRC_PACKAGE="kubernetes"
 BINARIES=(kube-apiserver kubectl etcd)
 
 usage() {
   cat <<EOF
 usage: $(basename "$0") build|start|stop|status
 
-  build    build kube-apiserver from Debian's kubernetes source package, take kubectl
-           and etcd from Debian packages; cache them in $K8S_BIN (idempotent)
+  build    scripts/k8s-cluster.sh build: kube-apiserver (and the cluster's other
+           binaries) from Debian's kubernetes source package, kubectl and etcd from
+           Debian packages, cached in $K8S_BIN (idempotent)
   start    start etcd + kube-apiserver on 127.0.0.1 in \$LAZYAGENT_K8S_STATE
            (default /run/lazyagent-oci/k8s); print the kubeconfig path on stdout
   stop     stop them and remove the state directory
@@ -72,114 +70,10 @@ cached() {
 
 # ---- build --------------------------------------------------------------------
 
-# private_apt DIR: an apt configuration under DIR with deb + deb-src of the
-# machine's Debian mirror; prints the APT_CONFIG path.
-private_apt() {
-  local dir="$1" mirror
-  mirror="$(debian_mirror "$LAZYAGENT_DEBIAN_SUITE" main)" ||
-    die "no Debian $LAZYAGENT_DEBIAN_SUITE mirror found in the apt sources (set LAZYAGENT_DEBIAN_MIRROR)"
-  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.d"
-  cat >"$dir/sources.d/debian.sources" <<EOF
-Types: deb deb-src
-URIs: $mirror
-Suites: $LAZYAGENT_DEBIAN_SUITE
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  cat >"$dir/apt.conf" <<EOF
-Dir::State::Lists "$dir/lists";
-Dir::Etc::SourceList "/dev/null";
-Dir::Etc::SourceParts "$dir/sources.d";
-Dir::Cache "$dir/cache";
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-// The scratch directory is root's (0700); signatures are still verified.
-APT::Sandbox::User "root";
-EOF
-  printf '%s\n' "$dir/apt.conf"
-}
-
+# One Go build serves both scripts: scripts/k8s-cluster.sh builds and caches
+# kube-apiserver (with the cluster's other binaries), kubectl and etcd.
 do_build() {
-  require_root
-  take_lock k8s-build
-  if cached; then
-    info "cached in $K8S_BIN:"
-    sed 's/^/      /' "$K8S_STAMP" >&2
-    return 0
-  fi
-  local t_all work
-  t_all="$(now)"
-  mkdir -p "$LAZYAGENT_CACHE_DIR"
-  work="$(mktemp -d /var/tmp/lazyagent-k8s-build.XXXXXX)"
-  # The Go build tree is a few GB: never leave it behind.
-  # shellcheck disable=SC2064
-  trap "rm -rf '$work'" EXIT
-
-  step "build dependencies"
-  # The Go toolchain comes unpacked below; the kubernetes Makefile's code
-  # generation step also needs rsync.
-  if ! command -v rsync >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 --no-install-recommends rsync >&2 ||
-      die "apt-get install rsync failed"
-  fi
-  step_done
-
-  step "fetch (apt-get source $SRC_PACKAGE, apt-get download go/etcd/kubectl)"
-  export APT_CONFIG
-  APT_CONFIG="$(private_apt "$work/apt")"
-  apt-get -q update >&2 || die "apt-get update (private deb-src list) failed"
-  mkdir -p "$work/debs" "$work/root"
-  (cd "$work" && apt-get -q source --download-only "$SRC_PACKAGE/$LAZYAGENT_DEBIAN_SUITE" >&2) ||
-    die "apt-get source $SRC_PACKAGE failed"
-  (cd "$work/debs" && apt-get -q download golang-1.19-go golang-1.19-src etcd-server kubernetes-client >&2) ||
-    die "apt-get download failed"
-  local d
-  for d in "$work"/debs/*.deb; do dpkg -x "$d" "$work/root"; done
-  local orig src_version
-  orig="$(find "$work" -maxdepth 1 -name "${SRC_PACKAGE}_*.orig.tar.*" | head -n 1)"
-  [ -n "$orig" ] || die "no ${SRC_PACKAGE} orig tarball was downloaded"
-  src_version="$(sed -n 's/^Version: //p' "$work"/${SRC_PACKAGE}_*.dsc | head -n 1)"
-  mkdir -p "$work/src"
-  tar -xf "$orig" -C "$work/src" --strip-components=1
-  [ -d "$work/src/vendor" ] || die "the $SRC_PACKAGE source has no vendor/: cannot build offline"
-  step_done "$SRC_PACKAGE $src_version"
-
-  step "build kube-apiserver (go, offline)"
-  local t_build build_s
-  t_build="$(date +%s)"
-  (
-    cd "$work/src"
-    export PATH="$work/root/usr/lib/go-1.19/bin:$PATH"
-    export GOROOT="$work/root/usr/lib/go-1.19"
-    export GOPROXY=off GOFLAGS='' GOCACHE="$work/gocache"
-    export KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 KUBE_GIT_TREE_STATE=clean
-    make WHAT=cmd/kube-apiserver KUBE_BUILD_PLATFORMS=linux/amd64 >&2
-  ) || die "building kube-apiserver failed (see above)"
-  build_s=$(( $(date +%s) - t_build ))
-  step_done "${build_s}s"
-
-  step "cache"
-  local staging="$K8S_CACHE.new.$$"
-  rm -rf "$staging"
-  mkdir -p "$staging/bin"
-  cp -L "$work/src/_output/bin/kube-apiserver" "$staging/bin/"
-  cp -L "$work/root/usr/bin/kubectl" "$staging/bin/"
-  cp -L "$work/root/usr/bin/etcd" "$staging/bin/"
-  {
-    echo "kubernetes source package: $src_version (kube-apiserver built here in ${build_s}s)"
-    echo "kube-apiserver: $("$staging/bin/kube-apiserver" --version 2>&1 | head -n 1)"
-    echo "kubectl: $("$staging/bin/kubectl" version --client --short 2>/dev/null | head -n 1)" \
-         "(kubernetes-client $(dpkg-deb -f "$work"/debs/kubernetes-client_*.deb Version))"
-    echo "etcd: $("$staging/bin/etcd" --version 2>&1 | head -n 1) (etcd-server $(dpkg-deb -f "$work"/debs/etcd-server_*.deb Version))"
-    echo "built: $(date -u +%FT%TZ)"
-  } >"$staging/VERSIONS"
-  # Atomic from a reader's point of view: the old cache (if any, incomplete)
-  # goes, the complete new one is renamed in.
-  rm -rf "$K8S_CACHE"
-  mv "$staging" "$K8S_CACHE"
-  sed 's/^/      /' "$K8S_STAMP" >&2
-  step_done "$K8S_BIN"
-  printf '==> k8s-apiserver build done in %s\n' "$(elapsed "$t_all")" >&2
+  "$LAZYAGENT_ROOT/scripts/k8s-cluster.sh" build
 }
 
 # ---- start / stop ---------------------------------------------------------------

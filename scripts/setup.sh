@@ -7,8 +7,9 @@
 #      (3b. podman-compose >= 1.0.6 for `export compose`: scripts/install-podman-compose.sh)
 #   4. the C++ build (cmake)
 #   5. the container images (scripts/build-images.sh)
-#   6. kube-apiserver for the Kubernetes export's server-side dry-run
-#      (scripts/k8s-apiserver.sh build: ~4 min the first time, then cached)
+#   6. the Kubernetes binaries (kube-apiserver for the export's server-side
+#      dry-run, the one-node cluster of the k8s backend): scripts/k8s-cluster.sh
+#      build, ~6 min the first time on an idle machine, then cached
 # Idempotent: a second run changes nothing and takes a few seconds.
 set -euo pipefail
 
@@ -22,7 +23,7 @@ usage: $(basename "$0") [--no-build] [--no-images] [--rebuild-images] [-h]
   --no-build         skip the cmake build
   --no-images        skip building the container images
   --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
-  --no-k8s           skip building kube-apiserver (the [k8s] tests then fail)
+  --no-k8s           skip building the Kubernetes binaries (the [k8s] and k8s-cluster tests then fail)
 
 Environment:
   CONTAINER_HOST=unix:///path   use an already running podman service there
@@ -389,11 +390,13 @@ if [ "$DO_IMAGES" -eq 1 ]; then
   step_done
 fi
 
-# ---- 6. kube-apiserver (cached build) -------------------------------------------------
+# ---- 6. Kubernetes binaries (cached build) ---------------------------------------------
 
 if [ "$DO_K8S" -eq 1 ]; then
-  step "kube-apiserver for the Kubernetes export tests"
-  "$LAZYAGENT_ROOT/scripts/k8s-apiserver.sh" build
+  # One Go build: kube-apiserver for the export's dry-run tests and the one-node
+  # cluster of the k8s backend (scripts/k8s-cluster.sh; started by its tests).
+  step "Kubernetes binaries for the export and backend tests"
+  "$LAZYAGENT_ROOT/scripts/k8s-cluster.sh" build
   step_done
 fi
 

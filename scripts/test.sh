@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine (as root):
-#   set-up (packages, podman service, build, images), then the unit tests,
-#   then the integration tests against the real podman service, then a check
-#   that nothing the suite made is left behind.
-# Extra arguments go to ctest (e.g. -R integration, -L unit).
+#   set-up (packages, podman services, build, images, Kubernetes binaries), then
+#   the unit, integration and security tests against the real podman service,
+#   the Kubernetes backend's tests on a real one-node cluster, a bounded run of
+#   every fuzzer, and a check that nothing the suite made is left behind.
+# Extra arguments go to ctest instead (e.g. -R integration, -L unit), and only
+# ctest runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/setup.sh
 
-echo "==> tests" >&2
 status=0
-ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
+if [ $# -gt 0 ]; then
+  echo "==> tests (ctest $*)" >&2
+  ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
+else
+  echo "==> tests: unit, integration, security (ctest -LE k8s-cluster)" >&2
+  ctest --test-dir build --output-on-failure -j2 -LE k8s-cluster || status=$?
+  # The one-node cluster takes the machine's two cores for a minute: alone.
+  echo "==> tests: Kubernetes backend on a real one-node cluster (ctest -L k8s-cluster)" >&2
+  ctest --test-dir build --output-on-failure -L k8s-cluster || status=$?
+  echo "==> fuzzing: each libFuzzer target for ${LAZYAGENT_FUZZ_SECONDS:-10} s (scripts/fuzz.sh)" >&2
+  scripts/fuzz.sh "${LAZYAGENT_FUZZ_SECONDS:-10}" || status=1
+fi
 
 echo "==> leftovers" >&2
 left=$(podman ps -a --filter label=io.lazyagent.role --format '{{.ID}} {{.Names}}')

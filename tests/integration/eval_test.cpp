@@ -159,7 +159,7 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   CHECK(ids_of(s3["failed"]) == std::vector<std::string>{"fix-inline"});
 }
 
-TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container; a rerun finishes the rest", "[eval]") {
+TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container, and a rerun finishes the rest", "[eval]") {
   for (int sig : {SIGINT, SIGTERM}) {
     TempDir state, dir;
     // Each task passes after two seconds, so the eval is surely mid-way.

@@ -120,9 +120,20 @@ std::string read_tree(const std::string& dir) {
   return all;
 }
 
-bool no_containers_of_this_suite() {
-  return containers_with_label("io.lazyagent.role=planner").empty() &&
-         containers_with_label("io.lazyagent.role=sandbox").empty();
+// No container of any run recorded in this test's own run store (planner,
+// sandbox, baseline) remains. The podman service is shared with concurrent
+// tests, so a global count would blame them.
+bool no_containers_of_runs_in(const std::string& state) {
+  std::size_t runs = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(state + "/lazyagent-oci/runs", ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json") continue;
+    ++runs;
+    const std::string run_id = name.substr(0, name.size() - 5);
+    if (!containers_with_label("io.lazyagent.run=" + run_id).empty()) return false;
+  }
+  return runs > 0;  // a store with no runs would prove nothing
 }
 
 }  // namespace
@@ -140,7 +151,7 @@ TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key
   CHECK(j["usage"]["total_tokens"] == 46);
   CHECK(j["timings"].contains("plan"));
   CHECK(j["sandbox_id"].get<std::string>().size() == 64);
-  CHECK(no_containers_of_this_suite());
+  CHECK(no_containers_of_runs_in(p.state.path()));
 
   CliResult show = run_cli({p.state.path()}, {"task", "show", task, "--json"});
   REQUIRE(show.exit_code == 0);
@@ -179,7 +190,7 @@ TEST_CASE("run: wrong, fenced, refused and non-patch replies", "[run]") {
     CHECK_FALSE(j["findings"].empty());
     CHECK(refused.err.find("==> create") == std::string::npos);
   }
-  CHECK(no_containers_of_this_suite());
+  CHECK(no_containers_of_runs_in(p.state.path()));
 }
 
 TEST_CASE("run: a patch hunting for secrets inside the sandbox finds none", "[run]") {
@@ -195,6 +206,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     Provider p(tagged_script(), "sk-wrong-key-for-the-stub-000");
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
+    CHECK(no_containers_of_runs_in(p.state.path()));
     CHECK(parse_result(r)["error"].get<std::string>().find("provider said 401: invalid api key") != std::string::npos);
     CHECK(r.err.find("sk-wrong-key") == std::string::npos);
     CHECK(r.err.find("==> create") == std::string::npos);
@@ -225,6 +237,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     Provider p(s);
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
+    CHECK(no_containers_of_runs_in(p.state.path()));
     CHECK(parse_result(r)["error"].get<std::string>().find("provider said 500: the model server fell over") != std::string::npos);
   }
   SECTION("a reply slower than the timeout") {
@@ -237,6 +250,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     Provider p(s, kKey, "  timeout_seconds: 1\n");
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
+    CHECK(no_containers_of_runs_in(p.state.path()));
     CHECK(parse_result(r)["error"].get<std::string>().find("did not answer within 1000 ms") != std::string::npos);
   }
   SECTION("a refused connection") {
@@ -244,6 +258,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     p.configure("http://host.containers.internal:9/v1", kKey);
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
+    CHECK(no_containers_of_runs_in(p.state.path()));
     CHECK(parse_result(r)["error"].get<std::string>().find("cannot connect to the provider") != std::string::npos);
   }
   SECTION("a malformed body") {
@@ -255,8 +270,8 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     Provider p(s);
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
+    CHECK(no_containers_of_runs_in(p.state.path()));
   }
-  CHECK(no_containers_of_this_suite());
 }
 
 TEST_CASE("run: an unconfigured provider is a usage error that says what to do", "[run]") {

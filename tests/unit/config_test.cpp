@@ -311,7 +311,7 @@ TEST_CASE("a stray ',' is invalid YAML, not a hang (fuzz regression)", "[config]
   CHECK(error_in_child("") == "accepted");
 }
 
-TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in; unknown keys named") {
+TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, unknown keys named", "[config]") {
   auto c = lazyagent::parse_config(
       "k8s: {namespace: lz, secret: prov, runtime_class: none, plain_http_provider_ip: 10.0.0.1}\n", "cfg.yaml", "/tmp");
   REQUIRE(c.ok());

@@ -151,7 +151,7 @@ TEST_CASE("k8s client: token, create, get (404 = absent), Status errors with con
   CHECK(seen[0] == "POST /api/v1/namespaces/ns1/configmaps Bearer tok-123");
 }
 
-TEST_CASE("k8s client: collection delete by label, Background propagation, grace 0; 404 is fine") {
+TEST_CASE("k8s client: collection delete by label, Background propagation, grace 0, and 404 is fine", "[k8s]") {
   FakeApi api;
   std::string body;
   api.server.Delete("/api/v1/namespaces/ns1/pods", [&](const httplib::Request& req, httplib::Response& res) {
@@ -189,7 +189,7 @@ TEST_CASE("k8s watch: the list already satisfies the predicate: no watch request
   CHECK(api.seen().size() == 1);
 }
 
-TEST_CASE("k8s watch: events stream in chunks; a stream the server closes is resumed from the last resourceVersion") {
+TEST_CASE("k8s watch: events stream in chunks, and a stream the server closes is resumed from the last resourceVersion") {
   FakeApi api;
   std::atomic<int> watches{0};
   api.server.Get("/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
@@ -252,7 +252,7 @@ TEST_CASE("k8s watch: 410 Gone lists again") {
   CHECK(lists == 2);
 }
 
-TEST_CASE("k8s watch: the deadline ends a silent stream with kTimeout; a signal with kInterrupted") {
+TEST_CASE("k8s watch: the deadline ends a silent stream with kTimeout, a signal with kInterrupted", "[k8s]") {
   FakeApi api;
   std::atomic<bool> stop{false};
   api.server.Get("/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
