@@ -29,6 +29,8 @@ struct EvalCliOptions {
   std::string config;
   bool json = false;
   bool no_baseline = false;
+  std::string backend = "podman";
+  std::string ns, kubeconfig;
 };
 
 std::string dir_of(const std::string& path) {
@@ -77,14 +79,17 @@ int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool js
 int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
   ArgParser p("eval", "TASKS.jsonl [--jobs N] [--prepare M] [--out DIR] [--rerun K] [--no-baseline] [--timeout S]\n"
-              "            [--config FILE] [--json]",
+              "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"instruction\"} per line) through the same pipeline as `test` (or\n"
               "`run`, for an instruction), N at a time through one podman service. Writes one result\n"
               "file per task (the JSON of `test --json`) under DIR/results and DIR/summary.json.\n"
               "Rerunning with the same --out skips the tasks already finished. A task file with any\n"
               "bad line is refused whole, every bad line named. Exit: 0 every task has a verdict,\n"
-              "5 some infrastructure error, 2 bad task file, 130/143 interrupted.");
+              "5 some infrastructure error, 2 bad task file, 130/143 interrupted.\n"
+              "--backend k8s runs each task as Jobs on a Kubernetes cluster (as `run --backend k8s`), N at\n"
+              "a time, with the same result files and summary; patch tasks need no provider Secret there.\n"
+              "Kubernetes connection: --kubeconfig FILE, else $KUBECONFIG, else the pod's service account.");
   p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
   p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
   p.integer("--prepare", &opt.prepare, "M",
@@ -93,9 +98,18 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default 120)", 1, 86400);
+  p.option("--backend", &opt.backend, "BACKEND", "podman (default) or k8s");
+  p.option("--namespace", &opt.ns, "NS", "with --backend k8s: namespace (default: the config's k8s.namespace)");
+  p.option("--kubeconfig", &opt.kubeconfig, "FILE", "with --backend k8s: kubeconfig file");
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  if (opt.backend != "podman" && opt.backend != "k8s") {
+    return report_error(usage_error("eval: --backend must be podman or k8s, got '" + opt.backend + "'"), opt.json);
+  }
+  if (opt.backend != "k8s" && (!opt.ns.empty() || !opt.kubeconfig.empty())) {
+    return report_error(usage_error("eval: --namespace and --kubeconfig need --backend k8s"), opt.json);
+  }
 
   auto config = load_config_or_default(opt.config);
   if (!config) return report_error(config.error(), opt.json);
@@ -110,9 +124,19 @@ int cmd_eval(const std::vector<std::string>& args) {
     }
   }
 
-  auto socket = podman_socket_from_env();
-  if (!socket) return report_error(socket.error(), opt.json);
   EvalOptions eo;
+  std::string socket_path;
+  if (opt.backend == "k8s") {
+    auto conn = resolve_k8s_connection(opt.kubeconfig);
+    if (!conn) return report_error(conn.error(), opt.json);
+    eo.k8s_connection = *conn;
+    eo.k8s = k8s_settings_from_config(*config);
+    if (!opt.ns.empty()) eo.k8s.ns = opt.ns;
+  } else {
+    auto socket = podman_socket_from_env();
+    if (!socket) return report_error(socket.error(), opt.json);
+    socket_path = *socket;
+  }
   eo.config = *config;
   eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
   eo.jobs = static_cast<int>(opt.jobs);
@@ -120,11 +144,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
-  eo.socket = *socket;
+  eo.socket = socket_path;
   const RunStore store = default_run_store();
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
-                " job(s), results in " + eo.out_dir);
+                " job(s), " + (eo.k8s_connection ? "Kubernetes namespace " + eo.k8s.ns + ", " : std::string()) +
+                "results in " + eo.out_dir);
   EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
   progress.start();
   auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) { progress.on_event(e); });

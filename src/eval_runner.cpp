@@ -139,6 +139,7 @@ class Runner {
         pending_.push_back(&t);
       }
     }
+    if (opt_.k8s_connection) return run_k8s(t0);
     // One podman client (one connection) per worker, made here, before any
     // thread starts (libcurl's handle set-up is not thread-safe the first time).
     const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
@@ -152,7 +153,41 @@ class Runner {
     std::vector<std::thread> workers;
     for (auto& c : clients) workers.emplace_back([this, client = c.get()] { work(*client); });
     for (auto& w : workers) w.join();
+    return finish(t0);
+  }
 
+ private:
+  // `--backend k8s`: `jobs` workers, each with its own client, each running
+  // whole tasks (the cluster schedules the pods; there are no run slots).
+  Result<EvalReport> run_k8s(std::chrono::steady_clock::time_point t0) {
+    const int jobs = std::max(1, std::min<int>(opt_.jobs, static_cast<int>(pending_.size())));
+    std::vector<std::unique_ptr<K8sClient>> clients;
+    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<K8sClient>(*opt_.k8s_connection));
+    std::vector<std::thread> workers;
+    for (auto& c : clients) {
+      workers.emplace_back([this, client = c.get()] {
+        for (;;) {
+          if (interrupted_signal() != 0) return;
+          const std::size_t i = next_.fetch_add(1);
+          if (i >= pending_.size()) return;
+          const EvalTask& task = *pending_[i];
+          run_one(task, [this, &task, client]() -> Result<TestResult> {
+            K8sRunRequest req;
+            req.config = task_config(opt_.config, task);
+            req.timeout_seconds = opt_.timeout_seconds;
+            req.k8s = opt_.k8s;
+            if (task.is_instruction()) req.instruction = task.instruction;
+            else req.patch_json = task.patch_json;
+            return run_agent_k8s(req, *client, store_, nullptr);
+          });
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+    return finish(t0);
+  }
+
+  Result<EvalReport> finish(std::chrono::steady_clock::time_point t0) {
     report_.interrupted = interrupted_signal() != 0;
     report_.wall_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                             std::chrono::steady_clock::now() - t0)
@@ -161,23 +196,19 @@ class Runner {
     return report_;
   }
 
- private:
   void work(PodmanClient& podman) {
     for (;;) {
       if (interrupted_signal() != 0) return;
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
-      run_one(*pending_[i], podman);
+      const EvalTask& task = *pending_[i];
+      run_one(task, podman_attempt(task, podman));
     }
   }
 
-  void run_one(const EvalTask& task, PodmanClient& podman) {
-    EvalRow started;
-    started.id = task.id;
-    notify({EvalEvent::Kind::kStarted, started});
-    const auto t0 = std::chrono::steady_clock::now();
-    const Config config = task_config(opt_.config, task);
-    AttemptFn attempt = [&]() -> Result<TestResult> {
+  AttemptFn podman_attempt(const EvalTask& task, PodmanClient& podman) {
+    return [this, &task, &podman]() -> Result<TestResult> {
+      const Config config = task_config(opt_.config, task);
       if (task.is_instruction()) {
         RunRequest req;
         req.config = config;
@@ -198,6 +229,13 @@ class Runner {
       req.release_run_slot = [this] { slots_.release(); };
       return run_judged_test(req, judge_options(), podman, store_, nullptr);
     };
+  }
+
+  void run_one(const EvalTask& task, const AttemptFn& attempt) {
+    EvalRow started;
+    started.id = task.id;
+    notify({EvalEvent::Kind::kStarted, started});
+    const auto t0 = std::chrono::steady_clock::now();
     const TaskVerdict v = run_attempts(attempt, opt_.attempts);
     if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
     const long ms = static_cast<long>(

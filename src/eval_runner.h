@@ -36,6 +36,8 @@
 #include "eval_attempts.h"
 #include "eval_summary.h"
 #include "eval_tasks.h"
+#include "k8s_run.h"
+#include "kubeconfig.h"
 #include "result.h"
 #include "run_store.h"
 
@@ -52,6 +54,11 @@ struct EvalOptions {
   // with `attempts` (eval_attempts.h), so the judge does neither.
   bool baseline = true;
   std::string out_dir;
+  // Kubernetes (`eval --backend k8s`): when set, every task runs as Jobs on
+  // that cluster (k8s_run.h), `jobs` at a time, instead of through podman.
+  // No baseline there (the exit code and the probe judge).
+  std::optional<K8sConnection> k8s_connection;
+  K8sRunSettings k8s;
   std::string socket;                // podman's socket
 };
 

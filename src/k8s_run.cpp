@@ -229,6 +229,10 @@ class K8sPipeline {
     using Step = Status (K8sPipeline::*)();
     for (auto [name, fn] : std::initializer_list<std::pair<const char*, Step>>{
              {"engine", &K8sPipeline::engine}, {"plan", &K8sPipeline::plan}, {"validate", &K8sPipeline::validate}}) {
+      if (req_.patch_json && std::string(name) == "plan") {
+        patch_json_ = *req_.patch_json;  // given: no planner
+        continue;
+      }
       if (auto st = timed(name, [&] { return (this->*fn)(); }); !st) return st;
       if (res_.status == "refused") return finish_refused();
     }
@@ -264,6 +268,25 @@ class K8sPipeline {
     auto ns = k8s_.namespace_exists(s.ns);
     if (!ns) return ns.error();
     if (!*ns) return usage_error("namespace '" + s.ns + "' does not exist (kubectl create namespace " + s.ns + ")");
+    if (!req_.patch_json) {
+      if (auto st = check_provider_secret(); !st) return st;
+    }
+    auto reaped = reap_k8s(k8s_, s.ns, false);
+    if (!reaped) return reaped.error();
+    if (!reaped->removed.empty() && progress_) {
+      progress_("reaped " + std::to_string(reaped->removed.size()) + " object(s) left by crashed runs");
+    }
+    auto seed = snapshot_seed(req_.config.seed);
+    if (!seed) return seed.error().context("reading the seed");
+    seed_ = std::move(*seed);
+    res_.seed_sha256 = seed_.sha256;
+    return ok_status();
+  }
+
+  // The provider Secret exists with its three keys; only base_url's scheme
+  // is looked at (plain http needs the opt-in).
+  Status check_provider_secret() {
+    const K8sRunSettings& s = req_.k8s;
     auto secret = k8s_.get(kK8sSecrets, s.ns, s.secret);
     if (!secret) return secret.error();
     if (!*secret) {
@@ -286,15 +309,6 @@ class K8sPipeline {
                          "opt-in k8s.plain_http_provider_ip in the config (the address host.containers.internal "
                          "resolves to in the planner pod)");
     }
-    auto reaped = reap_k8s(k8s_, s.ns, false);
-    if (!reaped) return reaped.error();
-    if (!reaped->removed.empty() && progress_) {
-      progress_("reaped " + std::to_string(reaped->removed.size()) + " object(s) left by crashed runs");
-    }
-    auto seed = snapshot_seed(req_.config.seed);
-    if (!seed) return seed.error().context("reading the seed");
-    seed_ = std::move(*seed);
-    res_.seed_sha256 = seed_.sha256;
     return ok_status();
   }
 
@@ -563,7 +577,7 @@ class K8sPipeline {
   void save(const std::string& status, const std::string& error) {
     json rec = result_to_json(res_);
     rec["status"] = status;
-    rec["kind"] = "run";
+    rec["kind"] = req_.patch_json ? "test" : "run";
     rec["backend"] = "k8s";
     rec["k8s"] = {{"namespace", req_.k8s.ns}, {"objects", names_}};
     if (res_.planner.is_null()) rec["planner"] = planner_;

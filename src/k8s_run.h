@@ -30,6 +30,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,9 @@ K8sRunSettings k8s_settings_from_config(const Config& config);
 struct K8sRunRequest {
   Config config;
   std::string instruction;
+  // A patch given up front (`eval`'s patch tasks): no planner Job, no
+  // provider Secret needed; the patch is validated with the same contract.
+  std::optional<std::string> patch_json;
   std::int64_t timeout_seconds = 120;
   K8sRunSettings k8s;
 };

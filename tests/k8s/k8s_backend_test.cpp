@@ -400,6 +400,46 @@ TEST_CASE("k8s: reap removes what a dead run left and keeps a live run's objects
   CHECK(leftovers(k, std::string(kLabelRun) + "=" + live) == 0);
 }
 
+TEST_CASE("k8s: eval --backend k8s --jobs 2 gives each category in the same result files, resumes, leaves nothing", "[k8s]") {
+  TempDir state, dir;
+  const auto line = [](const std::string& id, const std::string& patch) {
+    return "{\"id\":\"" + id + "\",\"seed\":\"" + seed_dir() + "\",\"patch\":" + patch + "}\n";
+  };
+  const std::string tasks = dir.file("tasks.jsonl", line("fix-1", fixing_patch()) + line("fix-2", fixing_patch()) +
+                                                        line("wrong", wrong_patch()) +
+                                                        line("refused", patch_json("test_calculator.py", "print('rigged')\n")));
+  const std::string out = dir.path() + "/out";
+  const CliEnv env{state.path(), {{"KUBECONFIG", kubeconfig()}}};
+  CliResult r = run_cli(env, {"eval", tasks, "--backend", "k8s", "--jobs", "2", "--out", out, "--json"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  const json s = json::parse(r.out, nullptr, false);
+  REQUIRE(s.is_object());
+  CHECK(s["total"] == 4);
+  CHECK(s["passed"]["ids"] == json::array({"fix-1", "fix-2"}));
+  CHECK(s["failed"]["ids"] == json::array({"wrong"}));
+  CHECK(s["refused"]["ids"] == json::array({"refused"}));
+  CHECK(s["infra_error"]["count"] == 0);
+  CHECK(r.err.find("Kubernetes namespace " + kNs) != std::string::npos);
+  K8sClient k = client();
+  for (const char* id : {"fix-1", "fix-2", "wrong", "refused"}) {
+    std::ifstream f(out + "/results/" + id + ".json");
+    const json j = json::parse(f, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(j["eval"]["category"] == (std::string(id).rfind("fix", 0) == 0 ? "passed" : id));
+    const std::string run = j["run_id"];
+    CHECK(leftovers(k, "io.lazyagent.run=" + run) == 0);  // every object of the task's run is gone
+    if (std::string(id) != "refused") {
+      CHECK(j["sandbox_id"].get<std::string>().rfind(kNs + "/", 0) == 0);  // a pod, not a container
+      CHECK(j["isolation_probe"]["violations"].empty());
+    }
+  }
+  // The same --out again: every verdict is kept, nothing runs.
+  CliResult again = run_cli(env, {"eval", tasks, "--backend", "k8s", "--jobs", "2", "--out", out, "--json"});
+  CHECK(again.exit_code == 0);
+  CHECK(json::parse(again.out)["skipped"]["count"] == 4);
+}
+
 TEST_CASE("k8s: after the suite nothing of ours remains but provider Secrets", "[k8s][zz-last]") {
   K8sClient k = client();
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
