@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -422,14 +423,15 @@ TEST_CASE("k8s: eval --backend k8s --jobs 2 gives each category in the same resu
   CHECK(s["infra_error"]["count"] == 0);
   CHECK(r.err.find("Kubernetes namespace " + kNs) != std::string::npos);
   K8sClient k = client();
-  for (const char* id : {"fix-1", "fix-2", "wrong", "refused"}) {
+  for (const auto& [id, category] : std::map<std::string, std::string>{
+           {"fix-1", "passed"}, {"fix-2", "passed"}, {"wrong", "failed"}, {"refused", "refused"}}) {
     std::ifstream f(out + "/results/" + id + ".json");
     const json j = json::parse(f, nullptr, false);
     REQUIRE(j.is_object());
-    CHECK(j["eval"]["category"] == (std::string(id).rfind("fix", 0) == 0 ? "passed" : id));
+    CHECK(j["eval"]["category"] == category);
     const std::string run = j["run_id"];
     CHECK(leftovers(k, "io.lazyagent.run=" + run) == 0);  // every object of the task's run is gone
-    if (std::string(id) != "refused") {
+    if (id != "refused") {
       CHECK(j["sandbox_id"].get<std::string>().rfind(kNs + "/", 0) == 0);  // a pod, not a container
       CHECK(j["isolation_probe"]["violations"].empty());
     }
