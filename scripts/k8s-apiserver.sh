@@ -80,18 +80,6 @@ do_build() {
 
 # Three free TCP ports on 127.0.0.1 (the kernel picks them; a race with another
 # process taking one in between is possible and makes start fail loudly).
-free_ports() {
-  python3 - <<'PY'
-import socket
-socks = []
-for _ in range(3):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
-
 pid_alive() {  # pid_alive NAME: the daemon recorded in NAME.pid still runs our binary
   local f="$K8S_STATE/$1.pid" pid
   [ -f "$f" ] || return 1
@@ -124,7 +112,7 @@ do_start() {
   chmod 0700 "$K8S_STATE"
   : >"$K8S_STATE/$K8S_MARKER"
   local etcd_port peer_port api_port token
-  read -r etcd_port peer_port api_port < <(free_ports)
+  read -r etcd_port peer_port api_port < <(free_ports 3)
 
   # TLS: a self-signed certificate for 127.0.0.1 that kubectl verifies (no
   # insecure-skip-tls-verify); a service-account signing key (mandatory in
@@ -189,15 +177,7 @@ EOF
 }
 
 # stop_pid NAME: SIGTERM, up to 10 s, then SIGKILL.
-stop_pid() {
-  local pid
-  pid="$(pid_alive "$1")" || { rm -f "$K8S_STATE/$1.pid"; return 0; }
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  rm -f "$K8S_STATE/$1.pid"
-  info "stopped $1 (pid $pid)"
-}
+stop_pid() { stop_daemon "$1" "$K8S_STATE/$1.pid"; }
 
 do_stop() {
   [ -d "$K8S_STATE" ] || { info "nothing in $K8S_STATE"; return 0; }

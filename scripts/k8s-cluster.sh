@@ -178,16 +178,6 @@ do_build() {
 
 # ---- start / stop ---------------------------------------------------------------
 
-free_ports() {  # free_ports N: N free TCP ports on 127.0.0.1 (kernel-chosen)
-  python3 - "$1" <<'PY2'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY2
-}
-
 pid_alive() {  # pid_alive NAME: the daemon recorded in NAME.pid still runs
   local f="$C_STATE/pids/$1.pid" pid
   [ -f "$f" ] || return 1
@@ -444,15 +434,7 @@ EOF
   printf '%s\n' "$C_STATE/kubeconfig"
 }
 
-stop_pid() {  # SIGTERM, up to 10 s, then SIGKILL
-  local pid
-  pid="$(pid_alive "$1")" || { rm -f "$C_STATE/pids/$1.pid"; return 0; }
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  rm -f "$C_STATE/pids/$1.pid"
-  info "stopped $1 (pid $pid)"
-}
+stop_pid() { stop_daemon "$1" "$C_STATE/pids/$1.pid"; }
 
 do_stop_locked() {
   [ -d "$C_STATE" ] || { info "nothing in $C_STATE"; return 0; }

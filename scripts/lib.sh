@@ -150,3 +150,28 @@ _debian_mirror_deb822() {
 socket_answers() {
   [ -S "$1" ] && curl -sf --max-time 3 --unix-socket "$1" http://d/_ping >/dev/null 2>&1
 }
+
+# ---- daemons of the Kubernetes scripts -------------------------------------------
+
+# free_ports N: N free TCP ports on 127.0.0.1 (kernel-chosen), on one line.
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# stop_daemon NAME PIDFILE: SIGTERM to the daemon the calling script's
+# `pid_alive NAME` finds, up to 10 s, then SIGKILL; removes PIDFILE.
+stop_daemon() {
+  local pid
+  pid="$(pid_alive "$1")" || { rm -f "$2"; return 0; }
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+  rm -f "$2"
+  info "stopped $1 (pid $pid)"
+}

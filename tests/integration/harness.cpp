@@ -1,8 +1,11 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +172,33 @@ std::vector<std::string> containers_with_label(const std::string& label) {
 std::string hash_tree(const std::string& dir) {
   auto snap = lazyagent::snapshot_seed(dir);
   return snap ? snap->sha256 : "unreadable: " + snap.error().message;
+}
+
+HostListener::HostListener() {
+  fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+  port_ = ntohs(a.sin_port);
+  listen(fd_, 16);
+  thread_ = std::thread([this] {
+    for (;;) {
+      const int c = accept(fd_, nullptr, nullptr);
+      if (c < 0 || stop_) break;
+      ++accepted_;
+      close(c);
+    }
+  });
+}
+
+HostListener::~HostListener() {
+  stop_ = true;
+  shutdown(fd_, SHUT_RDWR);
+  close(fd_);
+  thread_.join();
 }
 
 }  // namespace it

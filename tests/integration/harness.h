@@ -4,8 +4,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace it {
@@ -56,5 +58,24 @@ std::string patch_json(const std::string& path, const std::string& content);
 std::string sh(const std::string& command);  // runs via /bin/sh, returns stdout
 std::vector<std::string> containers_with_label(const std::string& label);
 std::string hash_tree(const std::string& dir);  // sha256 over paths + contents + modes
+
+// A TCP listener on the host's loopback (an ephemeral port) that counts
+// connections: what a sandbox sharing the host's network would reach.
+class HostListener {
+ public:
+  HostListener();
+  ~HostListener();
+  HostListener(const HostListener&) = delete;
+  HostListener& operator=(const HostListener&) = delete;
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
 
 }  // namespace it

@@ -38,46 +38,6 @@ json run_attack(const CliEnv& env, const std::string& prelude, std::vector<std::
 
 std::string output(const json& j) { return j["test_output"].get<std::string>(); }
 
-// A TCP listener on the host's loopback that counts connections: the target a
-// sandbox sharing the host's network would reach at 127.0.0.1.
-class HostListener {
- public:
-  HostListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    listen(fd_, 16);
-    thread_ = std::thread([this] {
-      for (;;) {
-        const int c = accept(fd_, nullptr, nullptr);
-        if (c < 0 || stop_) break;
-        ++accepted_;
-        close(c);
-      }
-    });
-  }
-  ~HostListener() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-  int accepted() const { return accepted_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-};
-
 std::string network_probe(int port) {
   return "import socket, os\n"
          "print('IFACES=' + ','.join(sorted(os.listdir('/sys/class/net'))))\n"

@@ -20,45 +20,6 @@ using namespace it;
 
 namespace {
 
-// Counts connections on the host's loopback (what a shared netns would reach).
-class LoopbackListener {
- public:
-  LoopbackListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    listen(fd_, 16);
-    thread_ = std::thread([this] {
-      for (;;) {
-        const int c = accept(fd_, nullptr, nullptr);
-        if (c < 0 || stop_) break;
-        ++accepted_;
-        close(c);
-      }
-    });
-  }
-  ~LoopbackListener() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-  int accepted() const { return accepted_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-};
-
 std::string attack(int port) {
   return "import socket\n"
          "print('IFACES=' + ','.join(sorted(n for _, n in socket.if_nameindex())))\n"
@@ -75,7 +36,7 @@ std::string attack(int port) {
 
 TEST_CASE("attack under gVisor: reach the network", "[attack][gvisor]") {
   TempDir state, dir;
-  LoopbackListener listener;
+  HostListener listener;
   const std::string p = dir.file("patch.json", attack_patch(attack(listener.port())));
   const std::string c = dir.file("config.yaml", "engine:\n  runtime: runsc\n");
   CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", p, "--config", c, "--json"});
