@@ -49,6 +49,9 @@ for kind in fix wrong; do
   python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))
 for f in p["files"]: open(sys.argv[2]+"/"+f["path"],"w").write(f["content"])' "$patch" "$work/copy-$kind"
 done
+# ... given to the sandbox's root, as ours are: same user namespace, same seccomp profile.
+ns=1879048192  # config/lazyagent.yaml user_namespace.host_id
+chown -R "$ns:$ns" "$work/copy-fix" "$work/copy-wrong"
 python3 -c 'import sys
 for i in range(int(sys.argv[1])): print(sys.argv[2] + "/copy-" + ("fix" if i % 2 == 0 else "wrong"))' \
   "$ntasks" "$work" > "$work/copies"
@@ -57,6 +60,7 @@ cat > "$work/one.sh" <<EOF
 #!/bin/sh
 # One baseline task: the same isolation as the sandbox; prints the copy and the exit code.
 podman run --rm --network none --cap-drop ALL --security-opt no-new-privileges \\
+  --uidmap "0:$ns:65536" --gidmap "0:$ns:65536" --security-opt seccomp=$PWD/oci/seccomp.json \\
   --read-only --read-only-tmpfs=false \\
   --tmpfs /work:rw,nosuid,nodev,size=64m,mode=1777 \\
   --tmpfs /tmp:rw,nosuid,nodev,noexec,size=64m,mode=1777 \\
@@ -77,7 +81,8 @@ baseline() {  # $1: round
   xargs -P"$jobs" -n1 "$work/one.sh" < "$work/copies" > "$work/baseline-$1.codes"
 }
 ours() {  # $1: round
-  "$bin" eval "$work/tasks.jsonl" --jobs "$jobs" --out "$work/out-$1" --json > "$work/ours-$1.json" 2>/dev/null
+  # --no-baseline: the same work as the other side (one run per task, judged by exit code)
+  "$bin" eval "$work/tasks.jsonl" --jobs "$jobs" --no-baseline --out "$work/out-$1" --json > "$work/ours-$1.json" 2>/dev/null
 }
 ms() { local t0 t1; t0=$(date +%s%N); "$@"; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 
