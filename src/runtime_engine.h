@@ -32,9 +32,10 @@ Result<std::string> resolve_runtime_socket(const std::string& runtime, const Eng
                                            unsigned uid, const char* xdg_runtime_dir);
 
 // Pings the service and reads its OCI runtime (info host.ociRuntime.name):
-// an error saying what to run when it does not answer, and an error when it
-// runs another runtime than `runtime` (a sandbox must never run under a
-// runtime its result does not name).
+// an error saying what to run when it does not answer, and (for runsc) an
+// error when it runs another runtime than `runtime`. For runc the runtime is
+// not asked here: the verifier refuses any container whose OCIRuntime is not
+// the one its result names, before it starts.
 Status check_engine_runtime(PodmanClient& podman, const std::string& runtime);
 
 }  // namespace lazyagent
