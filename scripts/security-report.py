@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 
 INVARIANTS = [  # first matching tag wins
     ("chaos", "4 cleanup on every path; run store durability"),
+    ("gvisor", "under gVisor (runsc): what its policy says it enforces"),
     ("network", "1 no network"),
     ("secrets", "2, 7 no secrets in the sandbox, key never leaks"),
     ("persistence", "4 nothing outlives the sandbox"),
@@ -65,7 +66,9 @@ def main(xml_path, evidence_path, meta_path, out_path):
         ok = result is not None and result.get("success") == "true"
         seconds = float(result.get("durationInSeconds", "0")) if result is not None else 0.0
         control = "[control]" in tags
-        if name.startswith("chaos"):
+        if "[works]" in tags:  # a legitimate workload that must still run under the policy
+            outcome = "works" if ok else "**BROKEN BY THE POLICY**"
+        elif name.startswith("chaos"):
             outcome = "holds" if ok else "FAILED"
         elif control:
             outcome = "control: breach detected" if ok else "CONTROL FAILED (probe cannot detect)"
@@ -80,7 +83,8 @@ def main(xml_path, evidence_path, meta_path, out_path):
         rows.append(dict(name=name, tags=tags, ok=ok, seconds=seconds, outcome=outcome,
                          invariant=invariant, evidence=evidence.get(name, []), failures=failures))
 
-    attacks = [r for r in rows if not r["name"].startswith("chaos") and "[control]" not in r["tags"]]
+    attacks = [r for r in rows if not r["name"].startswith("chaos") and "[control]" not in r["tags"]
+               and "[works]" not in r["tags"]]
     breached = [r for r in attacks if not r["ok"]]
     lines = [
         "# Security report",
@@ -105,6 +109,8 @@ def main(xml_path, evidence_path, meta_path, out_path):
             "yes" if all(r["ok"] for r in rows if "[control]" in r["tags"]) else "**no**"),
         "| chaos | %d, holding %d |" % (sum(r["name"].startswith("chaos") for r in rows),
                                        sum(r["ok"] for r in rows if r["name"].startswith("chaos"))),
+        "| workloads that must still run | %d, working %d |" % (
+            sum("[works]" in r["tags"] for r in rows), sum(r["ok"] for r in rows if "[works]" in r["tags"])),
         "",
         "## Summary",
         "",

@@ -174,7 +174,7 @@ json run_test_cli(const CliEnv& env, const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("seccomp: every refused syscall fails in the sandbox with the profile's errno", "[seccomp]") {
+TEST_CASE("seccomp: every refused syscall fails in the sandbox with the profile's errno", "[seccomp][privilege]") {
   TempDir state, dir;
   const std::string patch = dir.file("patch.json", attack_patch(kProbe));
   json j = run_test_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", patch, "--json"});
@@ -195,7 +195,7 @@ TEST_CASE("seccomp: every refused syscall fails in the sandbox with the profile'
   CHECK(j["policy"]["seccomp"]["default_errno"] == 38);
 }
 
-TEST_CASE("seccomp control: without the profile, the kernel answers each call differently", "[seccomp]") {
+TEST_CASE("seccomp control: without the profile, the kernel answers each call differently", "[seccomp][privilege][control]") {
   // The capabilities the kernel checks before the arguments, so that it
   // reaches them: every call is made with arguments it then refuses (NULL
   // pointers, fd -1, unknown commands), or does something harmless.
@@ -219,7 +219,7 @@ TEST_CASE("seccomp control: without the profile, the kernel answers each call di
   CHECK(got.at("ptrace") == "ESRCH");            // it looked for the process
 }
 
-TEST_CASE("seccomp control: podman's default profile lets through what ours refuses", "[seccomp]") {
+TEST_CASE("seccomp control: podman's default profile lets through what ours refuses", "[seccomp][privilege][control]") {
   const std::string out = podman_probe("--cap-drop ALL");
   INFO(out);
   const auto got = results(out);
@@ -237,7 +237,7 @@ TEST_CASE("seccomp control: podman's default profile lets through what ours refu
   CHECK(got.at("unshare_newuser") == "OK");  // podman's default lets a test create a user namespace
 }
 
-TEST_CASE("seccomp: a Python test run that threads, forks, spawns and uses multiprocessing passes", "[seccomp]") {
+TEST_CASE("seccomp: a Python test run that threads, forks, spawns and uses multiprocessing passes", "[seccomp][works]") {
   TempDir state, dir;
   const std::string patch = dir.file(
       "patch.json",
@@ -280,7 +280,7 @@ class GccImage {
   std::string build_log_;
 };
 
-TEST_CASE("seccomp: a C project compiled with gcc and run with threads passes", "[seccomp]") {
+TEST_CASE("seccomp: a C project compiled with gcc and run with threads passes", "[seccomp][works]") {
   GccImage image;
   INFO(image.build_log());
   REQUIRE(image.build_log().find("rc=0") != std::string::npos);
