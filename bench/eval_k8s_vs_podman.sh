@@ -22,16 +22,7 @@ work=$(mktemp -d /tmp/lazyagent-bench-evalk8s-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export XDG_STATE_HOME="$work/state"
 
-python3 - "$work/tasks.jsonl" "$ntasks" "$PWD/seed" <<'PY'
-import json, sys
-path, n, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-fix = json.load(open("examples/patches/fix-add.json"))
-wrong = json.load(open("examples/patches/wrong-add.json"))
-with open(path, "w") as f:
-    for i in range(n):
-        kind = "fix" if i % 2 == 0 else "wrong"
-        f.write(json.dumps({"id": f"{kind}-{i}", "seed": seed, "patch": fix if kind == "fix" else wrong}) + "\n")
-PY
+python3 bench/tasks.py "$work/tasks.jsonl" "$ntasks" "$PWD/seed"
 
 now_ms() { date +%s%3N; }
 one() {  # one BACKEND ROUND: prints wall ms; the summary must be right

@@ -30,16 +30,7 @@ trap 'rm -rf "$work"' EXIT
 export XDG_STATE_HOME="$work/state"
 
 # The task file: fixing and wrong patches, alternating.
-python3 - "$work/tasks.jsonl" "$ntasks" "$PWD/seed" <<'PY'
-import json, sys
-path, n, seed = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-fix = json.load(open("examples/patches/fix-add.json"))
-wrong = json.load(open("examples/patches/wrong-add.json"))
-with open(path, "w") as f:
-    for i in range(n):
-        kind = "fix" if i % 2 == 0 else "wrong"
-        f.write(json.dumps({"id": f"{kind}-{i}", "seed": seed, "patch": fix if kind == "fix" else wrong}) + "\n")
-PY
+python3 bench/tasks.py "$work/tasks.jsonl" "$ntasks" "$PWD/seed"
 
 # The baseline's private copies, and one line per task naming its copy.
 for kind in fix wrong; do
