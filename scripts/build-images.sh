@@ -101,6 +101,12 @@ drop_replaced() {
     [ -z "$(podman image inspect --format '{{join .RepoTags ","}}' "$old" 2>/dev/null)" ] || continue
     if podman rmi "$old" >/dev/null 2>&1; then info "removed the replaced image ${old:0:12}"; fi
   done
+  # Replaced earlier while a container still used it (a test running during a
+  # rebuild): untagged, carrying our io.lazyagent.image label. Removed once
+  # nothing uses it; podman refuses while something does.
+  for old in $(podman images --filter dangling=true --filter label=io.lazyagent.image --format '{{.ID}}' 2>/dev/null); do
+    if podman rmi "$old" >/dev/null 2>&1; then info "removed an earlier replaced image ${old:0:12}"; fi
+  done
 }
 
 # ---- base: debootstrap + podman import ------------------------------------------
