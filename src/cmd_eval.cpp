@@ -113,6 +113,13 @@ int cmd_eval(const std::vector<std::string>& args) {
 
   auto config = load_config_or_default(opt.config);
   if (!config) return report_error(config.error(), opt.json);
+  if (opt.backend == "podman" && config->engine.runtime != "runc") {
+    // One podman service runs every task; gVisor's is another (runtime_engine.h).
+    return report_error(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
+                                    "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
+                                    "for gVisor, or set engine.runtime: runc)"),
+                        opt.json);
+  }
   auto parsed = load_tasks(opt.tasks);
   if (!parsed) return report_error(parsed.error(), opt.json);
   if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);

@@ -234,6 +234,20 @@ TEST_CASE("eval: a task file with bad lines is refused whole, each line named", 
   CliResult help = run_cli({state.path()}, {"eval", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--jobs N") != std::string::npos);
+
+  CliResult backend = run_cli({state.path()}, {"eval", tasks, "--backend", "docker"});
+  CHECK(backend.exit_code == 2);
+  CHECK(backend.err == "lazyagent-oci: eval: --backend must be podman or k8s, got 'docker'\n");
+  CliResult ns = run_cli({state.path()}, {"eval", tasks, "--namespace", "lz"});
+  CHECK(ns.exit_code == 2);
+  CHECK(ns.err == "lazyagent-oci: eval: --namespace and --kubeconfig need --backend k8s\n");
+  // gVisor's sandboxes have their own podman service: eval says so instead of
+  // failing every task at verification.
+  const std::string cfg = dir.file("runsc.yaml", "engine:\n  runtime: runsc\n");
+  CliResult runsc = run_cli({state.path()}, {"eval", tasks, "--config", cfg});
+  CHECK(runsc.exit_code == 2);
+  CHECK(runsc.err.find("eval runs its sandboxes under runc only") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
 }
 
 TEST_CASE("eval: instruction tasks go through the planner, patch tasks beside them", "[eval]") {
