@@ -17,6 +17,7 @@
 #include "planner_policy.h"
 #include "planner_run.h"
 #include "planner_task.h"
+#include "provenance.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 #include "terminal_text.h"
@@ -439,6 +440,15 @@ class K8sPipeline {
       res_.patch_sha256 = patch_sha256(patch_);
       res_.changed_paths = changed_paths(seed_, patch_);
       findings = check_patch_against_seed(seed_, patch_);
+      // The patch as proven and the seed's manifest, kept for `verify` (provenance.h).
+      if (auto st = store_.write_text(kArtifactsDir, patch_artifact_name(res_.run_id), patch_to_json(patch_)); !st) {
+        return st.error().context("storing the patch");
+      }
+      if (auto st = store_.write_text(kArtifactsDir, seed_manifest_artifact_name(res_.run_id),
+                                      seed_manifest(seed_).dump(1) + "\n");
+          !st) {
+        return st.error().context("storing the seed manifest");
+      }
     }
     if (!findings.empty()) {
       res_.findings = std::move(findings);
@@ -518,6 +528,13 @@ class K8sPipeline {
 
   json policy_json() const {
     json p = policy_to_json(policy_);
+    // Who runs the tests: the pod's fixed non-root uid (export_k8s.h), no id map.
+    const json uid = docs_.sandbox_job.is_object()
+                         ? docs_.sandbox_job.value("/spec/template/spec/securityContext/runAsUser"_json_pointer, json())
+                         : json();
+    p["user"] = {{"mode", "non_root_uid"}, {"uid", uid}, {"uid_map", nullptr}, {"gid_map", nullptr}};
+    // The runtime provenance names: the pod's RuntimeClass on Kubernetes.
+    p["runtime"] = "k8s:" + (req_.k8s.runtime_class.empty() ? std::string("default") : req_.k8s.runtime_class);
     json k = {{"backend", "k8s"},
               {"server", k8s_.connection().server},
               {"server_version", server_version_},
@@ -587,6 +604,7 @@ class K8sPipeline {
     rec["test_command"] = req_.config.test_command;
     rec["updated_at"] = static_cast<long>(std::time(nullptr));
     if (!error.empty()) rec["error"] = error;
+    rec["provenance"] = build_provenance(rec);
     (void)store_.write(rec);
   }
 

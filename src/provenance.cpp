@@ -64,9 +64,20 @@ json verdict_of(const json& record) {
               {"reason", record.value("reason", "")}};
 }
 
+namespace {
+
+// The record's effective policy; a record written before the policy is known
+// (a planning record) has none, or null: an empty object then.
+json policy_of(const json& rec) {
+  const auto it = rec.find("policy");
+  return it != rec.end() && it->is_object() ? *it : json::object();
+}
+
+}  // namespace
+
 json build_provenance(const json& record) {
   const json rec = without(record, "provenance");
-  const json policy = rec.value("policy", json::object());
+  const json policy = policy_of(rec);
   const json verdict = verdict_of(rec);
   json p = {
       {"version", kProvenanceVersion},
@@ -126,7 +137,7 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
   }
 
   // The effective policy, and the runtime it names.
-  const json policy = rec.value("policy", json::object());
+  const json policy = policy_of(rec);
   if (const std::string got = canonical_sha256(policy); got != str(p, "policy_sha256")) {
     fail("policy", "the stored policy hashes to " + got + ", the record says " + shown(str(p, "policy_sha256")));
   }

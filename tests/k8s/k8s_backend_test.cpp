@@ -144,6 +144,7 @@ class Provider {
     args.insert(args.end(), extra.begin(), extra.end());
     return run_cli(env(), args, 400);
   }
+  CliResult cli(const std::vector<std::string>& args) { return run_cli(env(), args); }
   const std::string& config() const { return config_; }
   ProviderStub& stub() { return stub_; }
 
@@ -197,6 +198,13 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   CHECK(j["isolation_probe"]["interfaces"] == json::array({"lo"}));
   CHECK(k8s["provider_transport"].get<std::string>().find("plain http, opted in") == 0);
   CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["run_id"].get<std::string>()) == 0);
+  CHECK(j["policy"]["user"]["mode"] == "non_root_uid");  // the pod's uid, no podman id map
+  CHECK(j["policy"]["user"]["uid"] == 1000);
+  CHECK(j["policy"]["runtime"] == "k8s:lazyagent-nonet");
+  // The record's provenance matches what is stored (verify recomputes every hash).
+  CliResult v = p.cli({"verify", j["run_id"].get<std::string>(), "--json"});
+  INFO(v.out << v.err);
+  CHECK(v.exit_code == 0);
 
   // The provider Secret never appears in the sandbox pod's spec or env.
   const auto seen = pods.stop();

@@ -63,6 +63,13 @@ TEST_CASE("a fresh record matches its provenance", "[provenance]") {
   CHECK(p["policy_sha256"] == sha256_hex(r["policy"].dump()));
 }
 
+TEST_CASE("a record written before its policy is known (policy null) gets provenance too", "[provenance]") {
+  json r = {{"run_id", "r-2"}, {"status", "planning"}, {"policy", nullptr}};
+  REQUIRE_NOTHROW(r["provenance"] = build_provenance(r));
+  CHECK(r["provenance"]["runtime"] == "runc");
+  CHECK(r["provenance"]["policy_sha256"] == sha256_hex("{}"));
+}
+
 TEST_CASE("the hashes survive the run store's write and read", "[provenance]") {
   const json r = record();
   const json back = json::parse(r.dump(2) + "\n");
