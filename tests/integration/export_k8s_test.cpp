@@ -55,7 +55,7 @@ const std::string kScript = std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-ap
 
 std::string kubectl_bin() {
   const char* cache = std::getenv("LAZYAGENT_CACHE_DIR");
-  return std::string(cache ? cache : "/var/cache/lazyagent-oci") + "/k8s/bin/kubectl";
+  return std::string(cache ? cache : "/var/cache/lazyagent-oci") + "/k8s-cluster/bin/kubectl";  // k8s-cluster.sh build
 }
 
 // etcd + kube-apiserver for one test, in a private state directory; stopped
