@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scripts/setup.sh --no-k8s   # the demo needs no kube-apiserver
+scripts/setup.sh --no-k8s --cli-only   # the demo needs no kube-apiserver and no test binaries
 bin=build/lazyagent-oci
 
 configured() {

@@ -18,9 +18,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
   cat <<EOF
-usage: $(basename "$0") [--no-build] [--no-images] [--rebuild-images] [-h]
+usage: $(basename "$0") [--no-build] [--cli-only] [--no-images] [--rebuild-images] [--no-k8s] [-h]
 
   --no-build         skip the cmake build
+  --cli-only         build only the lazyagent-oci binary, not the test executables
   --no-images        skip building the container images
   --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
   --no-k8s           skip building the Kubernetes binaries (the [k8s] and k8s-cluster tests then fail)
@@ -34,12 +35,14 @@ EOF
 }
 
 DO_BUILD=1
+BUILD_TARGETS=()
 DO_IMAGES=1
 DO_K8S=1
 IMAGE_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) DO_BUILD=0 ;;
+    --cli-only) BUILD_TARGETS=(--target lazyagent-oci) ;;
     --no-images) DO_IMAGES=0 ;;
     --rebuild-images) IMAGE_ARGS+=(--rebuild) ;;
     --no-k8s) DO_K8S=0 ;;
@@ -62,7 +65,7 @@ CONF_CHANGED=0
 
 PACKAGES=(
   # C++ build
-  build-essential cmake pkg-config git ca-certificates curl
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev catch2 python3
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
@@ -78,6 +81,8 @@ PACKAGES=(
   catatonit
   # base image: debootstrap downloads with wget and verifies with gpgv
   debootstrap wget gpgv debian-archive-keyring
+  # Kubernetes' own build scripts (scripts/k8s-cluster.sh build) copy with rsync
+  rsync
 )
 
 missing_packages() {
@@ -375,10 +380,16 @@ fi
 # ---- 4. build -----------------------------------------------------------------------
 
 if [ "$DO_BUILD" -eq 1 ]; then
-  step "build (cmake, RelWithDebInfo)"
+  step "build (cmake + ninja, RelWithDebInfo${BUILD_TARGETS:+, the CLI only})"
   cd "$LAZYAGENT_ROOT"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
-  cmake --build build -j2 >&2
+  # A build directory made by another generator (an older checkout used make)
+  # cannot be reused by ninja: start it afresh.
+  if [ -f build/CMakeCache.txt ] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' build/CMakeCache.txt; then
+    info "build/ was configured with another generator: removing it"
+    rm -rf build
+  fi
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+  cmake --build build -j2 "${BUILD_TARGETS[@]}" >&2
   step_done
 fi
 

@@ -23,7 +23,7 @@ bool known_key(const std::string& k) {
 }
 
 // A key or value quoted for a message: valid UTF-8, control bytes escaped, short.
-std::string quoted(std::string_view s) {
+std::string quote_for_message(std::string_view s) {
   std::string shown = escape_for_terminal(to_valid_utf8(s.substr(0, 80)));
   return "'" + shown + (s.size() > 80 ? "...'" : "'");
 }
@@ -106,10 +106,10 @@ class LineParser {
     std::map<std::string, int> seen;
     bool has_patch = false;
     for (const auto& m : v.members) {
-      if (++seen[m.key] == 2) fail(task_reason::kDuplicateKey, "key " + quoted(m.key) + " appears more than once");
+      if (++seen[m.key] == 2) fail(task_reason::kDuplicateKey, "key " + quote_for_message(m.key) + " appears more than once");
       if (seen[m.key] > 1) continue;
       if (!known_key(m.key)) {
-        fail(task_reason::kUnknownKey, "unknown key " + quoted(m.key) + " (keys: " + kKnownKeys + ")");
+        fail(task_reason::kUnknownKey, "unknown key " + quote_for_message(m.key) + " (keys: " + kKnownKeys + ")");
       } else if (m.key == "patch") {
         has_patch = true;
         if (m.value.kind == JsonValue::Kind::kObject) {
@@ -137,7 +137,7 @@ class LineParser {
       fail(task_reason::kNoPatchOrInstruction, "a task needs 'patch' (an object or a file) or 'instruction'");
     }
     if (seen.count("id") && !task->id.empty() && !valid_id(task->id)) {
-      fail(task_reason::kBadId, "id " + quoted(task->id) +
+      fail(task_reason::kBadId, "id " + quote_for_message(task->id) +
                                     " must be 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit");
     }
     if (task->id.empty() && !seen.count("id")) task->id = "line-" + std::to_string(line_);
@@ -217,7 +217,7 @@ ParsedTasks parse_task_lines(std::string_view text) {
       auto [it, fresh] = ids.emplace(task.id, line);
       if (!fresh) {
         out.errors.push_back({line, task_reason::kDuplicateId,
-                              "id " + quoted(task.id) + " is already used on line " + std::to_string(it->second)});
+                              "id " + quote_for_message(task.id) + " is already used on line " + std::to_string(it->second)});
         continue;
       }
     }
@@ -247,10 +247,10 @@ void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir) {
     }
     if (!f && !f.eof()) {
       parsed->errors.push_back({t.line, task_reason::kUnreadablePatchFile,
-                                "cannot read the patch file " + quoted(t.patch_file)});
+                                "cannot read the patch file " + quote_for_message(t.patch_file)});
     } else if (data.size() > kMaxTaskLineBytes) {
       parsed->errors.push_back({t.line, task_reason::kUnreadablePatchFile,
-                                "the patch file " + quoted(t.patch_file) + " is larger than 1 MiB"});
+                                "the patch file " + quote_for_message(t.patch_file) + " is larger than 1 MiB"});
     } else {
       t.patch_json = std::move(data);
     }

@@ -65,7 +65,7 @@ std::string shown(std::string_view s, std::size_t max_bytes = kMaxShownPathBytes
   return out;
 }
 
-std::string quoted(std::string_view path) { return "'" + shown(path) + "'"; }
+std::string quote_path(std::string_view path) { return "'" + shown(path) + "'"; }
 
 // ---- the rules --------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ class FileRules {
     const auto [first, inserted] = seen_.emplace(f.path, index);
     if (!inserted)
       out->push_back(finding(reason::kDuplicatePath, f.path,
-                             "path " + quoted(f.path) + " appears more than once (first as files[" +
+                             "path " + quote_path(f.path) + " appears more than once (first as files[" +
                                  std::to_string(first->second) + "])."));
     if (!f.path.empty() && !path_on_allowlist(f.path, limits_.allow)) out->push_back(not_allowed(f.path));
     check_content(f, out);
@@ -132,7 +132,7 @@ class FileRules {
     std::string list;
     for (const std::string& a : limits_.allow) list += (list.empty() ? "" : ", ") + shown(a);
     return finding(reason::kNotAllowed, path,
-                   "path " + quoted(path) + " is not allowed" +
+                   "path " + quote_path(path) + " is not allowed" +
                        (list.empty() ? "; the allowlist is empty." : "; allowed: " + list + "."));
   }
 
@@ -141,7 +141,7 @@ class FileRules {
     const std::size_t bad = first_invalid_utf8(c);
     if (bad != std::string_view::npos)
       out->push_back(finding(reason::kInvalidUtf8, f.path,
-                             "content of " + quoted(f.path) + invalid_utf8_detail(c, bad)));
+                             "content of " + quote_path(f.path) + invalid_utf8_detail(c, bad)));
     std::size_t count = 0, first_at = 0, first_len = 1;
     for (std::size_t i = 0, len = 1; i < c.size(); i += len) {
       const long cp = decode_utf8(c, i, len);
@@ -151,7 +151,7 @@ class FileRules {
     if (count == 0) return;
     const std::string what = shown(c.substr(first_at, first_len));
     out->push_back(finding(reason::kControlCharInContent, f.path,
-                           "content of " + quoted(f.path) +
+                           "content of " + quote_path(f.path) +
                                (count == 1 ? " contains control character " + what
                                            : " contains " + std::to_string(count) +
                                                  " control characters, the first " + what) +
@@ -179,7 +179,7 @@ bool read_entry(const JsonValue& entry, std::size_t index, PatchFile* file,
   for (const JsonMember& m : entry.members) {
     const int k = m.key == "path" ? 0 : m.key == "content" ? 1 : -1;
     if (k < 0) {
-      problems.push_back(where + " has unknown key " + quoted(m.key) +
+      problems.push_back(where + " has unknown key " + quote_path(m.key) +
                          " (allowed: path, content).");
     } else if (fields[k] != nullptr) {
       problems.push_back(where + " has the key '" + names[k] + "' more than once.");
@@ -242,7 +242,7 @@ bool is_valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::st
 
 std::vector<Finding> check_patch_path(std::string_view path) {
   std::vector<Finding> out;
-  const std::string q = quoted(path);
+  const std::string q = quote_path(path);
   if (path.empty()) {
     out.push_back(finding(reason::kEmptyPath, path, "path is empty."));
     return out;
@@ -317,7 +317,7 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
     const JsonValue* files = nullptr;
     for (const JsonMember& m : doc.members) {
       if (m.key != "files") {
-        add(reason::kBadShape, "patch has unknown key " + quoted(m.key) + " (allowed: files).");
+        add(reason::kBadShape, "patch has unknown key " + quote_path(m.key) + " (allowed: files).");
       } else if (files != nullptr) {
         add(reason::kBadShape, "patch has the key 'files' more than once.");
       } else {
