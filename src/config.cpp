@@ -15,8 +15,12 @@
 //   limits.*_tmpfs_mib     1..16384
 //   limits.log_bytes       4096..64 MiB
 //   timeouts.test_seconds  1..86400
-//   patch.max_files        1..3        may be lowered, never raised past the contract cap
-//   patch.max_bytes        1..12000    likewise
+//   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
+//   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
+//   patch.max_diff_bytes   1..4 MiB    default 12000
+//   patch.max_changed_lines 1..200000  default 1000
+//   seed.max_files         1..10^7     default 100000
+//   seed.max_bytes         1..1 TiB    default 2 GiB
 //   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
@@ -36,6 +40,7 @@
 #include <system_error>
 
 #include "patch_contract.h"
+#include "path_glob.h"
 
 #ifndef LAZYAGENT_DATADIR
 #define LAZYAGENT_DATADIR "/usr/local/share/lazyagent-oci"
@@ -221,7 +226,48 @@ class Reader {
     };
   }
 
+  // A list of glob patterns (path_glob.h), each checked.
+  Read glob_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence()) return error(p, "expected a list of glob patterns, got " + describe(n));
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const std::string item_path = p + "[" + std::to_string(i) + "]";
+        const YAML::Node item = n[i];
+        if (!item.IsScalar() || item.Scalar().empty()) {
+          error(item_path, "expected a non-empty glob pattern, got " + describe(item));
+          continue;
+        }
+        if (const std::string why = glob_problem(item.Scalar()); !why.empty()) {
+          error(item_path, why);
+          continue;
+        }
+        entries.push_back(item.Scalar());
+      }
+      *out = std::move(entries);
+    };
+  }
+
+  // `seed`: a path, or a mapping of `path` and the SeedConfig keys.
+  Read seed(std::string* path, SeedConfig* opt) {
+    return [this, path, opt](const YAML::Node& n, const std::string& p) {
+      if (n.IsMap()) {
+        mapping(n, p,
+                {{"path", string(path)},
+                 {"source", string(&opt->source, is_seed_source, "'auto', 'git' or 'directory'")},
+                 {"exclude", glob_list(&opt->exclude)},
+                 {"include_git", boolean(&opt->include_git)},
+                 {"max_files", integer(&opt->max_files, 1, 10000000, true)},
+                 {"max_bytes", integer(&opt->max_bytes, 1, std::int64_t{1} << 40, true)}});
+        return;
+      }
+      string(path)(n, p);
+    };
+  }
+
  private:
+  static bool is_seed_source(const std::string& s) { return s == "auto" || s == "git" || s == "directory"; }
+
   std::string source_;
   std::vector<std::string> errors_;
 };
@@ -237,6 +283,7 @@ bool is_secret_name(const std::string& s) {
 constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
 
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
 
@@ -327,7 +374,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
     r.mapping(
         YAML::Load(yaml_text), "",
         {
-            {"seed", r.string(&seed)},
+            {"seed", r.seed(&seed, &cfg.seed_options)},
             {"allow", r.allow_list(&cfg.allow)},
             {"test_command", r.string(&cfg.test_command)},
             {"images",
@@ -348,7 +395,13 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"patch", r.nested({{"max_files", r.integer(&cfg.patch.max_files, 1,
                                                         std::int64_t{kMaxPatchFilesCap}, true)},
                                 {"max_bytes", r.integer(&cfg.patch.max_bytes, 1,
-                                                        std::int64_t{kMaxPatchBytesCap}, true)}})},
+                                                        std::int64_t{kMaxPatchBytesCap}, true)},
+                                {"max_diff_bytes", r.integer(&cfg.patch.max_diff_bytes, 1,
+                                                             std::int64_t{kMaxDiffBytesCap}, true)},
+                                {"max_changed_lines", r.integer(&cfg.patch.max_changed_lines, 1,
+                                                                std::int64_t{kMaxChangedLinesCap}, true)},
+                                {"format", r.string(&cfg.patch.format, is_patch_format,
+                                                    "'files' or 'diff'")}})},
             {"provider",
              r.nested(
                  {{"secrets", r.nested({{"base_url", r.string(&cfg.provider.base_url_secret,

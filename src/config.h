@@ -40,9 +40,26 @@ struct TimeoutsConfig {
   std::int64_t planner_seconds = 600;  // host-side deadline for the planner container
 };
 
+// The patch contract's limits (patch_contract.h): the defaults are the origin
+// guide's; each may be raised up to its hard cap (kMax*Cap there).
 struct PatchLimitsConfig {
-  std::int64_t max_files = 3;      // may be lowered, never above 3
-  std::int64_t max_bytes = 12000;  // may be lowered, never above 12000
+  std::int64_t max_files = 3;              // files a patch changes, up to 1000
+  std::int64_t max_bytes = 12000;          // content the model writes, up to 4 MiB
+  std::int64_t max_diff_bytes = 12000;     // a unified diff's text, up to 4 MiB
+  std::int64_t max_changed_lines = 1000;   // a diff's added + removed lines, up to 200000
+  // What the planner asks the model for: whole files ("files") or a unified
+  // diff ("diff"). Either form is accepted from any source (patch_format.h).
+  std::string format = "files";
+};
+
+// How the seed is read (seed_source.h). `seed` in the file is either the
+// path alone or a mapping with `path` and these keys.
+struct SeedConfig {
+  std::string source = "auto";        // auto (git when the seed has .git), git, directory
+  std::vector<std::string> exclude;   // globs (path_glob.h), left out of snapshot, copy and view
+  bool include_git = false;           // also copy .git/ (tests that need git metadata)
+  std::int64_t max_files = 100000;    // entries, up to 10,000,000
+  std::int64_t max_bytes = std::int64_t{2} << 30;  // file content, up to 1 TiB
 };
 
 // Names of the podman secrets that carry the provider settings, and of the
@@ -102,6 +119,7 @@ struct K8sConfig {
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
+  SeedConfig seed_options;  // the rest of `seed:` when it is a mapping
   std::vector<std::string> allow = {"calculator.py"};
   std::string test_command = "python3 -m unittest -v";
   ImagesConfig images;

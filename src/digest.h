@@ -1,6 +1,7 @@
 // Content hashes for provenance (patch, seed snapshot, policy).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -8,5 +9,22 @@ namespace lazyagent {
 
 // Lower-case hex sha256 of the bytes.
 std::string sha256_hex(std::string_view bytes);
+
+// The same hash fed in pieces, for content streamed from disk (a seed file is
+// never held whole in memory to be hashed).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(std::string_view bytes);
+  // Lower-case hex; the object is spent afterwards.
+  std::string hex();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace lazyagent

@@ -24,10 +24,11 @@
 namespace lazyagent {
 namespace {
 
-// Raw text bound: 12,000 content bytes escaped as \u00XX are 72,000 bytes, so no
-// conforming patch comes near this; bigger input is refused before parsing. It
-// also bounds the reader's memory (tens of bytes per input byte at worst).
-constexpr std::size_t kMaxPatchTextBytes = 256 * 1024;
+// Raw text bound (max_patch_text_bytes): content escaped as \u00XX is 6 times
+// longer, so no conforming patch comes near it; bigger input is refused before
+// parsing. It also bounds the reader's memory (tens of bytes per input byte at
+// worst). At least 256 KiB, so the default limits keep their old bound.
+constexpr std::size_t kMinPatchTextBytes = 256 * 1024;
 // Paths shown in messages are cut here (a path is not bounded by max_bytes).
 constexpr std::size_t kMaxShownPathBytes = 256;
 
@@ -89,17 +90,11 @@ std::string invalid_utf8_detail(std::string_view s, std::size_t at) {
 }
 
 
-ContractLimits clamped(const ContractLimits& limits) {
-  ContractLimits out = limits;
-  out.max_files = std::min(out.max_files, kMaxPatchFilesCap);
-  out.max_bytes = std::min(out.max_bytes, kMaxPatchBytesCap);
-  return out;
-}
 
 // Per-file and patch-level rules; remembers paths seen for duplicate_path.
 class FileRules {
  public:
-  explicit FileRules(const ContractLimits& limits) : limits_(clamped(limits)) {}
+  explicit FileRules(const ContractLimits& limits) : limits_(clamp_to_caps(limits)) {}
 
   void check(const PatchFile& f, std::size_t index, std::vector<Finding>* out) {
     std::vector<Finding> path_findings = check_patch_path(f.path);
@@ -119,12 +114,13 @@ class FileRules {
     if (file_count > limits_.max_files)
       out->push_back(finding(reason::kTooManyFiles, "",
                              "patch has " + std::to_string(file_count) + " files; the limit is " +
-                                 std::to_string(limits_.max_files) + "."));
+                                 std::to_string(limits_.max_files) +
+                                 cap_hint("patch.max_files", kMaxPatchFilesCap) + "."));
     if (total_bytes_ > limits_.max_bytes)
       out->push_back(finding(reason::kTooLarge, "",
                              "patch content totals " + std::to_string(total_bytes_) +
                                  " bytes; the limit is " + std::to_string(limits_.max_bytes) +
-                                 "."));
+                                 cap_hint("patch.max_bytes", kMaxPatchBytesCap) + "."));
   }
 
  private:
@@ -231,12 +227,32 @@ void append_json_string(std::string& out, std::string_view s) {
 
 }  // namespace
 
+ContractLimits clamp_to_caps(const ContractLimits& limits) {
+  ContractLimits out = limits;
+  out.max_files = std::min(out.max_files, kMaxPatchFilesCap);
+  out.max_bytes = std::min(out.max_bytes, kMaxPatchBytesCap);
+  out.max_diff_bytes = std::min(out.max_diff_bytes, kMaxDiffBytesCap);
+  out.max_changed_lines = std::min(out.max_changed_lines, kMaxChangedLinesCap);
+  return out;
+}
+
+std::string cap_hint(const char* key, std::size_t hard_cap) {
+  return std::string(" (") + key + " in the config, which can be raised up to " + std::to_string(hard_cap) + ")";
+}
+
+std::size_t max_patch_text_bytes(const ContractLimits& limits) {
+  const ContractLimits l = clamp_to_caps(limits);
+  return std::max({kMinPatchTextBytes, 6 * l.max_bytes + 64 * 1024, l.max_diff_bytes});
+}
+
 bool path_on_allowlist(std::string_view path, const std::vector<std::string>& allow) {
   return std::any_of(allow.begin(), allow.end(), [&](const std::string& a) {
     if (path == a) return true;
     return !a.empty() && a.back() == '/' && path.size() > a.size() && path.substr(0, a.size()) == a;
   });
 }
+
+std::string display_path(std::string_view path) { return shown(path); }
 
 bool is_valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
 
@@ -301,10 +317,11 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
     return r;
   };
   try {
-    if (json_text.size() > kMaxPatchTextBytes)
+    if (json_text.size() > max_patch_text_bytes(limits))
       return refuse(reason::kTooLarge, "patch text is " + std::to_string(json_text.size()) +
                                            " bytes; the limit is " +
-                                           std::to_string(kMaxPatchTextBytes) + ".");
+                                           std::to_string(max_patch_text_bytes(limits)) +
+                                           " (6 times patch.max_bytes, at least 262144).");
     JsonValue doc;
     StrictJsonError error;
     if (!read_strict_json(json_text, &doc, &error))

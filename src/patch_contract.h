@@ -17,9 +17,18 @@
 
 namespace lazyagent {
 
-// Hard caps: config may lower these, never raise them.
-inline constexpr std::size_t kMaxPatchFilesCap = 3;
-inline constexpr std::size_t kMaxPatchBytesCap = 12000;
+// Limits. The defaults are the origin guide's contract (whole files, 3 files,
+// 12,000 bytes), what the demo needs; real projects raise them in the config
+// (`patch.*`) up to the hard caps, which bound what one patch may cost to
+// read, check and apply. The caps are stated in the README.
+inline constexpr std::size_t kDefaultPatchFiles = 3;
+inline constexpr std::size_t kDefaultPatchBytes = 12000;
+inline constexpr std::size_t kDefaultDiffBytes = 12000;
+inline constexpr std::size_t kDefaultChangedLines = 1000;
+inline constexpr std::size_t kMaxPatchFilesCap = 1000;
+inline constexpr std::size_t kMaxPatchBytesCap = 4 * 1024 * 1024;
+inline constexpr std::size_t kMaxDiffBytesCap = 4 * 1024 * 1024;
+inline constexpr std::size_t kMaxChangedLinesCap = 200000;
 
 struct PatchFile {
   std::string path;
@@ -31,8 +40,11 @@ struct Patch {
 };
 
 struct ContractLimits {
-  std::size_t max_files = kMaxPatchFilesCap;
-  std::size_t max_bytes = kMaxPatchBytesCap;  // sum of content bytes
+  std::size_t max_files = kDefaultPatchFiles;          // files a patch changes (patch.max_files)
+  std::size_t max_bytes = kDefaultPatchBytes;          // content the model wrote: whole files' content,
+                                                       // a diff's added lines (patch.max_bytes)
+  std::size_t max_diff_bytes = kDefaultDiffBytes;      // a unified diff's text (patch.max_diff_bytes)
+  std::size_t max_changed_lines = kDefaultChangedLines;  // a diff's added + removed lines
   // Exact relative paths; an entry ending in '/' allows any path under it.
   std::vector<std::string> allow;
 };
@@ -73,6 +85,17 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
 // Validate an already-parsed patch (used after parsing and by tests).
 std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& limits);
 
+// The limits clamped to the hard caps (a limit above its cap counts as the cap).
+ContractLimits clamp_to_caps(const ContractLimits& limits);
+
+// " (patch.max_files in the config, which can be raised up to 1000)": the tail
+// of every cap refusal, naming the key and how far it goes.
+std::string cap_hint(const char* key, std::size_t hard_cap);
+
+// The largest patch text (JSON or diff) read for these limits: JSON escapes
+// can make content up to 6 times longer. Bigger input is refused unread.
+std::size_t max_patch_text_bytes(const ContractLimits& limits);
+
 // The path rules alone, in rule order: empty_path, invalid_utf8, absolute_path,
 // dot_component, backslash_in_path, control_char_in_path. Config checks its
 // `allow` entries with these, so an allowlist can never name a path the
@@ -81,6 +104,10 @@ std::vector<Finding> check_patch_path(std::string_view path);
 
 // The allowlist rule: an exact match, or under an entry that ends in '/'.
 bool path_on_allowlist(std::string_view path, const std::vector<std::string>& allow);
+
+// A path (or any untrusted name) as findings show it: one line, every
+// control, format control and invalid byte escaped, cut at 256 bytes.
+std::string display_path(std::string_view path);
 
 // True when `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view s);

@@ -35,7 +35,7 @@ std::string canonical_sha256(const json& j) {
 json seed_manifest(const SeedSnapshot& seed) {
   json m = json::array();
   for (const auto& e : seed.entries) {
-    m.push_back({{"kind", kind_name(e.kind)}, {"mode", e.mode}, {"path", e.path}, {"sha256", sha256_hex(e.data)}});
+    m.push_back({{"kind", kind_name(e.kind)}, {"mode", e.mode}, {"path", e.path}, {"sha256", e.sha256.empty() ? sha256_hex(e.data) : e.sha256}});
   }
   return m;
 }

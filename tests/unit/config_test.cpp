@@ -171,14 +171,63 @@ TEST_CASE("out-of-range values state the range", "[config]") {
         "cfg.yaml: timeouts.test_seconds: must be between 1 and 86400, got 99999999999999999999");
 }
 
-TEST_CASE("patch limits may be lowered but never raised past the caps", "[config]") {
-  CHECK(error_of("patch: {max_files: 5}") ==
-        "cfg.yaml: patch.max_files: cannot be raised past the cap of 3, got 5");
-  CHECK(error_of("patch: {max_bytes: 12001}") ==
-        "cfg.yaml: patch.max_bytes: cannot be raised past the cap of 12000, got 12001");
+TEST_CASE("patch limits default to the origin guide's and may be raised up to the hard caps", "[config]") {
+  const Config d;
+  CHECK(d.patch.max_files == 3);
+  CHECK(d.patch.max_bytes == 12000);
+  CHECK(d.patch.max_diff_bytes == 12000);
+  CHECK(d.patch.max_changed_lines == 1000);
+  CHECK(d.patch.format == "files");
+  CHECK(error_of("patch: {max_files: 1001}") ==
+        "cfg.yaml: patch.max_files: cannot be raised past the cap of 1000, got 1001");
+  CHECK(error_of("patch: {max_bytes: 4194305}") ==
+        "cfg.yaml: patch.max_bytes: cannot be raised past the cap of 4194304, got 4194305");
+  CHECK(error_of("patch: {max_diff_bytes: 99999999999999999999}") ==
+        "cfg.yaml: patch.max_diff_bytes: cannot be raised past the cap of 4194304, got 99999999999999999999");
+  CHECK(error_of("patch: {max_changed_lines: 200001}") ==
+        "cfg.yaml: patch.max_changed_lines: cannot be raised past the cap of 200000, got 200001");
   CHECK(error_of("patch: {max_files: 0}") ==
-        "cfg.yaml: patch.max_files: must be between 1 and 3, got 0");
-  CHECK(parse("patch: {max_files: 2, max_bytes: 12000}")->patch.max_files == 2);
+        "cfg.yaml: patch.max_files: must be between 1 and 1000, got 0");
+  CHECK(error_of("patch: {format: udiff}") == "cfg.yaml: patch.format: expected 'files' or 'diff', got 'udiff'");
+  const Result<Config> raised =
+      parse("patch: {max_files: 200, max_bytes: 4194304, max_diff_bytes: 65536, max_changed_lines: 5000, format: diff}");
+  REQUIRE(raised.ok());
+  CHECK(raised->patch.max_files == 200);
+  CHECK(raised->patch.max_bytes == 4194304);
+  CHECK(raised->patch.max_diff_bytes == 65536);
+  CHECK(raised->patch.max_changed_lines == 5000);
+  CHECK(raised->patch.format == "diff");
+}
+
+TEST_CASE("seed is a path, or a mapping with path, source, exclude, include_git and caps", "[config]") {
+  const Result<Config> r = parse(R"(
+seed:
+  path: ../project
+  source: git
+  exclude: [build/, "*.log", docs/**/tmp]
+  include_git: true
+  max_files: 200000
+  max_bytes: 4294967296
+)");
+  REQUIRE(r.ok());
+  CHECK(r->seed == "/srv/proj/project");
+  CHECK(r->seed_options.source == "git");
+  CHECK(r->seed_options.exclude == std::vector<std::string>{"build/", "*.log", "docs/**/tmp"});
+  CHECK(r->seed_options.include_git);
+  CHECK(r->seed_options.max_files == 200000);
+  CHECK(r->seed_options.max_bytes == 4294967296LL);
+  const Config d;
+  CHECK(d.seed_options.source == "auto");
+  CHECK(d.seed_options.max_files == 100000);
+  CHECK(d.seed_options.max_bytes == 2147483648LL);
+  CHECK_FALSE(d.seed_options.include_git);
+  CHECK(error_of("seed: {path: x, source: svn}") == "cfg.yaml: seed.source: expected 'auto', 'git' or 'directory', got 'svn'");
+  CHECK(error_of("seed: {path: x, exclude: ["a/../b"]}") == "cfg.yaml: seed.exclude[0]: 'a/../b' has a '..' component");
+  CHECK(error_of("seed: {path: x, exclude: build}") == "cfg.yaml: seed.exclude: expected a list of glob patterns, got 'build'");
+  CHECK(error_of("seed: {path: x, max_files: 10000001}") ==
+        "cfg.yaml: seed.max_files: cannot be raised past the cap of 10000000, got 10000001");
+  CHECK(error_of("seed: {paht: x}") ==
+        "cfg.yaml: seed.paht: unknown key (valid keys: path, source, exclude, include_git, max_files, max_bytes)");
 }
 
 TEST_CASE("unknown keys are errors naming the full key path and the valid keys", "[config]") {

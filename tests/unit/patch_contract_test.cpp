@@ -255,22 +255,38 @@ TEST_CASE("allow entries ending in '/' allow everything beneath, nothing else",
   CHECK_FALSE(allowed("calculator.pyc"));
 }
 
-TEST_CASE("too_many_files and too_large, with limits clamped to the caps", "[patch_contract]") {
-  ContractLimits generous = limits({"a", "b", "c", "d"});
-  generous.max_files = 100;
-  generous.max_bytes = 1000000;
+TEST_CASE("too_many_files and too_large: defaults, raised limits, clamped to the hard caps", "[patch_contract]") {
   const Patch four{{{"a", "1"}, {"b", "2"}, {"c", "3"}, {"d", "4"}}};
-  const auto many = validate_patch(four, generous);
+  const auto many = validate_patch(four, limits({"a", "b", "c", "d"}));  // the default: 3 files
   REQUIRE(many.size() == 1);
   CHECK(many[0].code == "too_many_files");
-  CHECK(many[0].message == "patch has 4 files; the limit is 3.");
+  CHECK(many[0].message ==
+        "patch has 4 files; the limit is 3 (patch.max_files in the config, which can be raised up to 1000).");
 
   const Patch big{{{"a", std::string(12001, 'x')}}};
-  const auto large = validate_patch(big, generous);
+  const auto large = validate_patch(big, limits({"a"}));
   REQUIRE(large.size() == 1);
   CHECK(large[0].code == "too_large");
-  CHECK(large[0].message == "patch content totals 12001 bytes; the limit is 12000.");
-  CHECK(validate_patch(Patch{{{"a", std::string(12000, 'x')}}}, generous).empty());
+  CHECK(large[0].message ==
+        "patch content totals 12001 bytes; the limit is 12000 (patch.max_bytes in the config, which can be raised "
+        "up to 4194304).");
+  CHECK(validate_patch(Patch{{{"a", std::string(12000, 'x')}}}, limits({"a"})).empty());
+
+  ContractLimits raised = limits({"a", "b", "c", "d"});  // raising works
+  raised.max_files = 4;
+  raised.max_bytes = 30000;
+  CHECK(validate_patch(four, raised).empty());
+  CHECK(validate_patch(Patch{{{"a", std::string(27617, 'x')}}}, raised).empty());
+
+  ContractLimits past = limits({"d/"});  // past the hard caps: clamped to them
+  past.max_files = 5000;
+  past.max_bytes = std::size_t{1} << 40;
+  Patch thousand_and_one;
+  for (int i = 0; i <= 1000; ++i) thousand_and_one.files.push_back({"d/" + std::to_string(i), "x"});
+  const auto clamped = validate_patch(thousand_and_one, past);
+  REQUIRE(clamped.size() == 1);
+  CHECK(clamped[0].message ==
+        "patch has 1001 files; the limit is 1000 (patch.max_files in the config, which can be raised up to 1000).");
 
   ContractLimits strict = limits({"a", "b"});  // lowering works
   strict.max_files = 1;
@@ -283,7 +299,8 @@ TEST_CASE("oversized patch text is refused before parsing", "[patch_contract]") 
   const auto r = check(std::string(2 * 1024 * 1024, ' '));
   REQUIRE(r.findings.size() == 1);
   CHECK(r.findings[0].code == "too_large");
-  CHECK(r.findings[0].message == "patch text is 2097152 bytes; the limit is 262144.");
+  CHECK(r.findings[0].message ==
+        "patch text is 2097152 bytes; the limit is 262144 (6 times patch.max_bytes, at least 262144).");
 }
 
 TEST_CASE("several findings at once are all reported, in file then rule order",
