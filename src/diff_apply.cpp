@@ -170,7 +170,13 @@ FileApplyResult apply_file_diff(const FileDiff& file, std::string_view old_conte
       if (match_beginning && match_end) anchor = " (it starts at line 1 and has no trailing context, so it must cover the whole file)";
       else if (match_beginning) anchor = " (it starts at line 1, so it must match at the beginning of the file)";
       else if (match_end) anchor = " (it has no trailing context, so it must match at the end of the file)";
-      if (fuzz > 0) {
+      const std::size_t unanchored =
+          match_beginning || match_end ? find_position(img, s.pre, line, false, false) : std::string::npos;
+      if (unanchored != std::string::npos) {
+        refuse(diff_reason::kHunkDoesNotApply,
+               describe_hunk(h, k) + where + " does not apply: its lines are at line " + std::to_string(unanchored + 1) +
+                   anchor + ".");
+      } else if (fuzz > 0) {
         refuse(diff_reason::kHunkNeedsFuzz,
                describe_hunk(h, k) + where + " applies only with fuzz " + std::to_string(fuzz) + " (its outer " +
                    std::to_string(fuzz) + " context line(s) ignored); strict mode refuses it" +

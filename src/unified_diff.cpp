@@ -155,14 +155,9 @@ class DiffReader {
   explicit DiffReader(std::string_view text) { lines_ = split_diff_lines(text, &last_newline_); }
 
   DiffReadResult read() {
-    std::string_view first_nonblank;
-    for (auto l : lines_) {
-      if (!header(l).empty()) {
-        first_nonblank = l;
-        break;
-      }
-    }
-    if (first_nonblank.empty()) {
+    bool blank = true;
+    for (auto l : lines_) blank = blank && l.find_first_not_of(" \t\r\f\v") == std::string_view::npos;
+    if (blank) {
       fail(diff_reason::kEmptyDiff, "", "the diff is empty: there is nothing to apply.");
       return std::move(out_);
     }

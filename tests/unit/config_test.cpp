@@ -222,7 +222,7 @@ seed:
   CHECK(d.seed_options.max_bytes == 2147483648LL);
   CHECK_FALSE(d.seed_options.include_git);
   CHECK(error_of("seed: {path: x, source: svn}") == "cfg.yaml: seed.source: expected 'auto', 'git' or 'directory', got 'svn'");
-  CHECK(error_of("seed: {path: x, exclude: ["a/../b"]}") == "cfg.yaml: seed.exclude[0]: 'a/../b' has a '..' component");
+  CHECK(error_of("seed: {path: x, exclude: [\"a/../b\"]}") == "cfg.yaml: seed.exclude[0]: 'a/../b' has a '..' component");
   CHECK(error_of("seed: {path: x, exclude: build}") == "cfg.yaml: seed.exclude: expected a list of glob patterns, got 'build'");
   CHECK(error_of("seed: {path: x, max_files: 10000001}") ==
         "cfg.yaml: seed.max_files: cannot be raised past the cap of 10000000, got 10000001");

@@ -24,7 +24,7 @@ FileDiff only_file(const std::string& diff) {
   return r.diff.files[0];
 }
 
-FileApplyResult apply(const std::string& diff, const std::string& content) {
+FileApplyResult apply_text(const std::string& diff, const std::string& content) {
   return apply_file_diff(only_file(diff), content);
 }
 
@@ -53,7 +53,7 @@ std::optional<std::string> git_apply(const std::string& diff, const std::string&
 
 // Both appliers on the same case: the same outcome.
 std::optional<std::string> both(const std::string& diff, const std::string& content) {
-  const FileApplyResult ours = apply(diff, content);
+  const FileApplyResult ours = apply_text(diff, content);
   const std::optional<std::string> git = git_apply(diff, content);
   INFO("ours: " << (ours.ok() ? ours.content : ours.findings[0].message));
   INFO("git: " << (git ? *git : std::string("(refused)")));
@@ -79,7 +79,7 @@ TEST_CASE("applies exactly at the stated line, like git apply", "[diff_apply]") 
   const auto r = both(kChange5, kTenLines);
   REQUIRE(r);
   CHECK(*r == "line 1\nline 2\nline 3\nline 4\nLINE FIVE\nline 6\nline 7\nline 8\nline 9\nline 10\n");
-  const FileApplyResult ours = apply(kChange5, kTenLines);
+  const FileApplyResult ours = apply_text(kChange5, kTenLines);
   REQUIRE(ours.placements.size() == 1);
   CHECK(ours.placements[0].offset == 0);
   CHECK(ours.placements[0].applied_line == 2);
@@ -88,7 +88,7 @@ TEST_CASE("applies exactly at the stated line, like git apply", "[diff_apply]") 
 TEST_CASE("applies at an offset, nearest first, like git apply", "[diff_apply]") {
   const std::string shifted = "new 1\nnew 2\nnew 3\n" + kTenLines;
   REQUIRE(both(kChange5, shifted));
-  const FileApplyResult ours = apply(kChange5, shifted);
+  const FileApplyResult ours = apply_text(kChange5, shifted);
   CHECK(ours.placements[0].offset == 3);
   CHECK(ours.placements[0].applied_line == 5);
   // The context occurs twice: the nearer one to the stated line wins.
@@ -101,7 +101,7 @@ TEST_CASE("applies at an offset, nearest first, like git apply", "[diff_apply]")
 TEST_CASE("a hunk that does not apply is refused, naming the file, the hunk and the first difference", "[diff_apply]") {
   const std::string other = "line 1\nline 2\nline 3\nline 4\nline 5 changed\nline 6\nline 7\nline 8\nline 9\nline 10\n";
   CHECK_FALSE(both(kChange5, other));
-  const FileApplyResult ours = apply(kChange5, other);
+  const FileApplyResult ours = apply_text(kChange5, other);
   REQUIRE(ours.findings.size() == 1);
   CHECK(ours.findings[0].code == "hunk_does_not_apply");
   CHECK(ours.findings[0].path == "f");
@@ -114,7 +114,7 @@ TEST_CASE("a hunk that would apply only with fuzz is refused as hunk_needs_fuzz"
   // The outer context line differs; `patch` would apply it with fuzz 1.
   const std::string drifted = "line 1\nline 2 edited\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\n";
   CHECK_FALSE(both(kChange5, drifted));
-  const FileApplyResult ours = apply(kChange5, drifted);
+  const FileApplyResult ours = apply_text(kChange5, drifted);
   REQUIRE(ours.findings.size() == 1);
   CHECK(ours.findings[0].code == "hunk_needs_fuzz");
   CHECK(ours.findings[0].message ==
@@ -128,7 +128,7 @@ TEST_CASE("CRLF files: a CRLF diff applies, an LF diff is refused with the reaso
   REQUIRE(r);
   CHECK(*r == "a\r\nB\r\nc\r\n");
   CHECK_FALSE(both("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n", crlf));
-  const FileApplyResult ours = apply("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n", crlf);
+  const FileApplyResult ours = apply_text("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n", crlf);
   REQUIRE(ours.findings.size() == 1);
   CHECK(ours.findings[0].message.find("(the file's lines end in CRLF, the diff's do not)") != std::string::npos);
 }
@@ -143,7 +143,7 @@ TEST_CASE("files without a final newline, on either side", "[diff_apply]") {
   // The diff says the file ends without a newline; it does not.
   CHECK_FALSE(both("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n", "a\nb\n"));
   // A marker on a line that is not the last.
-  const FileApplyResult bad = apply("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n\\ No newline at end of file\n-b\n+B\n c\n", "a\nb\nc\n");
+  const FileApplyResult bad = apply_text("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n\\ No newline at end of file\n-b\n+B\n c\n", "a\nb\nc\n");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.findings[0].code == "hunk_does_not_apply");
 }
@@ -152,7 +152,7 @@ TEST_CASE("anchors: a hunk at line 1 matches at the beginning, one without trail
   const std::string head = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-line 1\n+LINE 1\n line 2\n line 3\n";
   CHECK(both(head, kTenLines));
   CHECK_FALSE(both(head, "intro\n" + kTenLines));
-  const FileApplyResult ours = apply(head, "intro\n" + kTenLines);
+  const FileApplyResult ours = apply_text(head, "intro\n" + kTenLines);
   REQUIRE_FALSE(ours.ok());
   CHECK(ours.findings[0].message.find("(it starts at line 1, so it must match at the beginning of the file)") != std::string::npos);
   const std::string tail = "--- a/f\n+++ b/f\n@@ -8,3 +8,3 @@\n line 8\n line 9\n-line 10\n+LINE 10\n";
@@ -179,19 +179,19 @@ TEST_CASE("several hunks, and a hunk may not reuse lines an earlier hunk wrote",
 }
 
 TEST_CASE("create and delete: a new file from nothing; a deletion must empty the file", "[diff_apply]") {
-  const FileApplyResult created = apply("--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n", "");
+  const FileApplyResult created = apply_text("--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n", "");
   REQUIRE(created.ok());
   CHECK(created.content == "a\nb\n");
   CHECK(git_apply("--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n", "", true) == std::optional<std::string>("a\nb\n"));
-  CHECK(apply("--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n", "a\nb\n").ok());
-  const FileApplyResult partial = apply("--- a/f\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n", "a\nb\n");
+  CHECK(apply_text("--- a/f\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n", "a\nb\n").ok());
+  const FileApplyResult partial = apply_text("--- a/f\n+++ /dev/null\n@@ -1,2 +0,1 @@\n-a\n b\n", "a\nb\n");
   REQUIRE_FALSE(partial.ok());
   CHECK(partial.findings[0].message == "the diff deletes 'f' but its hunks leave 2 bytes of it.");
 }
 
 TEST_CASE("recounted hunks (a model's wrong counts) apply by their lines", "[diff_apply]") {
   const std::string wrong = "--- a/f\n+++ b/f\n@@ -4,9 +4,11 @@\n line 4\n-line 5\n+FIVE\n line 6\n";
-  const FileApplyResult ours = apply(wrong, kTenLines);
+  const FileApplyResult ours = apply_text(wrong, kTenLines);
   REQUIRE(ours.ok());
   CHECK(ours.content.find("FIVE") != std::string::npos);
 }
@@ -201,7 +201,7 @@ TEST_CASE("known difference from git: lines added with no context at all are ref
   // (its match_end rule); we refuse instead of guessing.
   const std::string no_context = "--- a/f\n+++ b/f\n@@ -3,0 +4 @@\n+INSERTED\n";
   CHECK(git_apply(no_context, kTenLines) == kTenLines + "INSERTED\n");
-  const FileApplyResult ours = apply(no_context, kTenLines);
+  const FileApplyResult ours = apply_text(no_context, kTenLines);
   REQUIRE_FALSE(ours.ok());
   CHECK(ours.findings[0].code == "hunk_does_not_apply");
   CHECK(ours.findings[0].message.find("without any context line") != std::string::npos);

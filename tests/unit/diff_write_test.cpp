@@ -86,12 +86,16 @@ TEST_CASE("round trips over generated edits; git apply takes every diff", "[diff
     if (rng() % 4 == 0 && !b.empty()) b.pop_back();  // no final newline
     if (rng() % 5 == 0 && !a.empty()) a.pop_back();
     INFO("round " << round);
+    if (a == b) {
+      CHECK(write_unified_diff({{"f", FileOp::kModify, a, b}}).empty());
+      continue;
+    }
     CHECK(apply_written({"f", FileOp::kModify, a, b}) == b);
-    if (round % 30 == 0 && a != b) {
+    if (round % 30 == 0) {
       Tmp t;
       std::ofstream(t.path + "/f", std::ios::binary) << a;
       std::ofstream(t.path + "/p.diff", std::ios::binary) << write_unified_diff({{"f", FileOp::kModify, a, b}});
-      REQUIRE(std::system(("cd " + t.path + " && git apply p.diff").c_str()) == 0);
+      REQUIRE(std::system(("cd " + t.path + " && git apply p.diff 2>/dev/null").c_str()) == 0);
       std::ifstream f(t.path + "/f", std::ios::binary);
       std::stringstream ss;
       ss << f.rdbuf();

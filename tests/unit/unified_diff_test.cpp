@@ -155,7 +155,7 @@ TEST_CASE("hunks: counts trusted when right, recounted when wrong, blank context
   CHECK(r.diff.files[0].hunks[0].recounted);
   CHECK(r.diff.files[0].hunks[0].lines.size() == 3);
   // Right counts: a removed line that looks like a header stays a removed line.
-  r = read("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- a\n+++ b\n");
+  r = read("--- a/x\n+++ b/x\n@@ -1 +1 @@\n--- a\n+++ b\n");
   REQUIRE(r.ok());
   REQUIRE(r.diff.files.size() == 1);
   CHECK(r.diff.files[0].hunks[0].lines[0].text == "-- a");
