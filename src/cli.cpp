@@ -8,6 +8,7 @@
 
 #include "cli_args.h"
 #include "interrupt.h"
+#include "patch_contract.h"
 #include "podman_client.h"
 #include "runtime_engine.h"
 #include "runtime_policy.h"
@@ -40,6 +41,9 @@ const std::vector<Command>& commands() {
       {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
       {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
       {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},
+      {"diff", "print a run's proven change as a unified diff against its seed", cmd_diff},
+      {"apply", "write a passed run's change into your work tree (optionally on a new git branch)", cmd_apply},
+      {"seed", "show what a run takes from a seed (git work tree or directory), and how long it takes", cmd_seed},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
       {"plan", "the planner itself, run inside the planner container", cmd_plan},
@@ -98,7 +102,12 @@ int report_error(const Error& e, bool json) {
 }
 
 Result<std::string> read_patch_file(const std::string& path) {
-  constexpr std::size_t kMaxPatchFileBytes = 1 << 20;
+  // The largest text any patch can be under the hard caps; the contract
+  // judges the configured limits with their own messages.
+  ContractLimits widest;
+  widest.max_bytes = kMaxPatchBytesCap;
+  widest.max_diff_bytes = kMaxDiffBytesCap;
+  const std::size_t max = max_patch_text_bytes(widest);
   std::ifstream file;
   std::istream* in = &std::cin;
   if (path != "-") {
@@ -106,12 +115,15 @@ Result<std::string> read_patch_file(const std::string& path) {
     if (!file) return usage_error("--patch " + path + ": cannot open the file");
     in = &file;
   }
-  std::string data(kMaxPatchFileBytes + 1, '\0');
-  in->read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<std::size_t>(in->gcount()));
-  if (data.size() > kMaxPatchFileBytes) {
-    return Error{ErrorKind::kPatch, "--patch " + path + ": the file is larger than 1 MiB; a patch "
-                                    "holds at most 12000 bytes of content"};
+  std::string data;
+  char buf[65536];
+  while (in->read(buf, sizeof buf) || in->gcount() > 0) {
+    data.append(buf, static_cast<std::size_t>(in->gcount()));
+    if (data.size() > max) {
+      return Error{ErrorKind::kPatch, "--patch " + path + ": the file is larger than " + std::to_string(max) +
+                                          " bytes, more than any patch may be (patch.max_bytes and "
+                                          "patch.max_diff_bytes stop at " + std::to_string(kMaxPatchBytesCap) + ")"};
+    }
   }
   return data;
 }

@@ -81,6 +81,9 @@ int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
+int cmd_apply(const std::vector<std::string>& args);
+int cmd_seed(const std::vector<std::string>& args);
 
 // The Kubernetes backend (cmd_k8s.cpp). k8s_backend_args: when `args` ask
 // for `--backend k8s`, the args without it; nullopt otherwise.

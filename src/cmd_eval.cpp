@@ -13,6 +13,7 @@
 #include "eval_tasks.h"
 #include "interrupt.h"
 #include "run_store.h"
+#include "swe_bench.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -21,6 +22,7 @@ namespace {
 
 struct EvalCliOptions {
   std::string tasks;
+  std::string predictions, seed_map;
   std::string out;
   long jobs = 2;
   long prepare = -1;
@@ -58,6 +60,23 @@ Result<ParsedTasks> load_tasks(const std::string& path) {
   return parsed;
 }
 
+std::string slurp_file(const std::string& path, bool* ok) {
+  std::ifstream f(path, std::ios::binary);
+  *ok = static_cast<bool>(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result<ParsedTasks> load_predictions(const std::string& predictions, const std::string& seed_map) {
+  bool ok = false;
+  const std::string p = slurp_file(predictions, &ok);
+  if (!ok) return usage_error("eval: cannot open the predictions file " + predictions);
+  const std::string m = slurp_file(seed_map, &ok);
+  if (!ok) return usage_error("eval: cannot open the seed map " + seed_map);
+  return parse_swe_bench_predictions(p, m, dir_of(seed_map));
+}
+
 int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool json) {
   std::string message = "eval: " + path + ": " + std::to_string(parsed.errors.size()) +
                         " problem(s); nothing was run:";
@@ -78,10 +97,13 @@ int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool js
 
 int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
-  ArgParser p("eval", "TASKS.jsonl [--jobs N] [--prepare M] [--out DIR] [--rerun K] [--no-baseline] [--timeout S]\n"
-              "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
+  ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
+              "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
+              "            [--kubeconfig FILE] [--config FILE] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
-              "\"image\", \"patch\" | \"instruction\"} per line) through the same pipeline as `test` (or\n"
+              "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
+              "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
+              "{seed, test_command, allow, image}), through the same pipeline as `test` (or\n"
               "`run`, for an instruction), N at a time through one podman service. Writes one result\n"
               "file per task (the JSON of `test --json`) under DIR/results and DIR/summary.json.\n"
               "Rerunning with the same --out skips the tasks already finished. A task file with any\n"
@@ -90,7 +112,9 @@ int cmd_eval(const std::vector<std::string>& args) {
               "--backend k8s runs each task as Jobs on a Kubernetes cluster (as `run --backend k8s`), N at\n"
               "a time, with the same result files and summary; patch tasks need no provider Secret there.\n"
               "Kubernetes connection: --kubeconfig FILE, else $KUBECONFIG, else the pod's service account.");
-  p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
+  p.positional("TASKS.jsonl", &opt.tasks, false, "the task file");
+  p.option("--predictions", &opt.predictions, "FILE", "a SWE-bench predictions file (JSON Lines or a JSON array)");
+  p.option("--seed-map", &opt.seed_map, "FILE", "with --predictions: JSON object, instance id -> seed");
   p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
   p.integer("--prepare", &opt.prepare, "M",
             "sandboxes created and verified (or removed) while N run their tests (default N; 0 = no overlap)", 0, 64);
@@ -104,6 +128,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  if (opt.tasks.empty() == opt.predictions.empty()) {
+    return report_error(usage_error("eval: give a task file or --predictions FILE (with --seed-map), one of them"), opt.json);
+  }
+  if (opt.predictions.empty() != opt.seed_map.empty()) {
+    return report_error(usage_error("eval: --predictions and --seed-map go together"), opt.json);
+  }
   if (opt.backend != "podman" && opt.backend != "k8s") {
     return report_error(usage_error("eval: --backend must be podman or k8s, got '" + opt.backend + "'"), opt.json);
   }
@@ -120,9 +150,9 @@ int cmd_eval(const std::vector<std::string>& args) {
                                     "for gVisor, or set engine.runtime: runc)"),
                         opt.json);
   }
-  auto parsed = load_tasks(opt.tasks);
+  auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
   if (!parsed) return report_error(parsed.error(), opt.json);
-  if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);
+  if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
   for (const auto& t : parsed->tasks) {
     if (t.seed.empty() && config->seed.empty()) {
       return report_error(usage_error("eval: task " + t.id + " (line " + std::to_string(t.line) +
@@ -150,7 +180,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.prepare = static_cast<int>(opt.prepare);
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.baseline = !opt.no_baseline;
-  eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
+  eo.out_dir = opt.out.empty() ? default_out(opt.tasks.empty() ? opt.predictions : opt.tasks) : opt.out;
   eo.socket = socket_path;
   const RunStore store = default_run_store();
 

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "patch_contract.h"
+#include "patch_format.h"
 #include "planner_policy.h"
 #include "planner_task.h"
 #include "provider_client.h"
@@ -129,17 +130,24 @@ int cmd_plan(const std::vector<std::string>& args) {
     log.line(patch_text.error().message);
     return log.finish(kExitRefused);
   }
-  ContractResult checked = validate_patch_json(*patch_text, task->contract);
-  auto leaks = secret_findings(checked.patch, {settings.api_key});
+  PatchCheck checked = check_patch_text(*patch_text, task->contract);
+  auto leaks = secret_findings(checked, {settings.api_key});
   checked.findings.insert(checked.findings.end(), leaks.begin(), leaks.end());
+  log.summary["patch_format"] = patch_format_name(checked.format);
   if (!checked.ok()) {
     log.summary["findings"] = findings_json(checked.findings);
     log.line("the model's patch is refused: " + std::to_string(checked.findings.size()) + " finding(s)");
     return log.finish(kExitRefused);
   }
-  std::cout << patch_to_json(checked.patch) << std::endl;
-  log.summary["patch_sha256"] = patch_sha256(checked.patch);
-  log.line("patch accepted: " + std::to_string(checked.patch.files.size()) + " file(s)");
+  // stdout carries the patch alone: canonical JSON, or the diff as it came.
+  std::cout << checked.stored;
+  if (checked.format == PatchFormat::kFiles) std::cout << "\n";
+  std::cout << std::flush;
+  log.summary["patch_sha256"] = checked.sha256;
+  log.line("patch accepted (" + std::string(patch_format_name(checked.format)) + "): " +
+           std::to_string(checked.format == PatchFormat::kFiles ? checked.files.files.size()
+                                                                 : checked.diff.files.size()) +
+           " file(s)");
   return log.finish(0);
 }
 

@@ -6,32 +6,13 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "provenance.h"
+#include "run_apply.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
 
 using nlohmann::json;
 
-namespace {
-
-StoredArtifacts load_artifacts(const RunStore& store, const std::string& run_id) {
-  StoredArtifacts a;
-  if (auto patch = store.read_text(kArtifactsDir, patch_artifact_name(run_id)); patch) {
-    a.patch = *patch;
-  } else {
-    a.patch_problem = patch.error().message;
-  }
-  if (auto text = store.read_text(kArtifactsDir, seed_manifest_artifact_name(run_id)); text) {
-    json m = json::parse(*text, nullptr, false);
-    if (m.is_discarded()) a.manifest_problem = "it is not valid JSON";
-    else a.seed_manifest = std::move(m);
-  } else {
-    a.manifest_problem = text.error().message;
-  }
-  return a;
-}
-
-}  // namespace
 
 int cmd_verify(const std::vector<std::string>& args) {
   std::string run_id;
@@ -57,7 +38,7 @@ int cmd_verify(const std::vector<std::string>& args) {
     mismatches.push_back({"record", rec.error().message});
   } else {
     record = std::move(*rec);
-    mismatches = check_provenance(record, load_artifacts(store, run_id));
+    mismatches = check_provenance(record, load_stored_artifacts(store, run_id, record));
   }
 
   const bool matches = mismatches.empty();

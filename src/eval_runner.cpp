@@ -246,6 +246,13 @@ class Runner {
     row.attempts = static_cast<int>(v.attempts.size());
     row.ms = ms;
     row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
+    if (v.final) {
+      row.patch_format = v.final->patch_format;
+      if (v.final->change.is_object()) {
+        row.added = v.final->change["diff_stats"].value("added", std::size_t{0});
+        row.removed = v.final->change["diff_stats"].value("removed", std::size_t{0});
+      }
+    }
     const std::string text =
         result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
@@ -322,6 +329,11 @@ std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& 
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
+  row.patch_format = j.value("patch_format", "");
+  if (j.contains("diff_stats") && j["diff_stats"].is_object()) {
+    row.added = j["diff_stats"].value("added", std::size_t{0});
+    row.removed = j["diff_stats"].value("removed", std::size_t{0});
+  }
   return row;
 }
 

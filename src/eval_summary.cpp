@@ -20,6 +20,9 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     }
     s.by_category[static_cast<int>(it->second->category)].push_back(id);
     if (it->second->skipped) s.skipped.push_back(id);
+    if (!it->second->patch_format.empty()) ++s.patch_formats[it->second->patch_format];
+    s.added += it->second->added;
+    s.removed += it->second->removed;
   }
   return s;
 }
@@ -40,6 +43,8 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["interrupted"] = s.interrupted;
   j["jobs"] = s.jobs;
   j["wall_ms"] = s.wall_ms;
+  j["patch_formats"] = s.patch_formats;
+  j["diff_stats"] = {{"added", s.added}, {"removed", s.removed}};
   return j;
 }
 
@@ -59,6 +64,11 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
   if (!s.not_run.empty()) row("(not run)", s.not_run);
   o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
     << (s.interrupted ? ", interrupted" : "") << "\n";
+  if (!s.patch_formats.empty()) {
+    o << "patches:";
+    for (const auto& [format, n] : s.patch_formats) o << " " << n << " " << format;
+    o << "; proven changes add " << s.added << " and remove " << s.removed << " line(s)\n";
+  }
   return o.str();
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct EvalRow {
   int attempts = 1;
   long ms = 0;
   std::string reason;    // why not passed, one line
+  std::string patch_format;  // files | diff ("" for a planner task that got no patch)
+  std::size_t added = 0, removed = 0;  // the proven change's diff stats
 };
 
 struct EvalSummary {
@@ -30,6 +33,8 @@ struct EvalSummary {
   bool interrupted = false;
   int jobs = 1;
   long wall_ms = 0;
+  std::map<std::string, std::size_t> patch_formats;  // tasks per patch_format
+  std::size_t added = 0, removed = 0;                 // lines, over every task's proven change
   const std::vector<std::string>& ids(EvalCategory c) const { return by_category[static_cast<int>(c)]; }
 };
 

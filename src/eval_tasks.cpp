@@ -13,10 +13,10 @@ namespace lazyagent {
 
 namespace {
 
-constexpr const char* kKnownKeys = "id, seed, allow, test_command, image, patch, instruction";
+constexpr const char* kKnownKeys = "id, seed, allow, test_command, image, patch, diff, instruction";
 
 bool known_key(const std::string& k) {
-  for (const char* key : {"id", "seed", "allow", "test_command", "image", "patch", "instruction"}) {
+  for (const char* key : {"id", "seed", "allow", "test_command", "image", "patch", "diff", "instruction"}) {
     if (k == key) return true;
   }
   return false;
@@ -119,6 +119,12 @@ class LineParser {
         } else {
           fail(task_reason::kBadType, std::string("'patch' must be a patch object or a file path, got ") + kind_name(m.value.kind));
         }
+      } else if (m.key == "diff") {
+        if (m.value.kind != JsonValue::Kind::kString) {
+          fail(task_reason::kBadType, std::string("'diff' must be a unified diff's text, got ") + kind_name(m.value.kind));
+        } else {
+          task->patch_json = m.value.text;  // judged by the diff contract when the task runs
+        }
       } else if (m.key == "allow") {
         allow_field(m.value, task);
       } else {
@@ -131,10 +137,12 @@ class LineParser {
       }
     }
     const bool has_instruction = seen.count("instruction") > 0;
-    if (has_patch && has_instruction) {
-      fail(task_reason::kPatchAndInstruction, "a task has either 'patch' or 'instruction', not both");
-    } else if (!has_patch && !has_instruction) {
-      fail(task_reason::kNoPatchOrInstruction, "a task needs 'patch' (an object or a file) or 'instruction'");
+    const bool has_diff = seen.count("diff") > 0;
+    if (int(has_patch) + int(has_diff) + int(has_instruction) > 1) {
+      fail(task_reason::kPatchAndInstruction, "a task has one of 'patch', 'diff' or 'instruction', not several");
+    } else if (!has_patch && !has_diff && !has_instruction) {
+      fail(task_reason::kNoPatchOrInstruction,
+           "a task needs 'patch' (an object or a file), 'diff' (a unified diff) or 'instruction'");
     }
     if (seen.count("id") && !task->id.empty() && !valid_id(task->id)) {
       fail(task_reason::kBadId, "id " + quote_for_message(task->id) +
@@ -239,18 +247,26 @@ void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir) {
     t.seed = resolve(t.seed);
     if (t.patch_file.empty()) continue;
     t.patch_file = resolve(t.patch_file);
+    // The largest text any patch may be under the hard caps (patch_contract.h).
+    ContractLimits widest;
+    widest.max_bytes = kMaxPatchBytesCap;
+    widest.max_diff_bytes = kMaxDiffBytesCap;
+    const std::size_t max = max_patch_text_bytes(widest);
     std::ifstream f(t.patch_file, std::ios::binary);
-    std::string data(kMaxTaskLineBytes + 1, '\0');
-    if (f) {
-      f.read(data.data(), static_cast<std::streamsize>(data.size()));
-      data.resize(static_cast<std::size_t>(f.gcount()));
+    std::string data;
+    bool readable = static_cast<bool>(f);
+    char buf[65536];
+    while (readable && (f.read(buf, sizeof buf) || f.gcount() > 0) && data.size() <= max) {
+      data.append(buf, static_cast<std::size_t>(f.gcount()));
     }
-    if (!f && !f.eof()) {
+    if (readable && f.bad()) readable = false;
+    if (!readable) {
       parsed->errors.push_back({t.line, task_reason::kUnreadablePatchFile,
                                 "cannot read the patch file " + quote_for_message(t.patch_file)});
-    } else if (data.size() > kMaxTaskLineBytes) {
+    } else if (data.size() > max) {
       parsed->errors.push_back({t.line, task_reason::kUnreadablePatchFile,
-                                "the patch file " + quote_for_message(t.patch_file) + " is larger than 1 MiB"});
+                                "the patch file " + quote_for_message(t.patch_file) + " is larger than " +
+                                    std::to_string(max) + " bytes"});
     } else {
       t.patch_json = std::move(data);
     }
@@ -258,6 +274,8 @@ void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir) {
   std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
                    [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
 }
+
+bool valid_task_id(const std::string& id) { return valid_id(id); }
 
 std::string describe_task_error(const TaskLineError& e) {
   return (e.line ? "line " + std::to_string(e.line) + ": " : std::string()) + e.code + ": " + e.message;

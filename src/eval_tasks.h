@@ -4,15 +4,17 @@
 //    "test_command": "python3 -m unittest -v", "patch": {"files": [...]}}
 //   {"seed": "seed", "patch": "patches/wrong.json"}
 //   {"id": "ask-1", "instruction": "fix calculator.add"}
+//   {"id": "diff-1", "diff": "--- a/calculator.py\n+++ b/calculator.py\n@@ ..."}
 //
 // Keys: `id` (optional; default "line-N"; [A-Za-z0-9][A-Za-z0-9._-]{0,63},
 // unique: it names the task's result file), `seed` (optional, default the
 // config's; relative paths are relative to the task file's directory),
 // `allow` (array of strings, replaces the config's list), `test_command`,
 // `image` (the sandbox image), and exactly one of `patch` (a patch object in
-// the format `test --patch` takes, or the path of a file holding one) or
-// `instruction` (the planner asks the model, as `run` does). Nothing else:
-// an unknown key is an error, as in the config.
+// the JSON form, or the path of a file holding a patch in either form,
+// patch_format.h), `diff` (a unified diff's text) or `instruction` (the
+// planner asks the model, as `run` does). Nothing else: an unknown key is an
+// error, as in the config. SWE-bench predictions are read by swe_bench.h.
 //
 // The file is judged as a whole before anything runs: every bad line is
 // reported with its 1-based line number and a reason code, and a file with
@@ -41,7 +43,7 @@ inline constexpr const char* kInvalidUtf8 = "invalid_utf8";
 inline constexpr const char* kBadId = "bad_id";
 inline constexpr const char* kDuplicateId = "duplicate_id";
 inline constexpr const char* kNoPatchOrInstruction = "no_patch_or_instruction";
-inline constexpr const char* kPatchAndInstruction = "patch_and_instruction";
+inline constexpr const char* kPatchAndInstruction = "patch_and_instruction";  // more than one of patch/diff/instruction
 inline constexpr const char* kUnreadablePatchFile = "unreadable_patch_file";
 inline constexpr const char* kLineTooLong = "line_too_long";
 inline constexpr const char* kNoTasks = "no_tasks";
@@ -64,7 +66,7 @@ struct EvalTask {
   bool has_allow = false;
   std::string test_command;        // "" = the config's
   std::string image;               // "" = the config's
-  std::string patch_json;          // inline patch as JSON text, or a file's content once resolved
+  std::string patch_json;          // the patch's text: inline JSON, a `diff`, or a file's content once resolved
   std::string patch_file;          // set when `patch` named a file
   std::string instruction;         // set for planner tasks
   bool is_instruction() const { return !instruction.empty(); }
@@ -83,6 +85,9 @@ ParsedTasks parse_task_lines(std::string_view text);
 // reads each patch file (at most 1 MiB); failures are added to parsed->errors
 // against their line.
 void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir);
+
+// A task id: [A-Za-z0-9][A-Za-z0-9._-]{0,63} (it names the task's result file).
+bool valid_task_id(const std::string& id);
 
 // "line 3: unknown_key: unknown key 'sed' (keys: id, seed, ...)"
 std::string describe_task_error(const TaskLineError& e);

@@ -34,4 +34,14 @@ PatchCheck check_patch_text(std::string_view text, const ContractLimits& limits)
 
 std::string patch_text_sha256(const PatchCheck& check) { return check.sha256; }
 
+ContractLimits contract_limits(const Config& config) {
+  ContractLimits l;
+  l.allow = config.allow;
+  l.max_files = static_cast<std::size_t>(config.patch.max_files);
+  l.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  l.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
+  l.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
+  return l;
+}
+
 }  // namespace lazyagent

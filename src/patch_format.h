@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config.h"
 #include "diff_contract.h"
 #include "patch_contract.h"
 #include "unified_diff.h"
@@ -41,6 +42,9 @@ struct PatchCheck {
 };
 
 PatchCheck check_patch_text(std::string_view text, const ContractLimits& limits);
+
+// The contract's limits a config sets: `allow` and `patch.*`.
+ContractLimits contract_limits(const Config& config);
 
 // A patch's identity in records, whatever its form.
 std::string patch_text_sha256(const PatchCheck& check);

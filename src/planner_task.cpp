@@ -40,9 +40,9 @@ AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::stri
   f.attempt = attempt;
   bool cut = false;
   f.reason = truncate_utf8(escape_for_terminal(reason), kMaxFeedbackTextBytes, cut);
-  // The patch passed the contract (valid UTF-8, no control characters) and is
-  // at most kMaxPatchBytesCap of content; escape it all the same.
-  f.patch_json = truncate_utf8(escape_for_terminal(patch_json), 2 * kMaxPatchBytesCap + 4096, cut);
+  // The patch passed the contract (valid UTF-8, no control characters in
+  // what it adds); escape it all the same, and keep the prompt bounded.
+  f.patch_json = truncate_utf8(escape_for_terminal(patch_json), 2 * kDefaultPatchBytes + 4096, cut);
   bool out_cut = false;
   f.test_output = escape_for_terminal(tail_utf8(test_output, kMaxFeedbackOutputBytes, out_cut));
   f.test_output = tail_utf8(f.test_output, kMaxFeedbackOutputBytes, cut);  // escapes lengthen it
@@ -57,21 +57,25 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
   t.test_command = config.test_command;
-  t.contract.allow = config.allow;
-  t.contract.max_files = static_cast<std::size_t>(config.patch.max_files);
-  t.contract.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  t.contract = contract_limits(config);
+  t.patch_format = config.patch.format;
   t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);
   std::size_t used = 0;
   for (const auto& e : seed.entries) {
     if (e.kind != SeedEntry::Kind::kFile) continue;
-    if (!is_text(e.data) || used + e.data.size() > max_bytes) {
+    if (used + e.size > max_bytes) {
       t.skipped.push_back(e.path);
       continue;
     }
-    used += e.data.size();
-    t.files.push_back({e.path, e.data, path_on_allowlist(e.path, config.allow)});
+    auto content = read_seed_file(seed, e, max_bytes);
+    if (!content || !is_text(*content)) {
+      t.skipped.push_back(e.path);
+      continue;
+    }
+    used += content->size();
+    t.files.push_back({e.path, std::move(*content), path_on_allowlist(e.path, config.allow)});
   }
   return t;
 }
@@ -87,7 +91,10 @@ json task_to_json(const PlannerTask& t) {
               {"contract",
                {{"allow", t.contract.allow},
                 {"max_files", t.contract.max_files},
-                {"max_bytes", t.contract.max_bytes}}},
+                {"max_bytes", t.contract.max_bytes},
+                {"max_diff_bytes", t.contract.max_diff_bytes},
+                {"max_changed_lines", t.contract.max_changed_lines},
+                {"format", t.patch_format}}},
               {"provider",
                {{"connect_timeout_ms", t.connect_timeout_ms},
                 {"timeout_ms", t.timeout_ms},
@@ -119,6 +126,10 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     t.contract.allow = c.at("allow").get<std::vector<std::string>>();
     t.contract.max_files = std::min(c.at("max_files").get<std::size_t>(), kMaxPatchFilesCap);
     t.contract.max_bytes = std::min(c.at("max_bytes").get<std::size_t>(), kMaxPatchBytesCap);
+    // Tasks from before diffs lack these: the defaults.
+    t.contract.max_diff_bytes = std::min(c.value("max_diff_bytes", kDefaultDiffBytes), kMaxDiffBytesCap);
+    t.contract.max_changed_lines = std::min(c.value("max_changed_lines", kDefaultChangedLines), kMaxChangedLinesCap);
+    t.patch_format = c.value("format", std::string("files")) == "diff" ? "diff" : "files";
     const json& p = j.at("provider");
     t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
     t.timeout_ms = p.at("timeout_ms").get<long>();
@@ -139,15 +150,25 @@ Result<PlannerTask> task_from_json(const std::string& text) {
 ChatRequest build_chat_request(const PlannerTask& t) {
   std::string allow;
   for (const auto& a : t.contract.allow) allow += (allow.empty() ? "" : ", ") + a;
+  const std::string limits = "You may change only these paths: " + allow + ". At most " +
+                             std::to_string(t.contract.max_files) + " files";
+  const std::string rules =
+      " Never change the tests, never use control characters other than tab and newline, and never "
+      "include credentials.";
   const std::string system =
-      "You are a careful software engineer working on a small project. You change it so that "
-      "its tests pass. Answer with exactly one JSON object and nothing else, of the form "
-      "{\"files\":[{\"path\":\"<relative path>\",\"content\":\"<the complete new file>\"}]}. "
-      "Each content is the whole new file in UTF-8, not a diff. You may change only these "
-      "paths: " + allow + ". At most " + std::to_string(t.contract.max_files) + " files and " +
-      std::to_string(t.contract.max_bytes) + " bytes of content in total. Never change the "
-      "tests, never use control characters other than tab and newline, and never include "
-      "credentials.";
+      t.patch_format == "diff"
+          ? "You are a careful software engineer working on a project. You change it so that its tests pass. "
+            "Answer with exactly one unified diff and nothing else (or one ```diff fenced block), as `git diff` "
+            "writes it: for each file a `--- a/<path>` line, a `+++ b/<path>` line, then hunks starting "
+            "`@@ -<line>,<count> +<line>,<count> @@` with 3 unchanged context lines around each change, copied "
+            "exactly from the file. A new file has `--- /dev/null`. " +
+                limits + ", " + std::to_string(t.contract.max_changed_lines) + " changed lines and " +
+                std::to_string(t.contract.max_diff_bytes) + " bytes of diff." + rules
+          : "You are a careful software engineer working on a small project. You change it so that "
+            "its tests pass. Answer with exactly one JSON object and nothing else, of the form "
+            "{\"files\":[{\"path\":\"<relative path>\",\"content\":\"<the complete new file>\"}]}. "
+            "Each content is the whole new file in UTF-8, not a diff. " +
+                limits + " and " + std::to_string(t.contract.max_bytes) + " bytes of content in total." + rules;
   std::string user = "Instruction: " + t.instruction + "\n\nThe tests run with: " + t.test_command +
                      "\n\nProject files:\n";
   for (const auto& f : t.files) {
@@ -176,23 +197,66 @@ ChatRequest build_chat_request(const PlannerTask& t) {
   return req;
 }
 
+namespace {
+
+// A diff keeps its lines as they are: only blank lines around it go, and it
+// ends with a newline (a hunk's last line is a line).
+std::string diff_block(std::string_view s) {
+  while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  std::size_t end = s.size();
+  while (end > 0) {
+    const std::size_t start = s.rfind('\n', end - 1);
+    const std::string_view last = s.substr(start == std::string_view::npos ? 0 : start + 1, end - (start == std::string_view::npos ? 0 : start + 1));
+    if (last.find_first_not_of(" \t\r") != std::string_view::npos) break;
+    end = start == std::string_view::npos ? 0 : start;
+  }
+  return std::string(s.substr(0, end)) + "\n";
+}
+
+}  // namespace
+
 Result<std::string> extract_patch_json(const std::string& reply) {
   const std::string body = trim(reply);
   if (!body.empty() && body.front() == '{') return body;
-  std::vector<std::string> blocks;
+  struct Block {
+    std::string raw;
+    std::string trimmed;
+  };
+  std::vector<Block> blocks;
   std::size_t pos = 0;
-  while ((pos = body.find("```", pos)) != std::string::npos) {
-    const auto eol = body.find('\n', pos);
+  while ((pos = reply.find("```", pos)) != std::string::npos) {
+    const auto eol = reply.find('\n', pos);
     if (eol == std::string::npos) break;
-    const auto end = body.find("```", eol + 1);
+    const auto end = reply.find("```", eol + 1);
     if (end == std::string::npos) break;
-    blocks.push_back(trim(body.substr(eol + 1, end - eol - 1)));
+    const std::string raw = reply.substr(eol + 1, end - eol - 1);
+    blocks.push_back({raw, trim(raw)});
     pos = end + 3;
   }
-  if (blocks.size() == 1 && !blocks[0].empty() && blocks[0].front() == '{') return blocks[0];
-  std::string why = blocks.empty() ? "it is neither a JSON object nor one fenced code block"
-                                   : std::to_string(blocks.size()) + " fenced code blocks, want exactly one JSON object";
+  if (blocks.empty() && looks_like_unified_diff(body)) return diff_block(reply);
+  if (blocks.size() == 1 && !blocks[0].trimmed.empty() && blocks[0].trimmed.front() == '{') return blocks[0].trimmed;
+  if (blocks.size() == 1 && looks_like_unified_diff(blocks[0].raw)) return diff_block(blocks[0].raw);
+  std::string why = blocks.empty() ? "it is neither a JSON object, nor a unified diff, nor one fenced code block"
+                                   : std::to_string(blocks.size()) +
+                                         " fenced code blocks, want exactly one JSON object or unified diff";
   return Error{ErrorKind::kPatch, "the model's reply holds no patch: " + why};
+}
+
+std::vector<Finding> secret_findings(const PatchCheck& patch, const std::vector<std::string>& secrets) {
+  if (patch.format == PatchFormat::kFiles) return secret_findings(patch.files, secrets);
+  Patch added;
+  for (const FileDiff& f : patch.diff.files) {
+    PatchFile p{f.path, ""};
+    for (const auto& h : f.hunks) {
+      for (const auto& l : h.lines) {
+        if (l.op == '+') p.content += l.text + "\n";
+      }
+    }
+    added.files.push_back(std::move(p));
+  }
+  return secret_findings(added, secrets);
 }
 
 std::vector<Finding> secret_findings(const Patch& patch, const std::vector<std::string>& secrets) {

@@ -3,10 +3,11 @@
 // The orchestrator builds a PlannerTask from the seed snapshot and the config
 // and uploads it to the planner container as /task/task.json. Inside, `plan`
 // turns it into a chat request, sends it to the provider and extracts one
-// patch from the reply. The reply is untrusted: a bare JSON object or exactly
-// one fenced code block is accepted, anything else is refused (exit 4), and
-// the patch then meets the same contract twice (in the planner and again in
-// the orchestrator).
+// patch from the reply. The reply is untrusted: a bare JSON object, a bare
+// unified diff, or exactly one fenced code block holding either is accepted,
+// anything else is refused (exit 4), and the patch then meets the same
+// contract twice (in the planner and again in the orchestrator), in its form
+// (patch_format.h). `patch.format` says which form the prompt asks for.
 #pragma once
 
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "config.h"
 #include "patch_contract.h"
+#include "patch_format.h"
 #include "provider_client.h"
 #include "result.h"
 #include "seed_snapshot.h"
@@ -57,6 +59,7 @@ struct PlannerTask {
   std::string test_command;
   std::vector<TaskFile> files;  // the seed's text sources, tests as read-only context
   ContractLimits contract;
+  std::string patch_format = "files";  // what the prompt asks for: files | diff
   std::vector<std::string> skipped;  // seed files left out (binary, too large)
   // How the planner talks to the provider (never the URL or key: those are secrets).
   long connect_timeout_ms = 10000;
@@ -65,8 +68,10 @@ struct PlannerTask {
   AttemptFeedback feedback;  // from the previous attempt, if any
 };
 
-// Text files of the seed (valid UTF-8, no NUL), smallest budget first-come up
-// to `max_bytes` in total; others are listed in `skipped`.
+// Text files of the seed (valid UTF-8, no NUL), first-come up to `max_bytes`
+// in total; others are listed in `skipped`. The seed's own file list
+// (seed_source.h): what the model sees is what is tested. A streamed
+// snapshot's files are read from disk, checked against their hashes.
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
                        std::size_t max_bytes = 256 * 1024);
@@ -76,12 +81,15 @@ Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors
 
 ChatRequest build_chat_request(const PlannerTask& task);
 
-// The patch JSON inside a model's reply: the whole reply when it is a JSON
-// object, else the content of its only fenced code block. kPatch error otherwise.
+// The patch inside a model's reply: the whole reply when it is a JSON object
+// or a unified diff, else the content of its only fenced code block when that
+// is one of them. kPatch error otherwise.
 Result<std::string> extract_patch_json(const std::string& reply);
 
 // Findings (code "secret_in_content") for files whose content carries one of
 // the secrets, e.g. the API key echoed back by the model.
 std::vector<Finding> secret_findings(const Patch& patch, const std::vector<std::string>& secrets);
+// The same for a patch in either form (a diff: its paths and added lines).
+std::vector<Finding> secret_findings(const PatchCheck& patch, const std::vector<std::string>& secrets);
 
 }  // namespace lazyagent

@@ -25,7 +25,10 @@ json without(json j, const char* key) {
 
 }  // namespace
 
-std::string patch_artifact_name(const std::string& run_id) { return run_id + ".patch.json"; }
+std::string patch_artifact_name(const std::string& run_id, const std::string& format) {
+  return run_id + (format == "diff" ? ".patch.diff" : ".patch.json");
+}
+std::string diff_artifact_name(const std::string& run_id) { return run_id + ".diff"; }
 std::string seed_manifest_artifact_name(const std::string& run_id) { return run_id + ".seed-manifest.json"; }
 
 std::string canonical_sha256(const json& j) {
@@ -118,6 +121,15 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
       fail("patch", "the stored patch is missing: " + stored.patch_problem);
     } else if (const std::string got = sha256_hex(*stored.patch); got != patch_sha) {
       fail("patch", "the stored patch hashes to " + got + ", the record says " + patch_sha);
+    }
+  }
+
+  // The proven change as a diff (records since diffs carry diff_sha256).
+  if (const std::string diff_sha = str(rec, "diff_sha256"); !diff_sha.empty()) {
+    if (!stored.diff) {
+      fail("diff", "the stored diff is missing: " + stored.diff_problem);
+    } else if (const std::string got = sha256_hex(*stored.diff); got != diff_sha) {
+      fail("diff", "the stored diff hashes to " + got + ", the record says " + diff_sha);
     }
   }
 

@@ -17,7 +17,11 @@
 //     verdict_sha256     sha256 of that verdict
 //     result_sha256      sha256 of the whole record without "provenance"
 //     provenance_sha256  sha256 of this object without provenance_sha256
-//   artifacts/<id>.patch.json            the stored patch
+//   artifacts/<id>.patch.json            the stored patch (whole files), or
+//   artifacts/<id>.patch.diff            the stored patch (a unified diff, as it came)
+//   artifacts/<id>.diff                  the proven change as a unified diff against the
+//                                        seed snapshot (change_set.h); the record's
+//                                        diff_sha256 is its hash (records since diffs)
 //   artifacts/<id>.seed-manifest.json    [{kind, mode, path, sha256}] per seed entry
 // The manifest, not the seed's bytes, is kept: the seed hash is a hash over
 // exactly these fields, so it can be recomputed without keeping the seed.
@@ -42,7 +46,9 @@ namespace lazyagent {
 inline constexpr int kProvenanceVersion = 1;
 inline constexpr const char* kArtifactsDir = "artifacts";
 
-std::string patch_artifact_name(const std::string& run_id);          // "<id>.patch.json"
+// "<id>.patch.json", or "<id>.patch.diff" for format "diff".
+std::string patch_artifact_name(const std::string& run_id, const std::string& format = "files");
+std::string diff_artifact_name(const std::string& run_id);           // "<id>.diff"
 std::string seed_manifest_artifact_name(const std::string& run_id);  // "<id>.seed-manifest.json"
 
 // sha256 hex of j.dump() (sorted keys, no whitespace).
@@ -61,7 +67,7 @@ nlohmann::json verdict_of(const nlohmann::json& record);
 nlohmann::json build_provenance(const nlohmann::json& record);
 
 struct ProvenanceMismatch {
-  std::string part;    // provenance, patch, seed, policy, runtime, verdict, image, planner_task, result
+  std::string part;    // provenance, patch, diff, seed, policy, runtime, verdict, image, planner_task, result
   std::string detail;  // one sentence: what differs
 };
 
@@ -69,8 +75,10 @@ struct ProvenanceMismatch {
 struct StoredArtifacts {
   std::optional<std::string> patch;           // absent: file missing
   std::optional<nlohmann::json> seed_manifest;
+  std::optional<std::string> diff;            // the canonical diff, when the record names one
   std::string patch_problem;                  // why absent/unreadable, for the message
   std::string manifest_problem;
+  std::string diff_problem;
 };
 
 // Every way the record no longer matches its provenance and the stored

@@ -75,9 +75,10 @@ TEST_CASE("eval tasks: every bad line is reported with its number and reason") {
   CHECK(described(p) == std::vector<std::string>{
       "line 2: malformed_json: not JSON: unexpected end of input at line 1, column 19",
       "line 3: not_an_object: a task must be a JSON object, got an array",
-      "line 4: unknown_key: unknown key 'sed' (keys: id, seed, allow, test_command, image, patch, instruction)",
-      "line 5: patch_and_instruction: a task has either 'patch' or 'instruction', not both",
-      "line 6: no_patch_or_instruction: a task needs 'patch' (an object or a file) or 'instruction'",
+      "line 4: unknown_key: unknown key 'sed' (keys: id, seed, allow, test_command, image, patch, diff, instruction)",
+      "line 5: patch_and_instruction: a task has one of 'patch', 'diff' or 'instruction', not several",
+      "line 6: no_patch_or_instruction: a task needs 'patch' (an object or a file), 'diff' (a unified diff) or "
+      "'instruction'",
       "line 7: bad_id: id '../evil' must be 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit",
       "line 8: duplicate_id: id 'ok' is already used on line 1",
       "line 9: bad_type: 'allow' must be an array of paths, got a string",
@@ -155,4 +156,16 @@ TEST_CASE("eval tasks: the task hash changes with any field, and config override
   CHECK(c.images.sandbox == "localhost/other:1");
   CHECK(c.allow.empty());
   CHECK(task_config(base, t).allow == base.allow);
+}
+
+TEST_CASE("a task's diff is its patch text; patch, diff and instruction exclude each other", "[eval_tasks]") {
+  const ParsedTasks p = parse_task_lines(
+      "{\"id\":\"d\",\"diff\":\"--- a/calculator.py\\n+++ b/calculator.py\\n@@ -1 +1 @@\\n-a\\n+b\\n\"}\n"
+      "{\"id\":\"both\",\"diff\":\"x\",\"instruction\":\"y\"}\n"
+      "{\"id\":\"num\",\"diff\":3}\n");
+  REQUIRE(p.tasks.size() == 1);
+  CHECK(p.tasks[0].patch_json == "--- a/calculator.py\n+++ b/calculator.py\n@@ -1 +1 @@\n-a\n+b\n");
+  REQUIRE(p.errors.size() == 2);
+  CHECK(p.errors[0].code == "patch_and_instruction");
+  CHECK(p.errors[1].code == "bad_type");
 }
