@@ -140,7 +140,9 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
                              const ProgressFn& progress, PodmanClient* sandbox_podman) {
   if (auto st = store.ensure(); !st) return st.error();
   if (progress) progress("plan");
-  auto seed = snapshot_seed(req.config.seed);
+  // The planner's view: the seed's own file list (seed_source.h), the same
+  // list the sandbox's copy and the provenance manifest use.
+  auto seed = snapshot_seed_source(req.config.seed, req.config.seed_options);
   if (!seed) return seed.error().context("reading the seed");
   if (auto v = podman.ping(); !v) return v.error();
   if (auto reaped = reap_leftovers(podman, store, false); !reaped) return reaped.error();

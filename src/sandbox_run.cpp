@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "interrupt.h"
+#include "change_set.h"
+#include "digest.h"
 #include "isolation_probe.h"
 #include "log_stream.h"
 #include "ownership.h"
@@ -47,6 +49,13 @@ json result_to_json(const TestResult& r) {
       {"seed_sha256", r.seed_sha256},
       {"patch_sha256", r.patch_sha256},
   };
+  if (!r.patch_format.empty()) j["patch_format"] = r.patch_format;
+  if (r.change.is_object()) {
+    j["diff_stats"] = r.change["diff_stats"];
+    j["changed_files"] = r.change["changed_files"];
+  }
+  if (!r.diff_sha256.empty()) j["diff_sha256"] = r.diff_sha256;
+  if (r.seed_source.is_object()) j["seed_source"] = r.seed_source;
   if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
   if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
   if (!r.category.empty()) j["category"] = r.category;
@@ -208,37 +217,51 @@ class TestPipeline {
 
   Status validate() {
     if (req_.baseline) return ok_status();  // the seed as it is: no patch
-    ContractLimits limits;
-    limits.allow = req_.config.allow;
-    limits.max_files = static_cast<std::size_t>(req_.config.patch.max_files);
-    limits.max_bytes = static_cast<std::size_t>(req_.config.patch.max_bytes);
-    ContractResult c = validate_patch_json(req_.patch_json, limits);
-    patch_ = c.patch;
-    res_.patch_sha256 = c.ok() ? patch_sha256(patch_) : "";
-    if (!c.ok()) {
-      refuse(std::move(c.findings));
+    check_ = check_patch_text(req_.patch_json, contract_limits(req_.config));
+    res_.patch_format = patch_format_name(check_.format);
+    res_.patch_sha256 = check_.sha256;
+    if (!check_.ok()) {
+      refuse(std::move(check_.findings));
       return ok_status();
     }
     // The patch as proven, kept for `verify` (provenance.h).
-    if (auto st = store_.write_text(kArtifactsDir, patch_artifact_name(res_.run_id), patch_to_json(patch_)); !st) {
+    if (auto st = store_.write_text(kArtifactsDir, patch_artifact_name(res_.run_id, res_.patch_format), check_.stored);
+        !st) {
       return st.error().context("storing the patch");
     }
     return ok_status();
   }
 
   Status snapshot() {
-    auto snap = snapshot_seed(req_.config.seed);
+    auto snap = snapshot_seed_source(req_.config.seed, req_.config.seed_options);
     if (!snap) return snap.error().context("reading the seed");
     seed_ = std::move(*snap);
     res_.seed_sha256 = seed_.sha256;
+    res_.seed_source = seed_summary_json(seed_, false);
+    res_.seed_source.erase("root");
+    res_.seed_source["exclude"] = req_.config.seed_options.exclude;
+    res_.seed_source["include_git"] = req_.config.seed_options.include_git;
     if (auto st = store_.write_text(kArtifactsDir, seed_manifest_artifact_name(res_.run_id),
                                     seed_manifest(seed_).dump(1) + "\n");
         !st) {
       return st.error().context("storing the seed manifest");
     }
-    res_.changed_paths = changed_paths(seed_, patch_);
-    auto findings = check_patch_against_seed(seed_, patch_);
-    if (!findings.empty()) refuse(std::move(findings));
+    if (req_.baseline) return ok_status();
+    ChangeResult c = resolve_changes(check_, seed_);
+    if (!c.ok()) {
+      refuse(std::move(c.findings));
+      return ok_status();
+    }
+    changes_ = std::move(c.changes);
+    res_.changed_paths = changed_paths(changes_);
+    res_.change = change_summary_json(changes_);
+    for (const std::string& note : changes_.notes) {
+      if (progress_) progress_("patch: " + note);
+    }
+    res_.diff_sha256 = sha256_hex(changes_.diff);
+    if (auto st = store_.write_text(kArtifactsDir, diff_artifact_name(res_.run_id), changes_.diff); !st) {
+      return st.error().context("storing the proven diff");
+    }
     return ok_status();
   }
 
@@ -276,7 +299,7 @@ class TestPipeline {
     }
     copy_guard_.hold(dir);
     seed_copy_ = dir + "/seed";
-    if (auto st = materialize_copy(seed_, patch_, seed_copy_); !st) return st;
+    if (auto st = write_seed_copy(seed_, copy_writes(changes_), seed_copy_); !st) return st;
     // The sandbox's root is host id userns.host_id: it owns its copy (read-only
     // at /seed), as host root owned it before; the run directory stays 0700.
     if (policy_.userns.enabled) {
@@ -434,7 +457,8 @@ class TestPipeline {
   SandboxPolicy policy_;
   std::string runtime_;
   SandboxRequest sreq_;
-  Patch patch_;
+  PatchCheck check_;
+  ChangeSet changes_;
   SeedSnapshot seed_;
   std::string seed_copy_;
   std::string seccomp_path_;

@@ -2,11 +2,16 @@
 //
 // The pipeline, as named steps (each timed, each announced on the progress
 // callback):
-//   validate   the patch against the contract (refusal => no container)
-//   snapshot   read the seed (no symlink following), check the patch fits it
+//   validate   the patch against the contract, in its form (patch_format.h:
+//              whole files or a unified diff; refusal => no container)
+//   snapshot   read the seed as its source says (seed_source.h: a directory or
+//              a git work tree; streamed, no symlink following), then resolve
+//              the patch against it (change_set.h: a diff is applied here, to
+//              the snapshot's files, never to the user's directory)
 //   engine     ping podman, check its API version, reap crashed runs' leftovers
 //   image      inspect the sandbox image (digest for the record)
-//   copy       write seed + patch into a private directory of the run store
+//   copy       write seed + change into a private directory of the run store,
+//              streaming each seed file and checking its hash on the way
 //   create     POST containers/create with the policy's request
 //   verify     init, then read inspect + the generated OCI spec; refuse on
 //              any difference from the policy
@@ -74,6 +79,10 @@ struct TestResult {
   std::vector<Finding> findings; // contract findings when refused
   std::string seed_sha256;
   std::string patch_sha256;
+  std::string patch_format;      // files | diff ("" for a baseline)
+  nlohmann::json change;         // change_summary_json: diff_stats, changed_files (null when refused)
+  std::string diff_sha256;       // of the proven change as a unified diff (artifacts/<id>.diff)
+  nlohmann::json seed_source;    // seed_source_json: kind, exclude, include_git, ...
   nlohmann::json planner;        // null for `test`
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
   TestCases tests;               // per-test results from the runner's output (test_report.h)
