@@ -13,7 +13,12 @@
 #include <string>
 #include <string_view>
 
+#include "change_set.h"
+#include "diff_apply.h"
+#include "diff_contract.h"
+#include "diff_write.h"
 #include "patch_contract.h"
+#include "patch_format.h"
 #include "utf8.h"
 
 #define FUZZ_CHECK(cond, what)                                                         \
@@ -89,7 +94,11 @@ inline void check_finding(const Finding& f) {
       reason::kInvalidUtf8,   reason::kEmptyPath,      reason::kAbsolutePath,
       reason::kDotComponent,  reason::kBackslashInPath, reason::kControlCharInPath,
       reason::kControlCharInContent, reason::kDuplicatePath, reason::kNotAllowed,
-      reason::kTooManyFiles,  reason::kTooLarge};
+      reason::kTooManyFiles,  reason::kTooLarge,
+      diff_reason::kEmptyDiff, diff_reason::kMalformedDiff, diff_reason::kRename, diff_reason::kCopy,
+      diff_reason::kBinary, diff_reason::kSymlink, diff_reason::kSubmodule, diff_reason::kUnsupportedMode,
+      diff_reason::kDiffTooLarge, diff_reason::kTooManyChangedLines, diff_reason::kHunkDoesNotApply,
+      diff_reason::kHunkNeedsFuzz};
   FUZZ_CHECK(codes.count(f.code) == 1, "known reason code: " + f.code);
   FUZZ_CHECK(!f.message.empty(), "finding has a message");
   FUZZ_CHECK(is_terminal_safe(f.message, false), "finding message is safe to print: " + f.message);
@@ -114,6 +123,59 @@ inline ContractResult validate_and_check(std::string_view text, const ContractLi
   }
   FUZZ_CHECK(patch_to_json(r2.patch) == again, "patch_to_json is stable");
   return r;
+}
+
+// A diff read and judged: every finding known and printable; an accepted
+// diff names only relative, normal, allowed paths, no rename, copy, binary,
+// symlink or submodule, within the limits; and where it applies to the
+// fuzzer's fixed files, the change written back as a diff (diff_write.h)
+// reads, passes the contract and applies to the same result.
+inline void check_diff_text(std::string_view text, const ContractLimits& limits) {
+  const DiffContractResult r = validate_diff_text(text, limits);
+  for (const Finding& f : r.findings) check_finding(f);
+  if (!r.ok()) return;
+  const ContractLimits caps = clamp_to_caps(limits);
+  FUZZ_CHECK(r.stats.files <= caps.max_files, "accepted diff: file count within limits");
+  FUZZ_CHECK(r.stats.added + r.stats.removed <= caps.max_changed_lines, "accepted diff: changed lines within limits");
+  FUZZ_CHECK(r.stats.added_bytes <= caps.max_bytes, "accepted diff: added bytes within limits");
+  const std::filesystem::path root("/sandbox/work");
+  std::set<std::string> seen;
+  for (const FileDiff& f : r.diff.files) {
+    for (const std::string* p : {&f.path, &f.old_path, &f.new_path}) {
+      if (p->empty()) continue;
+      FUZZ_CHECK(check_patch_path(*p).empty(), "accepted diff path passes the path rules: " + *p);
+      const std::string norm = (root / *p).lexically_normal().string();
+      FUZZ_CHECK(norm.rfind("/sandbox/work/", 0) == 0, "accepted diff path stays under the root: " + *p);
+    }
+    FUZZ_CHECK(path_on_allowlist(f.path, limits.allow), "accepted diff path is allowed: " + f.path);
+    FUZZ_CHECK(seen.insert(f.path).second, "accepted diff paths are unique");
+    FUZZ_CHECK(!f.rename && !f.copy && !f.binary, "accepted diff has no rename, copy or binary");
+    for (const unsigned m : {f.old_mode, f.new_mode}) {
+      FUZZ_CHECK(m == 0 || m == kModeFile || m == kModeExecutable, "accepted diff mode is a file's");
+    }
+    // Apply to a fixed file (or nothing, for a new one) and round-trip.
+    const std::string old = f.op == FileOp::kCreate ? "" : "def add(a, b):\n    return a - b\n\n\nx = 1\n";
+    const FileApplyResult a = apply_file_diff(f, old);
+    for (const Finding& x : a.findings) check_finding(x);
+    if (!a.ok()) continue;
+    const TextChange c{f.path, f.op, old, f.op == FileOp::kDelete ? "" : a.content, 0100644, 0100644};
+    const std::string written = write_unified_diff({c});
+    if (written.empty()) {
+      FUZZ_CHECK(old == a.content || f.op != FileOp::kModify, "an empty written diff means no change");
+      continue;
+    }
+    ContractLimits wide = limits;
+    wide.max_files = kMaxPatchFilesCap;
+    wide.max_bytes = kMaxPatchBytesCap;
+    wide.max_diff_bytes = kMaxDiffBytesCap;
+    wide.max_changed_lines = kMaxChangedLinesCap;
+    const DiffContractResult again = validate_diff_text(written, wide);
+    FUZZ_CHECK(again.ok(), "the written diff passes the contract: " + (again.ok() ? "" : again.findings[0].message));
+    FUZZ_CHECK(again.diff.files.size() == 1, "the written diff has one section");
+    const FileApplyResult b = apply_file_diff(again.diff.files[0], old);
+    FUZZ_CHECK(b.ok(), "the written diff applies: " + (b.ok() ? "" : b.findings[0].message));
+    FUZZ_CHECK(b.content == a.content, "the written diff gives the same file");
+  }
 }
 
 }  // namespace lazyagent::fuzz

@@ -3,7 +3,8 @@
 //
 // Input: a chat completion response body, as an OpenAI-compatible server (or
 // anything pretending to be one) sends it. The path is the planner's:
-// parse_chat_response -> extract_patch_json -> validate_patch_json. Checked
+// parse_chat_response -> extract_patch_json -> check_patch_text (JSON or a
+// unified diff, patch_format.h). Checked
 // beyond crashes: errors are kPlanner (kPatch for extraction) with a message
 // safe to print; provider_error_text is one printable line of bounded size;
 // an extracted patch obeys the contract (fuzz_checks.h); redact leaves no copy
@@ -49,10 +50,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(patch_text.error().kind == lazyagent::ErrorKind::kPatch, "no patch is kPatch");
       FUZZ_CHECK(is_terminal_safe(patch_text.error().message, false), "no-patch message printable");
     } else {
-      FUZZ_CHECK(!patch_text->empty() && patch_text->front() == '{', "an extracted patch is an object");
       lazyagent::ContractLimits limits;
       limits.allow = {"calculator.py", "src/"};
-      lazyagent::fuzz::validate_and_check(*patch_text, limits);
+      if (lazyagent::detect_patch_format(*patch_text) == lazyagent::PatchFormat::kFiles) {
+        FUZZ_CHECK(!patch_text->empty() && patch_text->front() == '{', "an extracted JSON patch is an object");
+        lazyagent::fuzz::validate_and_check(*patch_text, limits);
+      } else {
+        FUZZ_CHECK(lazyagent::looks_like_unified_diff(*patch_text), "an extracted diff looks like one");
+        lazyagent::fuzz::check_diff_text(*patch_text, limits);
+      }
     }
   }
 

@@ -16,7 +16,7 @@ bool is_text(const std::string& s) {
 }
 
 
-std::string trim(const std::string& s) {
+std::string trim_reply(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
   const auto e = s.find_last_not_of(" \t\r\n");
@@ -218,7 +218,7 @@ std::string diff_block(std::string_view s) {
 }  // namespace
 
 Result<std::string> extract_patch_json(const std::string& reply) {
-  const std::string body = trim(reply);
+  const std::string body = trim_reply(reply);
   if (!body.empty() && body.front() == '{') return body;
   struct Block {
     std::string raw;
@@ -232,7 +232,7 @@ Result<std::string> extract_patch_json(const std::string& reply) {
     const auto end = reply.find("```", eol + 1);
     if (end == std::string::npos) break;
     const std::string raw = reply.substr(eol + 1, end - eol - 1);
-    blocks.push_back({raw, trim(raw)});
+    blocks.push_back({raw, trim_reply(raw)});
     pos = end + 3;
   }
   if (blocks.empty() && looks_like_unified_diff(body)) return diff_block(reply);

@@ -227,7 +227,7 @@ struct Exchange {
   bool connected = false;  // the request went out (so a timeout was the answer's)
 };
 
-size_t on_body(char* data, size_t size, size_t n, void* user) {
+size_t provider_on_body(char* data, size_t size, size_t n, void* user) {
   auto* x = static_cast<Exchange*>(user);
   const size_t len = size * n;
   if (x->body.size() + len > kMaxReplyBytes) {
@@ -238,7 +238,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-size_t on_header(char* data, size_t size, size_t n, void* user) {
+size_t provider_on_header(char* data, size_t size, size_t n, void* user) {
   auto* x = static_cast<Exchange*>(user);
   const size_t len = size * n;
   const std::string line(data, len);
@@ -252,7 +252,7 @@ int on_connected(void* user, char*, char*, int, int) {  // new or reused connect
   return CURL_PREREQFUNC_OK;
 }
 
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int provider_on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return interrupted_signal() != 0 ? 1 : 0;  // CURLE_ABORTED_BY_CALLBACK
 }
 
@@ -267,14 +267,14 @@ Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::s
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(c, CURLOPT_USERAGENT, "lazyagent-oci/" LAZYAGENT_VERSION);
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, provider_on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, provider_on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
   curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_connected);
   curl_easy_setopt(c, CURLOPT_PREREQDATA, &x);
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, provider_on_progress);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s.connect_timeout_ms);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, s.total_timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
