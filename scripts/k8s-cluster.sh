@@ -73,31 +73,6 @@ cached() {
   [ -x "$C_ROOT/usr/bin/containerd" ] && [ -f "$C_CACHE/images/pause-oci.tar" ] && [ -f "$C_STAMP" ]
 }
 
-# private_apt DIR: an apt configuration under DIR with deb + deb-src of the
-# machine's Debian mirror; prints the APT_CONFIG path.
-private_apt() {
-  local dir="$1" mirror
-  mirror="$(debian_mirror "$LAZYAGENT_DEBIAN_SUITE" main)" ||
-    die "no Debian $LAZYAGENT_DEBIAN_SUITE mirror found in the apt sources (set LAZYAGENT_DEBIAN_MIRROR)"
-  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/sources.d"
-  cat >"$dir/sources.d/debian.sources" <<EOF
-Types: deb deb-src
-URIs: $mirror
-Suites: $LAZYAGENT_DEBIAN_SUITE
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  cat >"$dir/apt.conf" <<EOF
-Dir::State::Lists "$dir/lists";
-Dir::Etc::SourceList "/dev/null";
-Dir::Etc::SourceParts "$dir/sources.d";
-Dir::Cache "$dir/cache";
-Dir::Cache::pkgcache "";
-Dir::Cache::srcpkgcache "";
-APT::Sandbox::User "root";
-EOF
-  printf '%s\n' "$dir/apt.conf"
-}
 
 do_build() {
   require_root
