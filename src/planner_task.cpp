@@ -62,20 +62,24 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);
+  // The files the patch may change come first: a model cannot write a diff
+  // against a file it was not shown. Then the rest, as context.
   std::size_t used = 0;
-  for (const auto& e : seed.entries) {
-    if (e.kind != SeedEntry::Kind::kFile) continue;
-    if (used + e.size > max_bytes) {
-      t.skipped.push_back(e.path);
-      continue;
+  for (const bool editable : {true, false}) {
+    for (const auto& e : seed.entries) {
+      if (e.kind != SeedEntry::Kind::kFile || path_on_allowlist(e.path, config.allow) != editable) continue;
+      if (used + e.size > max_bytes) {
+        t.skipped.push_back(e.path);
+        continue;
+      }
+      auto content = read_seed_file(seed, e, max_bytes);
+      if (!content || !is_text(*content)) {
+        t.skipped.push_back(e.path);
+        continue;
+      }
+      used += content->size();
+      t.files.push_back({e.path, std::move(*content), editable});
     }
-    auto content = read_seed_file(seed, e, max_bytes);
-    if (!content || !is_text(*content)) {
-      t.skipped.push_back(e.path);
-      continue;
-    }
-    used += content->size();
-    t.files.push_back({e.path, std::move(*content), path_on_allowlist(e.path, config.allow)});
   }
   return t;
 }

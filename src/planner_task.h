@@ -68,8 +68,9 @@ struct PlannerTask {
   AttemptFeedback feedback;  // from the previous attempt, if any
 };
 
-// Text files of the seed (valid UTF-8, no NUL), first-come up to `max_bytes`
-// in total; others are listed in `skipped`. The seed's own file list
+// Text files of the seed (valid UTF-8, no NUL), the editable ones (on the
+// allowlist) first, then the rest, up to `max_bytes` in total; others are
+// listed in `skipped`. The seed's own file list
 // (seed_source.h): what the model sees is what is tested. A streamed
 // snapshot's files are read from disk, checked against their hashes.
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,

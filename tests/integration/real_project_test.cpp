@@ -1,0 +1,231 @@
+// A real open-source project end to end (issue 14): PLY 3.11 (Python
+// Lex-Yacc), the upstream tree of Debian's `ply` source package, fetched at
+// test time by scripts/debian-source.sh (a private deb-src apt configuration,
+// cached under /var/cache/lazyagent-oci/debian-src, never committed). Its
+// tests are plain unittest scripts that run in the stock sandbox image (only
+// python3). The test makes it a git repository, commits a one-line bug in
+// ply/yacc.py (137 KB), and proves the fix as a unified diff:
+//   - through `test`, as `git diff` and as `diff -u` wrote it: the baseline
+//     fails 9 yacc tests, the patched copy passes all 85, the triage names
+//     the fixed ones;
+//   - through `run`: the scripted provider replies with the diff in a fenced
+//     ```diff block, the planner (this build's binary, in an image of its own
+//     built from the project's planner image) validates it, the orchestrator
+//     applies and proves it;
+//   - `diff RUN_ID` gives it back, and `apply RUN_ID --branch` commits it.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+#include "provider_stub.h"
+
+using nlohmann::json;
+using namespace it;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kKey = "sk-lazyagent-it-real-project-0123456789";
+const std::string kBug = "            return self.slice[n - 1].value\n";
+const std::string kRight = "            return self.slice[n].value\n";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
+
+void git(const std::string& dir, const std::string& args) {
+  REQUIRE(sh("git -C " + dir + " -c user.name=it -c user.email=it@example.invalid " + args + " >/dev/null 2>&1; echo $?") ==
+          "0\n");
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// PLY as a git repository with the bug committed.
+struct PlyRepo {
+  TempDir dir;
+  std::string repo;
+  PlyRepo() {
+    const std::string src = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/debian-source.sh ply 2>/dev/null"));
+    INFO("scripts/debian-source.sh ply gave '" << src << "' (the Debian mirror must be reachable the first time)");
+    REQUIRE(fs::exists(src + "/ply/yacc.py"));
+    repo = dir.path() + "/ply";
+    fs::copy(src, repo, fs::copy_options::recursive);
+    fs::remove(repo + "/.lazyagent-source");
+    put(repo + "/.gitignore", "*.pyc\n__pycache__/\ntest/parser.out\ntest/parsetab.py\ntest/lextab.py\n");
+    git(repo, "init -q -b main");
+    git(repo, "add -A");
+    git(repo, "commit -q -m 'ply 3.11 (Debian source package ply)'");
+    std::string yacc = slurp(yacc_path());
+    REQUIRE(yacc.size() > 12000);
+    const auto at = yacc.find(kRight);
+    REQUIRE(at != std::string::npos);
+    yacc.replace(at, kRight.size(), kBug);
+    put(yacc_path(), yacc);
+    git(repo, "commit -q -am 'yacc: an off-by-one in YaccProduction.__getitem__'");
+    // Build output a developer would have lying around: ignored, never copied.
+    fs::create_directories(repo + "/test/__pycache__");
+    put(repo + "/test/__pycache__/junk.cpython-311.pyc", "junk");
+  }
+  std::string yacc_path() const { return repo + "/ply/yacc.py"; }
+  // The fix as `git diff` writes it (the work tree is restored afterwards).
+  std::string git_diff() const {
+    const std::string buggy = slurp(yacc_path());
+    std::string fixed = buggy;
+    fixed.replace(fixed.find(kBug), kBug.size(), kRight);
+    put(yacc_path(), fixed);
+    const std::string d = sh("git -C " + repo + " diff");
+    put(yacc_path(), buggy);
+    return d;
+  }
+  // The fix as `diff -u` writes it, from outside the tree.
+  std::string plain_diff() const {
+    std::string fixed = slurp(yacc_path());
+    fixed.replace(fixed.find(kBug), kBug.size(), kRight);
+    fs::create_directories(dir.path() + "/fixed/ply");
+    put(dir.path() + "/fixed/ply/yacc.py", fixed);
+    return sh("cd " + dir.path() + " && diff -u ply/ply/yacc.py fixed/ply/yacc.py");
+  }
+  std::string config(const TempDir& where, const std::string& extra = "") const {
+    return where.file("config.yaml",
+                      "seed:\n  path: " + repo + "\n  exclude: [doc/, example/]\nallow: [ply/]\n"
+                      "test_command: cd test && python3 testlex.py -v && python3 testyacc.py -v\n"
+                      "patch:\n  format: diff\n  max_files: 20\n  max_diff_bytes: 65536\n  max_changed_lines: 2000\n" +
+                          extra);
+  }
+};
+
+// The project's planner image with this build's binary in it, under a tag of
+// its own (the shared image is rebuilt by scripts/build-images.sh, not here).
+struct PlannerImage {
+  std::string tag = "localhost/lazyagent-planner:it-diffs-" + std::to_string(getpid());
+  TempDir ctx;
+  PlannerImage() {
+    fs::copy_file(LAZYAGENT_BINARY, ctx.path() + "/lazyagent-oci");
+    ctx.file("Containerfile", "FROM localhost/lazyagent-planner:latest\nCOPY lazyagent-oci /usr/local/bin/lazyagent-oci\n");
+    REQUIRE(sh("podman build -q --network none -t " + tag + " " + ctx.path() + " >/dev/null 2>&1; echo $?") == "0\n");
+  }
+  ~PlannerImage() { sh("podman rmi -f " + tag + " >/dev/null 2>&1"); }
+};
+
+}  // namespace
+
+TEST_CASE("a real project: a one-line fix to PLY's 137 KB yacc.py proven as a unified diff through test",
+          "[real-project]") {
+  PlyRepo ply;
+  TempDir state, work;
+  const std::string config = ply.config(work);
+  SECTION("as git diff writes it, with the baseline and the triage") {
+    const std::string diff = ply.git_diff();
+    REQUIRE(diff.rfind("diff --git a/ply/yacc.py b/ply/yacc.py\n", 0) == 0);
+    CliResult r = run_cli({state.path()}, {"test", "--config", config, "--patch", work.file("fix.diff", diff), "--json"});
+    INFO(r.out.substr(0, 4000) << r.err);
+    REQUIRE(r.exit_code == 0);
+    const json j = json::parse(r.out);
+    CHECK(j["tests_passed"] == true);
+    CHECK(j["patch_format"] == "diff");
+    CHECK(j["changed_paths"] == json::array({"ply/yacc.py"}));
+    CHECK(j["diff_stats"]["added"] == 1);
+    CHECK(j["diff_stats"]["removed"] == 1);
+    CHECK(j["seed_source"]["kind"] == "git");
+    CHECK(j["triage"]["fixed"].size() == 9);
+    CHECK(j["triage"]["newly_broken"].empty());
+    CHECK(j["test_output"].get<std::string>().find("Ran 42 tests") != std::string::npos);
+    WARN("PLY seed: " << j["seed_source"].dump() << "; timings " << j["timings"].dump());
+  }
+  SECTION("as diff -u writes it") {
+    const std::string diff = ply.plain_diff();
+    REQUIRE(diff.rfind("--- ply/ply/yacc.py\t", 0) == 0);
+    CliResult r = run_cli({state.path()}, {"test", "--config", config, "--patch", work.file("fix.diff", diff), "--json",
+                                           "--no-baseline"});
+    INFO(r.out.substr(0, 4000) << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(json::parse(r.out)["patch_format"] == "diff");
+  }
+  SECTION("the whole file instead is refused, naming the cap to raise") {
+    std::string fixed = slurp(ply.yacc_path());
+    fixed.replace(fixed.find(kBug), kBug.size(), kRight);
+    CliResult r = run_cli({state.path()}, {"test", "--config", config, "--patch",
+                                           work.file("whole.json", patch_json("ply/yacc.py", fixed)), "--json"});
+    CHECK(r.exit_code == 4);
+    CHECK(json::parse(r.out)["findings"][0]["code"] == "too_large");
+  }
+}
+
+TEST_CASE("a real project: run, with the scripted provider replying with the diff; then diff and apply --branch",
+          "[real-project]") {
+  PlyRepo ply;
+  PlannerImage planner;
+  TempDir state, work;
+  lazyagent::StubScript script;
+  script.api_key = kKey;
+  lazyagent::StubReply reply;
+  reply.content = "The index is off by one in YaccProduction.__getitem__:\n\n```diff\n" + ply.git_diff() + "```\n";
+  script.replies = {reply};
+  lazyagent::ProviderStub stub(script);
+  auto port = stub.listen("0.0.0.0", 0);
+  REQUIRE(port.ok());
+  const std::string prefix = "LAZYAGENT_IT_REAL_" + std::to_string(getpid());
+  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
+  struct Secrets {
+    std::vector<std::string> names;
+    ~Secrets() {
+      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
+    }
+  } secrets{names};
+  const std::string config =
+      ply.config(work, "images:\n  planner: " + planner.tag + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
+                           "\n    model: " + names[1] + "\n    api_key: " + names[2] + "\n");
+  CliResult conf = run_cli({state.path(),
+                            {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
+                             {names[1], "lazyagent-stub"},
+                             {names[2], kKey}}},
+                           {"configure", "--config", config});
+  INFO(conf.err);
+  REQUIRE(conf.exit_code == 0);
+
+  CliResult r = run_cli({state.path()}, {"run", "Fix the bug in ply/yacc.py without changing the tests.", "--config",
+                                         config, "--json", "--no-baseline"});
+  INFO(r.out.substr(0, 4000) << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["patch_format"] == "diff");
+  CHECK(j["planner"]["status"] == "patch");
+  CHECK(j["changed_paths"] == json::array({"ply/yacc.py"}));
+  // The prompt asked for a diff and showed the project from the git listing.
+  const std::vector<std::string> log = stub.request_log();
+  REQUIRE(log.size() == 1);
+  CHECK(log[0].find("Answer with exactly one unified diff") != std::string::npos);
+  CHECK(log[0].find("=== ply/yacc.py (editable) ===") != std::string::npos);
+  CHECK(log[0].find("junk.cpython-311.pyc") == std::string::npos);
+  const std::string id = j["run_id"];
+
+  CliResult d = run_cli({state.path()}, {"diff", id});
+  REQUIRE(d.exit_code == 0);
+  CHECK(d.out.rfind("diff --git a/ply/yacc.py b/ply/yacc.py\n--- a/ply/yacc.py\n+++ b/ply/yacc.py\n@@ -", 0) == 0);
+  CHECK(d.out.find("\n-" + kBug + "+" + kRight) != std::string::npos);
+  put(work.path() + "/proven.diff", d.out);
+  CHECK(sh("git -C " + ply.repo + " apply --check " + work.path() + "/proven.diff 2>&1; echo $?") == "0\n");
+
+  CliResult a = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/ply-yacc-fix", "--json"});
+  INFO(a.out << a.err);
+  REQUIRE(a.exit_code == 0);
+  CHECK(slurp(ply.yacc_path()).find(kRight) != std::string::npos);
+  CHECK(sh("git -C " + ply.repo + " log -1 --format=%s") == "lazyagent-oci: apply run " + id + "\n");
+  CHECK(sh("git -C " + ply.repo + " diff --stat main HEAD | tail -1") ==
+        " 1 file changed, 1 insertion(+), 1 deletion(-)\n");
+}
