@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "fuzz_checks.h"
+#include "path_glob.h"
 
 namespace {
 
@@ -63,7 +64,9 @@ std::string to_yaml(const Config& c) {
        "\n  log_bytes: " + num(l.log_bytes) + "\n";
   y += "timeouts:\n  test_seconds: " + num(c.timeouts.test_seconds) +
        "\n  planner_seconds: " + num(c.timeouts.planner_seconds) + "\n";
-  y += "patch:\n  max_files: " + num(c.patch.max_files) + "\n  max_bytes: " + num(c.patch.max_bytes) + "\n";
+  y += "patch:\n  max_files: " + num(c.patch.max_files) + "\n  max_bytes: " + num(c.patch.max_bytes) +
+       "\n  max_diff_bytes: " + num(c.patch.max_diff_bytes) + "\n  max_changed_lines: " +
+       num(c.patch.max_changed_lines) + "\n  format: " + quoted(c.patch.format) + "\n";
   const auto& p = c.provider;
   y += "provider:\n  secrets:\n    base_url: " + quoted(p.base_url_secret) + "\n    model: " +
        quoted(p.model_secret) + "\n    api_key: " + quoted(p.api_key_secret) +
@@ -92,8 +95,13 @@ void check_ranges(const Config& c) {
   FUZZ_CHECK(std::isfinite(l.cpus) && l.cpus >= 0.01 && l.cpus <= 256, "cpus within 0.01..256");
   FUZZ_CHECK(in(c.timeouts.test_seconds, 1, 86400) && in(c.timeouts.planner_seconds, 1, 86400),
              "timeouts within range");
-  FUZZ_CHECK(in(c.patch.max_files, 1, 3) && in(c.patch.max_bytes, 1, 12000),
-             "patch limits never above the contract caps");
+  FUZZ_CHECK(in(c.patch.max_files, 1, 1000) && in(c.patch.max_bytes, 1, 4194304) &&
+                 in(c.patch.max_diff_bytes, 1, 4194304) && in(c.patch.max_changed_lines, 1, 200000),
+             "patch limits never above the contract's hard caps");
+  FUZZ_CHECK(c.patch.format == "files" || c.patch.format == "diff", "patch format is known");
+  FUZZ_CHECK(in(c.seed_options.max_files, 1, 10000000) && in(c.seed_options.max_bytes, 1, std::int64_t{1} << 40),
+             "seed caps within range");
+  for (const std::string& g : c.seed_options.exclude) FUZZ_CHECK(lazyagent::glob_problem(g).empty(), "exclude glob is valid");
   FUZZ_CHECK(in(c.provider.max_retries, 0, 10) && in(c.provider.timeout_seconds, 1, 3600) &&
                  in(c.provider.connect_timeout_seconds, 1, 600),
              "provider numbers within range");
@@ -120,7 +128,9 @@ void check_same(const Config& a, const Config& b) {
   FUZZ_CHECK(a.timeouts.test_seconds == b.timeouts.test_seconds &&
                  a.timeouts.planner_seconds == b.timeouts.planner_seconds,
              "round trip: timeouts");
-  FUZZ_CHECK(a.patch.max_files == b.patch.max_files && a.patch.max_bytes == b.patch.max_bytes,
+  FUZZ_CHECK(a.patch.max_files == b.patch.max_files && a.patch.max_bytes == b.patch.max_bytes &&
+                 a.patch.max_diff_bytes == b.patch.max_diff_bytes &&
+                 a.patch.max_changed_lines == b.patch.max_changed_lines && a.patch.format == b.patch.format,
              "round trip: patch");
   const auto &p = a.provider, &q = b.provider;
   FUZZ_CHECK(p.base_url_secret == q.base_url_secret && p.model_secret == q.model_secret &&
