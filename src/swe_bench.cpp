@@ -142,6 +142,8 @@ ParsedTasks parse_swe_bench_predictions(std::string_view predictions, std::strin
     out.tasks.push_back(std::move(t));
   }
   if (out.tasks.empty() && out.errors.empty()) out.errors.push_back({0, task_reason::kNoTasks, "the predictions file holds no prediction"});
+  std::stable_sort(out.errors.begin(), out.errors.end(),
+                   [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
   return out;
 }
 
