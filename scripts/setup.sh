@@ -83,6 +83,10 @@ PACKAGES=(
   debootstrap wget gpgv debian-archive-keyring
   # Kubernetes' own build scripts (scripts/k8s-cluster.sh build) copy with rsync
   rsync
+  # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
+  # for the build too); the diff tests and the seed benchmark use diff(1), and
+  # `git apply` as the applier's oracle
+  diffutils
 )
 
 missing_packages() {
