@@ -79,6 +79,11 @@ void print_human(const TestResult& r) {
   o << "changed: ";
   for (std::size_t i = 0; i < r.changed_paths.size(); ++i) o << (i ? ", " : "") << escape_for_terminal(r.changed_paths[i]);
   o << (r.changed_paths.empty() ? "(nothing)\n" : "\n");
+  if (r.change.is_object()) {
+    const auto& st = r.change["diff_stats"];
+    o << "patch: " << r.patch_format << ", " << st.value("files", 0) << " file(s), +" << st.value("added", 0) << " -"
+      << st.value("removed", 0) << " line(s) (`lazyagent-oci diff " << r.run_id << "`)\n";
+  }
   o << "test exit code: " << r.test_exit_code << "\n";
   o << "--- test output" << (r.test_output_truncated ? " (cut)" : "") << " ---\n"
     << escape_for_terminal(r.test_output);
