@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 
 #include "digest.h"
 #include "seed_source.h"
@@ -264,39 +265,59 @@ struct SeedFd {
   }
 };
 
-// Opens root/rel for reading, one component at a time with O_NOFOLLOW: no
-// symlink anywhere on the way is followed, even one made after the snapshot.
-SeedFd open_in_seed(const std::string& root, std::string_view rel) {
-  SeedFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (dir.fd < 0) return SeedFd();
+// The seed's root directory, opened once per snapshot or copy.
+SeedFd open_seed_root(const std::string& root) {
+  return SeedFd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+}
+
+// Opens rel under the root for reading, one component at a time with
+// O_NOFOLLOW: no symlink anywhere on the way is followed, even one made
+// after the snapshot.
+SeedFd open_in_seed(int root_fd, std::string_view rel) {
+  if (root_fd < 0) return SeedFd();
+  SeedFd dir;
+  int at = root_fd;
   std::size_t start = 0;
   for (;;) {
     const std::size_t slash = rel.find('/', start);
     const std::string part(rel.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
     if (slash == std::string_view::npos) {
-      return SeedFd(::openat(dir.fd, part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+      return SeedFd(::openat(at, part.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
     }
-    SeedFd next(::openat(dir.fd, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    SeedFd next(::openat(at, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (next.fd < 0) return SeedFd();
     dir = std::move(next);
+    at = dir.fd;
     start = slash + 1;
   }
+}
+
+SeedFd open_in_seed(const std::string& root, std::string_view rel) {
+  SeedFd root_fd = open_seed_root(root);
+  return open_in_seed(root_fd.fd, rel);
+}
+
+// One read buffer per thread, reused from file to file (a fresh zeroed
+// 256 KiB per small file cost more than the copy itself).
+char* io_buffer() {
+  thread_local std::unique_ptr<char[]> buf(new char[kSeedIoBuffer]);
+  return buf.get();
 }
 
 // Streams an open file through `sink` while hashing it; at most `max` bytes.
 template <typename Sink>
 Result<std::string> stream_file(int fd, const std::string& what, std::uint64_t max, std::uint64_t* size, Sink&& sink) {
   Sha256 h;
-  std::vector<char> buf(kSeedIoBuffer);
+  char* buf = io_buffer();
   *size = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    const ssize_t n = ::read(fd, buf, kSeedIoBuffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return engine_error("reading " + what + ": " + std::strerror(errno));
     if (n == 0) break;
     *size += static_cast<std::uint64_t>(n);
     if (*size > max) return usage_error(what + " is larger than " + std::to_string(max) + " bytes");
-    const std::string_view chunk(buf.data(), static_cast<std::size_t>(n));
+    const std::string_view chunk(buf, static_cast<std::size_t>(n));
     h.update(chunk);
     if (auto st = sink(chunk); !st) return st.error();
   }
@@ -342,6 +363,7 @@ Result<SeedSnapshot> snapshot_seed_source(const std::string& dir, const SeedConf
   snap.streamed = true;
   snap.entries.reserve(listing->entries.size());
   const std::uint64_t max_bytes = static_cast<std::uint64_t>(config.max_bytes);
+  const SeedFd root_fd = open_seed_root(snap.root);
   for (const ListedEntry& l : listing->entries) {
     const std::string abs = snap.root + "/" + l.path;
     struct stat st {};
@@ -359,7 +381,7 @@ Result<SeedSnapshot> snapshot_seed_source(const std::string& dir, const SeedConf
       if (snap.bytes + static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         return usage_error(bytes_refusal(snap.root, snap.bytes + static_cast<std::uint64_t>(st.st_size), config.max_bytes));
       }
-      SeedFd fd = open_in_seed(snap.root, l.path);
+      SeedFd fd = open_in_seed(root_fd.fd, l.path);
       if (fd.fd < 0) return usage_error("reading seed file " + abs + ": " + std::strerror(errno));
       auto sha = stream_file(fd.fd, "seed file " + abs, max_bytes - snap.bytes, &e.size,
                              [](std::string_view) { return ok_status(); });
@@ -412,6 +434,7 @@ Status write_seed_copy(const SeedSnapshot& seed, const std::vector<FileWrite>& w
   }
   std::map<std::string, const FileWrite*> pending;
   for (const auto& w : writes) pending[w.path] = &w;
+  const SeedFd root_fd = seed.streamed ? open_seed_root(seed.root) : SeedFd();
   for (const auto& e : seed.entries) {
     const std::string path = dest + "/" + e.path;
     auto it = pending.find(e.path);
@@ -444,7 +467,7 @@ Status write_seed_copy(const SeedSnapshot& seed, const std::vector<FileWrite>& w
       continue;
     }
     const std::string src = seed.root + "/" + e.path;
-    SeedFd in = open_in_seed(seed.root, e.path);
+    SeedFd in = open_in_seed(root_fd.fd, e.path);
     if (in.fd < 0) return engine_error("reading seed file " + src + ": " + std::strerror(errno));
     SeedFd out = create_file(path, e.mode);
     if (out.fd < 0) return engine_error("writing " + path + ": " + std::strerror(errno));
