@@ -53,8 +53,9 @@ start: writes the tiny model inside a new container and serves it with
                    (default: the caller, \$PPID)
   --lifetime S     podman kills and removes the container after S seconds
                    (default 1800)
-  --model-arg ARG  passed to tiny_model.py (e.g. --quote-bias=0)
-  --server-arg ARG passed to llama-server (e.g. --api-key=KEY)
+  --model-arg ARG  one argument for tiny_model.py (e.g. --quote-bias=0)
+  --server-arg ARG one argument for llama-server; repeat for an option and its value
+                   (--server-arg --api-key --server-arg KEY: llama-server takes no --opt=value)
 EOF
 }
 
@@ -150,7 +151,7 @@ do_start() {
   local script
   script="$(printf '%q ' "${cmd[@]}") >/tmp/model.log 2>&1 || { cat /tmp/model.log >&2; exit 1; }; "
   script+="exec $(printf '%q ' "${serve[@]}")"
-  podman run -d --name "$name" --rm --pull=never \
+  podman run -d --name "$name" --pull=never \
     --label "$ROLE_LABEL" --label "io.lazyagent.owner-pid=$owner" \
     --label "io.lazyagent.owner-start=$owner_start" --label "io.lazyagent.llama-port=$port" \
     --network host --read-only --tmpfs /tmp:rw,size=64m,nosuid,nodev \

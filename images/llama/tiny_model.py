@@ -97,24 +97,32 @@ def main():
     # numpy shapes are (rows, columns) = (out, in); GGUF stores them reversed.
     embd = weights(n_vocab, N_EMBD)
     embd[:, 0] = BIAS_DIM_VALUE
-    # Hidden dimension 1 says "the last token was a newline" (the output
-    # depends mostly on the last token's embedding: the layers are weak).
+    # Hidden dimension 1 says "the last token was a newline" (the layers do
+    # not write dimensions 0 and 1).
     embd[:, 1] = 0.0
     embd[tokens.index("<0x0A>"), 1] = BIAS_DIM_VALUE
     w.add_tensor("token_embd.weight", embd)
     for i in range(N_LAYER):
         p = "blk.%d." % i
         w.add_tensor(p + "attn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
-        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+        for name in ("attn_q", "attn_k", "attn_v"):
             w.add_tensor(p + name + ".weight", weights(N_EMBD, N_EMBD, scale=0.1))
+        # The layers never write hidden dimensions 0 and 1 (the rows of the
+        # output projections are zero): those carry the token's own features
+        # below, untouched by what attention mixes in from other positions.
+        attn_output = weights(N_EMBD, N_EMBD, scale=0.1)
+        attn_output[:2, :] = 0.0
+        w.add_tensor(p + "attn_output.weight", attn_output)
         w.add_tensor(p + "ffn_norm.weight", np.ones(N_EMBD, dtype=np.float32))
         w.add_tensor(p + "ffn_gate.weight", weights(N_FF, N_EMBD, scale=0.1))
         w.add_tensor(p + "ffn_up.weight", weights(N_FF, N_EMBD, scale=0.1))
-        w.add_tensor(p + "ffn_down.weight", weights(N_EMBD, N_FF, scale=0.1))
+        ffn_down = weights(N_EMBD, N_FF, scale=0.1)
+        ffn_down[:2, :] = 0.0
+        w.add_tensor(p + "ffn_down.weight", ffn_down)
     w.add_tensor("output_norm.weight", np.ones(N_EMBD, dtype=np.float32))
     output = weights(n_vocab, N_EMBD)
     # Hidden dimension 0 carries a constant (every token embeds BIAS_DIM_VALUE
-    # there and the layers are too weak to wash it out), and the output rows of
+    # there and the layers do not write it), and the output rows of
     # '"', '}' and ']' read it: a built-in logit bonus for ending strings and
     # containers. Without it greedy decoding of random weights falls into a loop
     # inside a JSON string and runs to the end of the context.
