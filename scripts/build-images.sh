@@ -361,14 +361,13 @@ build_planner() {
 # The llama.cpp server for the tests against a real OpenAI-compatible server
 # (scripts/llama-server.sh, images/llama/README.md). Debian 12 has no llama.cpp;
 # sid's needs sid's libc, so it gets a sid base of its own (same debootstrap +
-# import), whatever --base says. Its inputs: the Containerfile and the files it
-# COPYs (the tiny-model writer and the chat templates).
+# import), whatever --base says. The image is Debian's packages only: the
+# model writer and the chat templates are bind-mounted at start, so editing
+# them rebuilds nothing.
 build_llama() {
   local dir="$LAZYAGENT_ROOT/images/llama"
-  local -a inputs
-  mapfile -t inputs < <(find "$dir" -type f ! -name Containerfile ! -name README.md | LC_ALL=C sort)
   CF_BASE="$LAZYAGENT_LLAMA_BASE_IMAGE" build_containerfile llama "$LAZYAGENT_LLAMA_IMAGE" \
-    "$dir/Containerfile" "$dir" "${inputs[@]}"
+    "$dir/Containerfile" "$dir"
 }
 
 registry_images() {

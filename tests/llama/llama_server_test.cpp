@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -39,9 +40,10 @@ std::string quoted(const std::string& s) {
 // One llama-server container for this test, removed in the destructor.
 class LlamaServer {
  public:
-  explicit LlamaServer(const std::string& tmpl = "chatml", const std::vector<std::string>& server_args = {}) {
+  explicit LlamaServer(const std::string& tmpl = "chatml", const std::vector<std::string>& server_args = {},
+                       pid_t owner = getpid()) {
     std::string cmd = std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/llama-server.sh start --json --owner-pid " +
-                      std::to_string(getpid()) + " --lifetime 900 --template " + quoted(tmpl);
+                      std::to_string(owner) + " --lifetime 900 --template " + quoted(tmpl);
     for (const auto& a : server_args) cmd += " --server-arg " + quoted(a);
     const std::string out = sh(cmd + " 2>&1");  // the JSON is the last line; reap notes may come first
     const std::size_t at = out.rfind("\n{");
@@ -207,8 +209,10 @@ TEST_CASE("json_schema makes the reply a patch object that reaches the contract 
     CHECK(j["changed_paths"] == json::array({"calculator.py"}));
     CHECK(j["sandbox_id"].get<std::string>().size() == 64);
     CHECK(j["test_exit_code"] != 0);
+    CHECK(rec["status"] == "failed");
     CHECK(rec["tests_passed"] == false);
     CHECK(rec["sandbox_id"] == j["sandbox_id"]);
+    CHECK(rec["reason"].get<std::string>().rfind("tests failed: ", 0) == 0);
   }
   CHECK(rec["planner"]["response_format"] == "json_schema");
   CHECK(rec["planner"]["usage"] == j["usage"]);
@@ -287,4 +291,28 @@ TEST_CASE("tool_choice required gives a tool call under a template with JSON too
     CHECK(reply["choices"][0]["finish_reason"] == "length");
     CHECK_FALSE(reply["choices"][0]["message"].contains("tool_calls"));
   }
+}
+
+TEST_CASE("the fixture: a server whose owner is gone is reaped; stop removes one", "[llama]") {
+  const std::string script = std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/llama-server.sh";
+  const pid_t owner = std::atoi(sh("sleep 600 >/dev/null 2>&1 & echo $!").c_str());
+  REQUIRE(owner > 1);
+  std::string name;
+  {
+    LlamaServer server("chatml", {}, owner);
+    name = server.name();
+    CHECK(containers_with_label("io.lazyagent.role=llama-fixture").size() >= 1);
+    CHECK(sh("podman container exists " + name + " && echo yes") == "yes\n");
+    // The owner is alive: reap leaves the server alone.
+    sh(script + " reap 2>/dev/null");
+    CHECK(sh("podman container exists " + name + " && echo yes") == "yes\n");
+    kill(owner, SIGKILL);
+    for (int i = 0; i < 100 && kill(owner, 0) == 0; ++i) usleep(20 * 1000);
+    const std::string said = sh(script + " reap 2>&1");
+    CHECK(said.find("reaped " + name) != std::string::npos);
+    CHECK(sh("podman container exists " + name + " || echo gone") == "gone\n");
+  }  // the destructor's stop of a removed server is a no-op
+  CHECK(sh("podman container exists " + name + " || echo gone") == "gone\n");
+  // Stopping a server that is already gone is not an error (cleanup paths may race).
+  CHECK(sh(script + " stop " + name + " >/dev/null 2>&1; echo $?") == "0\n");
 }
