@@ -293,7 +293,7 @@ TEST_CASE("tool_choice required gives a tool call under a template with JSON too
   }
 }
 
-TEST_CASE("the fixture: a server whose owner is gone is reaped; stop removes one", "[llama]") {
+TEST_CASE("the fixture: a server whose owner is gone is reaped, and stop removes one", "[llama]") {
   const std::string script = std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/llama-server.sh";
   const pid_t owner = std::atoi(sh("sleep 600 >/dev/null 2>&1 & echo $!").c_str());
   REQUIRE(owner > 1);
