@@ -65,10 +65,6 @@ command -v podman >/dev/null || die "podman is not installed (run scripts/setup.
 # Start time of a process (field 22 of /proc/PID/stat): a pid alone can be reused.
 proc_start() { awk '{ print $22 }' "/proc/$1/stat" 2>/dev/null; }
 
-fixture_containers() {
-  podman ps -a --filter "label=$ROLE_LABEL" --format '{{.Names}}' 2>/dev/null || true
-}
-
 label_of() {
   podman container inspect --format "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null
 }
@@ -78,15 +74,15 @@ remove_container() {
 }
 
 do_reap() {
-  local name pid start n=0
-  for name in $(fixture_containers); do
-    pid="$(label_of "$name" io.lazyagent.owner-pid || true)"
-    start="$(label_of "$name" io.lazyagent.owner-start || true)"
+  local name pid start
+  # One podman call for all of them (each podman call costs ~1 s on a loaded machine).
+  while read -r name pid start; do
+    [ -n "$name" ] || continue
     if [ -n "$pid" ] && [ -n "$start" ] && [ "$(proc_start "$pid")" = "$start" ]; then continue; fi
     remove_container "$name"
     info "reaped $name (owner ${pid:-?} is gone)"
-    n=$((n + 1))
-  done
+  done < <(podman ps -a --filter "label=$ROLE_LABEL" --format \
+             '{{.Names}} {{index .Labels "io.lazyagent.owner-pid"}} {{index .Labels "io.lazyagent.owner-start"}}' 2>/dev/null || true)
   return 0
 }
 
@@ -94,8 +90,9 @@ bridge_gateway() {
   podman network inspect podman --format '{{range .Subnets}}{{.Gateway}}{{end}}' 2>/dev/null | head -n 1
 }
 
-json_string() {  # a JSON string literal
-  python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"
+json_string() {  # a JSON string literal (the values here have no control characters)
+  local s="${1//\\/\\\\}"
+  printf '"%s"' "${s//\"/\\\"}"
 }
 
 do_start() {
@@ -136,7 +133,9 @@ do_start() {
     mounts+=(-v "$tfile:/opt/template.jinja:ro")
     tmpl_args=(--chat-template-file /opt/template.jinja)
   else
-    tmpl_args=(--chat-template "$template")   # a built-in name; llama-server refuses unknown ones
+    # A built-in name (checked below: with --jinja, llama-server takes any
+    # string it does not know as the template's text, and starts).
+    tmpl_args=(--chat-template "$template")
   fi
 
   local name="lazyagent-llama-$owner-$port"
@@ -160,16 +159,23 @@ do_start() {
     "$LAZYAGENT_LLAMA_IMAGE" sh -c "$script" >/dev/null ||
     die "podman run of $name failed"
 
-  local ok=0
-  for _ in $(seq 1 300); do
+  local ok=0 i
+  for i in $(seq 1 600); do
     if curl -sf --max-time 2 "http://127.0.0.1:$port/health" >/dev/null 2>&1; then ok=1; break; fi
-    [ "$(podman container inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" = true ] || break
+    # Has it died (a bad option, a model that did not load)? Asked every second only.
+    if [ $((i % 10)) -eq 0 ] &&
+       [ "$(podman container inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then break; fi
     sleep 0.1
   done
   if [ "$ok" -ne 1 ]; then
     podman logs "$name" 2>&1 | tail -n 30 | sed 's/^/        /' >&2 || true
     remove_container "$name"
     die "llama-server in $name did not become healthy on port $port"
+  fi
+  if [ -z "$tfile" ] && curl -sf --max-time 5 "http://127.0.0.1:$port/props" |
+       python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("chat_template") == sys.argv[1] else 1)' "$template"; then
+    remove_container "$name"
+    die "--template $template: not a file, not in $TEMPLATES_DIR and not one of llama-server's built-in names (see llama-server --help, --chat-template)"
   fi
   local ms
   ms="$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%d", (b - a) * 1000 }')"
