@@ -60,6 +60,10 @@ class LlamaServer {
   std::string container_url() const { return info_["container_base_url"]; }
   std::string host_url() const { return info_["host_base_url"]; }
   std::string logs() const { return sh("podman logs " + name() + " 2>&1 | tail -n 40"); }
+  json props() const {
+    const std::string base = host_url().substr(0, host_url().size() - 3);  // without /v1
+    return json::parse(sh("curl -s --max-time 10 " + base + "/props"), nullptr, false);
+  }
 
   // A raw POST to /v1/chat/completions from the host: {status, body}.
   std::pair<int, json> chat(const json& body) const {
@@ -137,6 +141,19 @@ void check_real_usage(const json& usage) {
         usage["prompt_tokens"].get<long>() + usage["completion_tokens"].get<long>());
 }
 
+// A raw request with one read_file tool and tool_choice "required".
+json tool_request() {
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "read_file",
+      "description": "Read a file of the project",
+      "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}])");
+  return {{"model", "lazyagent-tiny"},
+          {"messages", {{{"role", "user"}, {"content", "Read calculator.py"}}}},
+          {"tools", tools},
+          {"tool_choice", "required"},
+          {"temperature", 0},
+          {"max_tokens", 200}};
+}
+
 // Why a reply that is not of the patch's shape is refused.
 const std::set<std::string> kShapeCodes = {"no_patch", "malformed_json", "bad_shape", "no_files", "duplicate_key"};
 
@@ -147,8 +164,8 @@ const std::set<std::string> kContentCodes = {"control_char_in_content", "invalid
 
 }  // namespace
 
-TEST_CASE("replies without a schema are no patch: exit 4 with the refusal, no sandbox", "[llama]") {
-  LlamaServer server;  // one server, two runs (a SECTION would start it twice)
+TEST_CASE("replies without a schema are no patch: exit 4 with the refusal, no sandbox; chatml ignores tools", "[llama]") {
+  LlamaServer server;  // one server for all of it (a SECTION would start it again)
   {  // response_format none: a plain completion
     Configured c(server, "  response_format: none\n");
     CliResult r = c.run();
@@ -179,6 +196,16 @@ TEST_CASE("replies without a schema are no patch: exit 4 with the refusal, no sa
     CHECK(kShapeCodes.count(j["findings"][0]["code"].get<std::string>()) == 1);
     CHECK(j["planner"]["finish_reason"] == "stop");
     CHECK(run_containers_gone(j));
+  }
+  {
+    // chatml has no tool calls: llama-server ignores tools and tool_choice
+    // "required" without an error, and the reply is plain text.
+    CHECK(server.props()["chat_template_caps"]["supports_tool_calls"] == false);
+    auto [status, reply] = server.chat(tool_request());
+    INFO(reply.dump());
+    REQUIRE(status == 200);
+    CHECK(reply["choices"][0]["finish_reason"] == "length");
+    CHECK_FALSE(reply["choices"][0]["message"].contains("tool_calls"));
   }
 }
 
@@ -246,18 +273,11 @@ TEST_CASE("the server's own error bodies reach the user: 401 and a prompt over t
   }
 }
 
-TEST_CASE("tool_choice required gives a tool call under a template with JSON tool calls, not under chatml", "[llama][tools]") {
-  const json tools = json::parse(R"([{"type": "function", "function": {"name": "read_file",
-      "description": "Read a file of the project",
-      "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}])");
-  json body = {{"model", "lazyagent-tiny"},
-               {"messages", {{{"role", "user"}, {"content", "Read calculator.py"}}}},
-               {"tools", tools},
-               {"tool_choice", "required"},
-               {"temperature", 0},
-               {"max_tokens", 200}};
+TEST_CASE("tool_choice required gives a tool call under a template with JSON tool calls", "[llama][tools]") {
+  json body = tool_request();
   {
     LlamaServer server("json-tools");
+    CHECK(server.props()["chat_template_caps"]["supports_tool_calls"] == true);
     auto [status, reply] = server.chat(body);
     INFO(reply.dump() << server.logs());
     REQUIRE(status == 200);
@@ -279,17 +299,6 @@ TEST_CASE("tool_choice required gives a tool call under a template with JSON too
     INFO(reply2.dump());
     CHECK(status2 == 200);
     CHECK(reply2["choices"][0]["finish_reason"] == "tool_calls");
-  }
-  {
-    // chatml has no tool calls: llama-server ignores tools and tool_choice
-    // "required" without an error, and the reply is plain text.
-    LlamaServer server("chatml");
-    body["messages"] = {{{"role", "user"}, {"content", "Read calculator.py"}}};
-    auto [status, reply] = server.chat(body);
-    INFO(reply.dump());
-    REQUIRE(status == 200);
-    CHECK(reply["choices"][0]["finish_reason"] == "length");
-    CHECK_FALSE(reply["choices"][0]["message"].contains("tool_calls"));
   }
 }
 
@@ -315,4 +324,11 @@ TEST_CASE("the fixture: a server whose owner is gone is reaped, and stop removes
   CHECK(sh("podman container exists " + name + " || echo gone") == "gone\n");
   // Stopping a server that is already gone is not an error (cleanup paths may race).
   CHECK(sh(script + " stop " + name + " >/dev/null 2>&1; echo $?") == "0\n");
+  // An unknown template name is refused (llama-server itself would take it as
+  // the template's text and start), and its container is removed.
+  const std::string said = sh(script + " start --owner-pid " + std::to_string(getpid()) +
+                              " --template no-such-template 2>&1; echo \"exit=$?\"");
+  CHECK(said.find("--template no-such-template: not a file") != std::string::npos);
+  CHECK(said.find("exit=1") != std::string::npos);
+  CHECK(sh("podman ps -a --filter label=io.lazyagent.owner-pid=" + std::to_string(getpid()) + " --format '{{.Names}}'") == "");
 }
