@@ -164,7 +164,7 @@ const std::set<std::string> kContentCodes = {"control_char_in_content", "invalid
 
 }  // namespace
 
-TEST_CASE("replies without a schema are no patch: exit 4 with the refusal, no sandbox; chatml ignores tools", "[llama]") {
+TEST_CASE("replies without a schema are no patch: exit 4 with the refusal, no sandbox, and chatml ignores tools", "[llama]") {
   LlamaServer server;  // one server for all of it (a SECTION would start it again)
   {  // response_format none: a plain completion
     Configured c(server, "  response_format: none\n");
