@@ -59,6 +59,7 @@ start: writes the tiny model inside a new container and serves it with
 EOF
 }
 
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 require_root
 command -v podman >/dev/null || die "podman is not installed (run scripts/setup.sh)"
 
