@@ -412,7 +412,7 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
       if ((x.status == 400 || x.status == 422) && format != ResponseFormat::kNone &&
           mentions_response_format(x.body)) {  // each format at most once
         const ResponseFormat next = weaker(format);
-        refusals.push_back(std::string(response_format_name(format)) + ": " + provider_error_text(x.body));
+        refusals.push_back(redact(std::string(response_format_name(format)) + ": " + provider_error_text(x.body), s.api_key));
         say("provider: HTTP " + std::to_string(x.status) + " about response_format " + response_format_name(format) +
             "; retrying at once " +
             (next == ResponseFormat::kNone ? std::string("without it") : std::string("with ") + response_format_name(next)));

@@ -312,7 +312,7 @@ TEST_CASE("json_schema is sent strict, and each refused format steps down once",
     CHECK(json::parse(bodies[1])["response_format"] == json({{"type", "json_object"}}));
   }
   SECTION("both refused (a 422 too): the third request has no response_format") {
-    StubReply no_schema = reply(422, "json_schema: unsupported");
+    StubReply no_schema = reply(422, "json_schema: unsupported for key " + kKey);  // a provider echoing the key
     no_schema.match = "\"json_schema\"";
     StubReply no_object = reply(400, "response_format is not supported");
     no_object.match = "json_object";
@@ -321,7 +321,8 @@ TEST_CASE("json_schema is sent strict, and each refused format steps down once",
     REQUIRE(r.ok());
     CHECK(r->response_format == ResponseFormat::kNone);
     CHECK(r->attempts == 3);
-    CHECK(r->format_refusals.size() == 2);
+    REQUIRE(r->format_refusals.size() == 2);
+    CHECK(r->format_refusals[0] == "json_schema: json_schema: unsupported for key [redacted]");
     CHECK_FALSE(json::parse(s.stub.request_log().at(2)).contains("response_format"));
   }
   SECTION("a request without a schema falls back to json_object at once") {
