@@ -228,20 +228,17 @@ json patch_json_schema(const ContractLimits& contract) {
 
 namespace {
 
-// A diff keeps its lines as they are: only blank lines around it go, and it
-// ends with a newline (a hunk's last line is a line).
+// A diff keeps its lines as they are: only empty lines around it go (a line
+// of one space is an empty context line and stays), and it ends with a
+// newline (a hunk's last line is a line).
 std::string diff_block(std::string_view s) {
   while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) {
     s.remove_prefix(1);
   }
-  std::size_t end = s.size();
-  while (end > 0) {
-    const std::size_t start = s.rfind('\n', end - 1);
-    const std::string_view last = s.substr(start == std::string_view::npos ? 0 : start + 1, end - (start == std::string_view::npos ? 0 : start + 1));
-    if (last.find_first_not_of(" \t\r") != std::string_view::npos) break;
-    end = start == std::string_view::npos ? 0 : start;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
   }
-  return std::string(s.substr(0, end)) + "\n";
+  return std::string(s) + "\n";
 }
 
 }  // namespace
