@@ -235,10 +235,18 @@ std::string diff_block(std::string_view s) {
   while (!s.empty() && (s.front() == '\n' || s.front() == '\r')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
-    s.remove_suffix(1);
+  // Drop empty lines ("" or "\r") at the end; the last line keeps its "\r".
+  for (;;) {
+    if (s.empty()) return "\n";
+    const std::size_t body_end = s.back() == '\n' ? s.size() - 1 : s.size();
+    const std::size_t line_start = s.rfind('\n', body_end == 0 ? 0 : body_end - 1);
+    const std::size_t from = line_start == std::string_view::npos ? 0 : line_start + 1;
+    const std::string_view last = s.substr(from, body_end - from);
+    if (!(last.empty() || last == "\r") || from == 0) {
+      return std::string(s.substr(0, body_end)) + "\n";
+    }
+    s = s.substr(0, from);
   }
-  return std::string(s) + "\n";
 }
 
 }  // namespace
