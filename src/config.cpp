@@ -17,6 +17,7 @@
 //   timeouts.test_seconds  1..86400
 //   patch.max_files        1..3        may be lowered, never raised past the contract cap
 //   patch.max_bytes        1..12000    likewise
+//   patch.suspicious       flag|refuse what suspicious findings do (suspicious_code.h)
 //   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
@@ -240,6 +241,8 @@ bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
 
+bool is_suspicious_mode(const std::string& s) { return s == "flag" || s == "refuse"; }
+
 bool is_image_reference(const std::string& s) {
   for (const char c : s)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
@@ -348,7 +351,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"patch", r.nested({{"max_files", r.integer(&cfg.patch.max_files, 1,
                                                         std::int64_t{kMaxPatchFilesCap}, true)},
                                 {"max_bytes", r.integer(&cfg.patch.max_bytes, 1,
-                                                        std::int64_t{kMaxPatchBytesCap}, true)}})},
+                                                        std::int64_t{kMaxPatchBytesCap}, true)},
+                                {"suspicious", r.string(&cfg.patch.suspicious, is_suspicious_mode,
+                                                        "'flag' or 'refuse'")}})},
             {"provider",
              r.nested(
                  {{"secrets", r.nested({{"base_url", r.string(&cfg.provider.base_url_secret,
@@ -436,6 +441,15 @@ std::string default_config_path() {
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
+}
+
+ContractLimits contract_limits(const Config& config) {
+  ContractLimits limits;
+  limits.allow = config.allow;
+  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
+  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  limits.refuse_suspicious = config.patch.suspicious == "refuse";
+  return limits;
 }
 
 }  // namespace lazyagent

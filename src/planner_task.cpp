@@ -57,9 +57,7 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
   t.test_command = config.test_command;
-  t.contract.allow = config.allow;
-  t.contract.max_files = static_cast<std::size_t>(config.patch.max_files);
-  t.contract.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  t.contract = contract_limits(config);
   t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);
@@ -87,7 +85,8 @@ json task_to_json(const PlannerTask& t) {
               {"contract",
                {{"allow", t.contract.allow},
                 {"max_files", t.contract.max_files},
-                {"max_bytes", t.contract.max_bytes}}},
+                {"max_bytes", t.contract.max_bytes},
+                {"refuse_suspicious", t.contract.refuse_suspicious}}},
               {"provider",
                {{"connect_timeout_ms", t.connect_timeout_ms},
                 {"timeout_ms", t.timeout_ms},
@@ -119,6 +118,7 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     t.contract.allow = c.at("allow").get<std::vector<std::string>>();
     t.contract.max_files = std::min(c.at("max_files").get<std::size_t>(), kMaxPatchFilesCap);
     t.contract.max_bytes = std::min(c.at("max_bytes").get<std::size_t>(), kMaxPatchBytesCap);
+    t.contract.refuse_suspicious = c.value("refuse_suspicious", false);
     const json& p = j.at("provider");
     t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
     t.timeout_ms = p.at("timeout_ms").get<long>();

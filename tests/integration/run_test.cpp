@@ -327,3 +327,24 @@ TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVis
   CHECK(pv["planner_task_id"] == j["planner_task_id"]);
   CHECK(pv["runtime"] == "runsc");
 }
+
+TEST_CASE("run: a reply with bidirectional controls is refused by the planner's own validation, with the line",
+          "[run][hidden_text]") {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply trojan;
+  trojan.content = content_of(attack_patch("ACCESS = 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'"));
+  s.replies = {trojan};
+  Provider p(std::move(s));
+  CliResult r = p.run();
+  json j = parse_result(r);
+  CHECK(r.exit_code == 4);
+  CHECK(j["sandbox_id"] == "");
+  // The planner refused it (the first validation): the orchestrator never got a patch.
+  CHECK(j["reason"].get<std::string>().rfind("patch refused by the planner: bidi_control_in_content", 0) == 0);
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["code"] == "bidi_control_in_content");
+  CHECK(j["findings"][0]["path"] == "calculator.py");
+  CHECK(j["findings"][0]["line"] == 1);
+  CHECK(no_containers_of_runs_in(p.state.path()));
+}
