@@ -78,7 +78,7 @@ TEST_CASE("suspicious messages name the file, the line and what the code does", 
   CHECK(report[0].message ==
         "calculator.py line 15: os._exit() ends the process at once, skipping the test runner's report.");
   CHECK(report[1].message ==
-        "calculator.py line 4: a string holds unittest's \"Ran N tests\", text a forged test report needs.");
+        "calculator.py line 4: a string holds unittest's \"test ... ok\" line, text a forged test report needs.");
   const auto twice = suspicious_findings_in("calculator.py", "import os\nos._exit(0)\nx = 1\nos._exit(1)\n");
   REQUIRE(twice.size() == 1);
   CHECK(twice[0].message ==
