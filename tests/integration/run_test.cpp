@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -335,7 +336,10 @@ TEST_CASE("run: a reply with bidirectional controls is refused by the planner's 
   lazyagent::StubReply trojan;
   trojan.content = content_of(attack_patch("ACCESS = 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'"));
   s.replies = {trojan};
-  Provider p(std::move(s));
+  // The planner image must hold this build's binary (setup rebuilds it after a build);
+  // LAZYAGENT_IT_PLANNER_IMAGE names another one, e.g. built from this tree under a private tag.
+  const char* planner = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  Provider p(std::move(s), kKey, planner ? std::string("images:\n  planner: ") + planner + "\n" : "");
   CliResult r = p.run();
   json j = parse_result(r);
   CHECK(r.exit_code == 4);
