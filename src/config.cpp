@@ -240,6 +240,9 @@ constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_response_format_name(const std::string& s) {
+  return s == "json_schema" || s == "json_object" || s == "none";
+}
 
 bool is_suspicious_mode(const std::string& s) { return s == "flag" || s == "refuse"; }
 
@@ -366,7 +369,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                   {"timeout_seconds", r.integer(&cfg.provider.timeout_seconds, 1, 3600)},
                   {"max_retries", r.integer(&cfg.provider.max_retries, 0, 10)},
                   {"network", r.string(&cfg.provider.network, is_planner_network,
-                                       "'bridge', 'host' or 'none'")}})},
+                                       "'bridge', 'host' or 'none'")},
+                  {"response_format", r.string(&cfg.provider.response_format, is_response_format_name,
+                                               "'json_schema', 'json_object' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")},
                                  {"runsc_socket", r.string(&cfg.engine.runsc_socket, is_socket_path,

@@ -61,6 +61,10 @@ struct ProviderConfig {
   // The planner container's network: enough to reach the provider. "bridge"
   // reaches the internet and the host (host.containers.internal).
   std::string network = "bridge";
+  // What the planner asks for (provider_client.h): "json_schema" (the patch
+  // schema; falls back to json_object, then none, when the provider refuses),
+  // "json_object" or "none".
+  std::string response_format = "json_schema";
 };
 
 // The sandbox's user namespace: its uids/gids 0..size-1 are host ids
