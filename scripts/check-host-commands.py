@@ -2,6 +2,7 @@
 """Every program the set-up, build and test scripts run must be installed by them.
 
 Lists the external commands that scripts/*.sh, scripts/*.py, .ci/run, the
+C++ sources (what the binary spawns, what the tests run through sh("...")), the
 CMake build (build.ninja and CTestTestfile.cmake of a configured build
 directory) and Kubernetes' own build (scripts/k8s-build-commands.txt: what
 `make` in Debian's kubernetes source tree runs, established by tracing it)
@@ -613,6 +614,25 @@ def scan_python_text(text, rel, first_line=1):
     return sites
 
 
+# ---- C++ (the binary and the test suite) ------------------------------------------------------
+
+def scan_cpp(path, rel):
+    """Commands the binary spawns (posix_spawnp(..., "tar", ...)) and the shell lines
+    the tests run through their sh("...") helper (the literal start of the line)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    sites = []
+    for m in re.finditer(r'\bposix_spawnp?\([^,]*,\s*"([^"]+)"', text):
+        sites.append(Site(m.group(1), rel, text.count("\n", 0, m.start()) + 1))
+    for m in re.finditer(r'\bsh\(\s*"((?:[^"\\]|\\.)*)"', text):
+        line = text.count("\n", 0, m.start()) + 1
+        literal = re.sub(r"\\(.)", lambda e: {"n": "\n", "t": "\t"}.get(e.group(1), e.group(1)), m.group(1))
+        inner = ShellScanner(literal, rel, line)
+        inner.scan_list()
+        sites += inner.sites
+    return sites
+
+
 # ---- CMake build -------------------------------------------------------------------------
 
 def scan_build_dir(build, root):
@@ -848,6 +868,12 @@ def main():
     for path in py_files:
         with open(path, encoding="utf-8") as fh:
             sites += scan_python_text(fh.read(), os.path.relpath(path, root))
+    cpp_files = []
+    for top in ("src", "tests"):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            cpp_files += [os.path.join(dirpath, f) for f in files if f.endswith((".cpp", ".h"))]
+    for path in sorted(cpp_files):
+        sites += scan_cpp(path, os.path.relpath(path, root))
     if args.build_dir:
         sites += scan_build_dir(os.path.abspath(args.build_dir), root)
     k8s_list = os.path.join(root, "scripts", "k8s-build-commands.txt")
@@ -916,7 +942,8 @@ def main():
         if unknown:
             print(f"check-host-commands: note: unknown to dpkg and apt-cache: {' '.join(unknown)}", file=sys.stderr)
         print(f"check-host-commands: {len(rows)} commands from {len(shell_files)} shell scripts, {len(py_files)} "
-              f"Python scripts{', the CMake build' if args.build_dir else ''} and Kubernetes' build; "
+              f"Python scripts, {len(cpp_files)} C++ files{', the CMake build' if args.build_dir else ''} and "
+              f"Kubernetes' build; "
               f"{len(installed_by)} packages installed by the set-up ({len(from_setup)} with dependencies); "
               f"{len(offenders)} not covered", file=sys.stderr)
     return 1 if offenders else 0

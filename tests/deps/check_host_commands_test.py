@@ -81,6 +81,19 @@ class ShellScannerTest(unittest.TestCase):
         self.assertEqual(sorted(d.command for d in sc.dynamic), ["$CC", "$ROOT/scripts/x.sh", "$bin", "scripts/setup.sh"])
 
 
+class CppScanTest(unittest.TestCase):
+    def test_spawned_programs_and_the_tests_shell_lines(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+            f.write('int x;\nposix_spawnp(&pid_, "tar", &fa, nullptr, argv, environ);\n'
+                    'sh("podman ps -a --filter label=" + label);\nsh("runc --root \\"" + dir + "\\" list | grep -c x");\n')
+        try:
+            got = sorted((s.command, s.line) for s in chc.scan_cpp(f.name, "t.cpp"))
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(got, [("podman", 3), ("runc", 4), ("tar", 2)])
+
+
 class PackagesTest(unittest.TestCase):
     def test_parse_deps(self):
         self.assertEqual(chc.parse_deps("libc6 (>= 2.34), debconf (>= 0.5) | debconf-2.0, python3:any, x [amd64]"),
