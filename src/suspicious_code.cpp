@@ -293,8 +293,18 @@ constexpr std::size_t kMaxScannedLine = 400;  // std::regex recurses per charact
 
 // The summary a line looks like, or "". `multiline`: the line is one of
 // several of its string (a bare "OK" is only a report inside one).
+// Every summary below holds one of these words: most lines are skipped
+// without running a regex.
+bool may_hold_summary(const std::string& line) {
+  for (const char* w : {"Ran", "pass", "fail", "PASS", "FAIL", "OK", "ok", "ERROR"}) {
+    if (line.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string summary_in_unchecked(std::string line, bool multiline) {
   if (line.size() > kMaxScannedLine) line.resize(kMaxScannedLine);
+  if (!may_hold_summary(line)) return "";
   static const std::string n = R"re((?:\d+|\{[^}]*\}|%[0-9]*[dsi]))re";
   static const std::regex ran(R"re(\bRan\s+)re" + n + R"re(\s+tests?\b)re");
   static const std::regex counts(R"re((?:^|[^\w.]))re" + n + R"re(\s+(?:passed|failed)\b)re");
