@@ -24,7 +24,7 @@ set(LAZYAGENT_FUZZ_FLAGS -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
 set(LAZYAGENT_FUZZ_LIB_SOURCES
   config patch_contract strict_json utf8 digest log_stream terminal_text verdict
   provider_client interrupt planner_task path_glob unified_diff diff_contract diff_apply
-  diff_write patch_format change_set seed_snapshot seed_source git_process)
+  diff_write patch_format change_set seed_snapshot seed_source git_process suspicious_code)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES APPEND .cpp)
 add_library(lazyagent_fuzz_core STATIC ${LAZYAGENT_FUZZ_LIB_SOURCES})

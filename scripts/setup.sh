@@ -87,6 +87,12 @@ PACKAGES=(
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle
   diffutils
+  # Named because the scripts run them and they are not Essential (Debian can
+  # be without them): apt-get/apt-cache (this script, install-podman-compose.sh,
+  # k8s-cluster.sh), ip (k8s-cluster.sh stop deletes the CNI bridge).
+  # scripts/check-host-commands.py (ctest "deps: ...") fails when a command the
+  # scripts, the build or Kubernetes' build run is not covered by this list.
+  apt iproute2
 )
 
 missing_packages() {

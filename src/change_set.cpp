@@ -1,8 +1,12 @@
 // Resolving a patch against a seed (change_set.h).
 #include "change_set.h"
 
+#include <algorithm>
+#include <set>
+
 #include "diff_write.h"
 #include "digest.h"
+#include "suspicious_code.h"
 
 namespace lazyagent {
 
@@ -36,7 +40,9 @@ class Resolver {
       text.push_back({f.path, f.op, before_[i], f.content, git_mode(f.old_mode), git_mode(f.mode)});
     }
     r_.changes.diff = write_unified_diff(text);
-    r_.changes.stats = diff_stats(read_unified_diff(r_.changes.diff).diff);
+    const UnifiedDiff written = read_unified_diff(r_.changes.diff).diff;
+    r_.changes.stats = diff_stats(written);
+    if (check_.format == PatchFormat::kDiff) scan_added_lines(written);
     return std::move(r_);
   }
 
@@ -143,6 +149,30 @@ class Resolver {
       }
       c.content = f.op == FileOp::kDelete ? "" : std::move(applied.content);
       add(std::move(c), std::move(before));
+    }
+  }
+
+  // A diff's suspicious findings: the applied files scanned whole (whether a
+  // line runs at import time depends on the lines around it), counting only
+  // the lines the change adds.
+  void scan_added_lines(const UnifiedDiff& written) {
+    for (const FileDiff& d : written.files) {
+      if (d.op == FileOp::kDelete) continue;
+      const auto it = std::find_if(r_.changes.files.begin(), r_.changes.files.end(),
+                                   [&](const FileChange& c) { return c.path == d.path; });
+      if (it == r_.changes.files.end()) continue;
+      std::set<std::size_t> added;
+      for (const auto& h : d.hunks) {
+        std::size_t line = h.new_start;
+        for (const auto& l : h.lines) {
+          if (l.op == '+') added.insert(line);
+          if (l.op != '-') ++line;
+        }
+      }
+      for (Finding& f : suspicious_findings_in(it->path, it->content,
+                                               [&](std::size_t line) { return added.count(line) > 0; })) {
+        r_.changes.suspicious.push_back(std::move(f));
+      }
     }
   }
 

@@ -53,6 +53,9 @@ struct ChangeSet {
   DiffStats stats;                      // of `diff`
   std::string diff;                     // the change as a unified diff against the snapshot
   std::vector<std::string> notes;       // hunks applied at an offset, recounted hunks
+  // A diff's suspicious_* findings (suspicious_code.h) on the lines it adds,
+  // judged in the applied file. (A whole-file patch's come with its check.)
+  std::vector<Finding> suspicious;
 };
 
 struct ChangeResult {

@@ -56,11 +56,7 @@ struct PlanLog {
   }
 };
 
-json findings_json(const std::vector<Finding>& findings) {
-  json out = json::array();
-  for (const auto& f : findings) out.push_back({{"code", f.code}, {"path", f.path}, {"message", f.message}});
-  return out;
-}
+json findings_json(const std::vector<Finding>& findings) { return findings_to_json(findings); }
 
 }  // namespace
 

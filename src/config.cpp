@@ -19,6 +19,7 @@
 //   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
 //   patch.max_changed_lines 1..200000  default 1000
+//   patch.suspicious       flag|refuse what suspicious findings do (suspicious_code.h)
 //   seed.max_files         1..10^7     default 100000
 //   seed.max_bytes         1..1 TiB    default 2 GiB
 //   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
@@ -290,6 +291,8 @@ bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
 }
 
+bool is_suspicious_mode(const std::string& s) { return s == "flag" || s == "refuse"; }
+
 bool is_image_reference(const std::string& s) {
   for (const char c : s)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
@@ -404,7 +407,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                 {"max_changed_lines", r.integer(&cfg.patch.max_changed_lines, 1,
                                                                 std::int64_t{kMaxChangedLinesCap}, true)},
                                 {"format", r.string(&cfg.patch.format, is_patch_format,
-                                                    "'files' or 'diff'")}})},
+                                                    "'files' or 'diff'")},
+                                {"suspicious", r.string(&cfg.patch.suspicious, is_suspicious_mode,
+                                                        "'flag' or 'refuse'")}})},
             {"provider",
              r.nested(
                  {{"secrets", r.nested({{"base_url", r.string(&cfg.provider.base_url_secret,
@@ -494,6 +499,17 @@ std::string default_config_path() {
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
+}
+
+ContractLimits contract_limits(const Config& config) {
+  ContractLimits limits;
+  limits.allow = config.allow;
+  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
+  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  limits.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
+  limits.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
+  limits.refuse_suspicious = config.patch.suspicious == "refuse";
+  return limits;
 }
 
 }  // namespace lazyagent

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "patch_contract.h"
 #include "result.h"
 
 namespace lazyagent {
@@ -50,6 +51,9 @@ struct PatchLimitsConfig {
   // What the planner asks the model for: whole files ("files") or a unified
   // diff ("diff"). Either form is accepted from any source (patch_format.h).
   std::string format = "files";
+  // What suspicious findings do (suspicious_code.h): "flag" (reported in the
+  // result, the default) or "refuse" (the patch is refused, exit 4).
+  std::string suspicious = "flag";
 };
 
 // How the seed is read (seed_source.h). `seed` in the file is either the
@@ -144,6 +148,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
 
 // Read and parse a file.
 Result<Config> load_config_file(const std::string& path);
+
+// The patch contract's limits from the config (allow, patch.*): what both
+// validations of a patch use (the planner gets them in its task).
+ContractLimits contract_limits(const Config& config);
 
 // The config the CLI uses when --config is absent: $LAZYAGENT_CONFIG, else
 // ./config/lazyagent.yaml, else the installed share/lazyagent-oci/config/lazyagent.yaml,

@@ -37,6 +37,20 @@ std::string added_text(const FileDiff& f) {
   return out;
 }
 
+// The line in the new file of each line added_text() holds, from the hunk
+// headers (findings then name the file's line, not the added text's).
+std::vector<std::size_t> added_lines(const FileDiff& f) {
+  std::vector<std::size_t> out;
+  for (const auto& h : f.hunks) {
+    std::size_t line = h.new_start;
+    for (const auto& l : h.lines) {
+      if (l.op == '+') out.push_back(line);
+      if (l.op != '-') ++line;
+    }
+  }
+  return out;
+}
+
 void check_kinds(const FileDiff& f, std::vector<Finding>* out) {
   const std::string where = f.path.empty() ? "a file" : q(f.path);
   if (f.binary) {
@@ -87,6 +101,9 @@ std::vector<Finding> validate_diff(const UnifiedDiff& diff, std::size_t text_byt
   ContractLimits one = caps;  // the contract's rules for one file; caps are judged below
   one.max_files = kMaxPatchFilesCap;
   one.max_bytes = kMaxPatchBytesCap;
+  // Whether code runs at import time depends on the lines around the added
+  // ones: the suspicious scan runs on the applied file (resolve_changes).
+  one.refuse_suspicious = false;
   for (std::size_t i = 0; i < diff.files.size(); ++i) {
     const FileDiff& f = diff.files[i];
     // The other header's name meets the path rules too (the one changed is
@@ -104,7 +121,7 @@ std::vector<Finding> validate_diff(const UnifiedDiff& diff, std::size_t text_byt
                                      std::to_string(first->second) + " and " + std::to_string(f.line) + ")."));
     }
     Patch p;
-    p.files.push_back({f.path, added_text(f)});
+    p.files.push_back({f.path, added_text(f), added_lines(f)});
     for (Finding& x : validate_patch(p, one)) {
       if (x.code == reason::kTooLarge || x.code == reason::kTooManyFiles || x.code == reason::kNoFiles) continue;
       out.push_back(std::move(x));

@@ -1,5 +1,7 @@
 #include "eval_runner.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -64,6 +66,13 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
                {"line", task.line},
                {"ms", ms}};
   return j;
+}
+
+// The patch has suspicious findings: flagged, or refused for them (patch.suspicious: refuse).
+bool result_has_suspicious(const TestResult& r) {
+  if (!r.suspicious.empty()) return true;
+  return std::any_of(r.findings.begin(), r.findings.end(),
+                     [](const Finding& f) { return f.code.rfind("suspicious_", 0) == 0; });
 }
 
 std::string one_line(const std::string& s) {
@@ -253,6 +262,7 @@ class Runner {
         row.removed = v.final->change["diff_stats"].value("removed", std::size_t{0});
       }
     }
+    row.suspicious = v.final && result_has_suspicious(*v.final);
     const std::string text =
         result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
@@ -334,6 +344,10 @@ std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& 
     row.added = j["diff_stats"].value("added", std::size_t{0});
     row.removed = j["diff_stats"].value("removed", std::size_t{0});
   }
+  TestResult stored;
+  stored.suspicious = findings_from_json(j.value("suspicious", json::array()));
+  stored.findings = findings_from_json(j.value("findings", json::array()));
+  row.suspicious = result_has_suspicious(stored);
   return row;
 }
 

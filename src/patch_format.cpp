@@ -20,6 +20,7 @@ PatchCheck check_patch_text(std::string_view text, const ContractLimits& limits)
     ContractResult r = validate_patch_json(text, limits);
     c.files = std::move(r.patch);
     c.findings = std::move(r.findings);
+    c.suspicious = std::move(r.suspicious);
     if (c.ok()) c.stored = patch_to_json(c.files);
   } else {
     DiffContractResult r = validate_diff_text(text, limits);
@@ -33,15 +34,5 @@ PatchCheck check_patch_text(std::string_view text, const ContractLimits& limits)
 }
 
 std::string patch_text_sha256(const PatchCheck& check) { return check.sha256; }
-
-ContractLimits contract_limits(const Config& config) {
-  ContractLimits l;
-  l.allow = config.allow;
-  l.max_files = static_cast<std::size_t>(config.patch.max_files);
-  l.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
-  l.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
-  l.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
-  return l;
-}
 
 }  // namespace lazyagent

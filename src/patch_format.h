@@ -34,6 +34,9 @@ struct PatchCheck {
   UnifiedDiff diff;               // kDiff: the sections read
   DiffStats stats;                // kDiff: as written
   std::vector<Finding> findings;  // empty = accepted
+  // kFiles: suspicious_* findings over the files (suspicious_code.h). A diff's
+  // need the lines around the ones it adds: resolve_changes finds them.
+  std::vector<Finding> suspicious;
   bool ok() const { return findings.empty(); }
   // The patch as stored and hashed (patch_sha256): the canonical JSON of a
   // whole-file patch, a diff's text as it came.
@@ -42,9 +45,6 @@ struct PatchCheck {
 };
 
 PatchCheck check_patch_text(std::string_view text, const ContractLimits& limits);
-
-// The contract's limits a config sets: `allow` and `patch.*`.
-ContractLimits contract_limits(const Config& config);
 
 // A patch's identity in records, whatever its form.
 std::string patch_text_sha256(const PatchCheck& check);

@@ -99,7 +99,8 @@ json task_to_json(const PlannerTask& t) {
                 {"max_bytes", t.contract.max_bytes},
                 {"max_diff_bytes", t.contract.max_diff_bytes},
                 {"max_changed_lines", t.contract.max_changed_lines},
-                {"format", t.patch_format}}},
+                {"format", t.patch_format},
+                 {"refuse_suspicious", t.contract.refuse_suspicious}}},
               {"provider",
                {{"connect_timeout_ms", t.connect_timeout_ms},
                 {"timeout_ms", t.timeout_ms},
@@ -136,6 +137,7 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     t.contract.max_diff_bytes = std::min(c.value("max_diff_bytes", kDefaultDiffBytes), kMaxDiffBytesCap);
     t.contract.max_changed_lines = std::min(c.value("max_changed_lines", kDefaultChangedLines), kMaxChangedLinesCap);
     t.patch_format = c.value("format", std::string("files")) == "diff" ? "diff" : "files";
+    t.contract.refuse_suspicious = c.value("refuse_suspicious", false);
     const json& p = j.at("provider");
     t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
     t.timeout_ms = p.at("timeout_ms").get<long>();

@@ -69,11 +69,9 @@ json result_to_json(const TestResult& r) {
     j["usage"] = r.planner.value("usage", json::object());
     j["planner"] = r.planner;
   }
-  if (!r.findings.empty()) {
-    json f = json::array();
-    for (const auto& x : r.findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
-    j["findings"] = f;
-  }
+  if (!r.findings.empty()) j["findings"] = findings_to_json(r.findings);
+  // Patched code a forged report needs (suspicious_code.h); [] when none.
+  if (!r.baseline) j["suspicious"] = findings_to_json(r.suspicious);
   return j;
 }
 
@@ -216,10 +214,14 @@ class TestPipeline {
   bool refused() const { return res_.status == "refused"; }
 
   Status validate() {
-    if (req_.baseline) return ok_status();  // the seed as it is: no patch
+    if (req_.baseline) {  // the seed as it is: no patch
+      res_.baseline = true;
+      return ok_status();
+    }
     check_ = check_patch_text(req_.patch_json, contract_limits(req_.config));
     res_.patch_format = patch_format_name(check_.format);
     res_.patch_sha256 = check_.sha256;
+    res_.suspicious = check_.suspicious;  // a diff's: once it is applied (snapshot)
     if (!check_.ok()) {
       refuse(std::move(check_.findings));
       return ok_status();
@@ -253,6 +255,13 @@ class TestPipeline {
       return ok_status();
     }
     changes_ = std::move(c.changes);
+    if (check_.format == PatchFormat::kDiff) {
+      res_.suspicious = changes_.suspicious;
+      if (!res_.suspicious.empty() && contract_limits(req_.config).refuse_suspicious) {
+        refuse(res_.suspicious);
+        return ok_status();
+      }
+    }
     res_.changed_paths = changed_paths(changes_);
     res_.change = change_summary_json(changes_);
     for (const std::string& note : changes_.notes) {

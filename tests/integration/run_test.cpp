@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -360,4 +361,28 @@ TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVis
   const json pv = json::parse(v.out)["provenance"];
   CHECK(pv["planner_task_id"] == j["planner_task_id"]);
   CHECK(pv["runtime"] == "runsc");
+}
+
+TEST_CASE("run: a reply with bidirectional controls is refused by the planner's own validation, with the line",
+          "[run][hidden_text]") {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply trojan;
+  trojan.content = content_of(attack_patch("ACCESS = 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'"));
+  s.replies = {trojan};
+  // The planner image must hold this build's binary (setup rebuilds it after a build);
+  // LAZYAGENT_IT_PLANNER_IMAGE names another one, e.g. built from this tree under a private tag.
+  const char* planner = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  Provider p(std::move(s), kKey, planner ? std::string("images:\n  planner: ") + planner + "\n" : "");
+  CliResult r = p.run();
+  json j = parse_result(r);
+  CHECK(r.exit_code == 4);
+  CHECK(j["sandbox_id"] == "");
+  // The planner refused it (the first validation): the orchestrator never got a patch.
+  CHECK(j["reason"].get<std::string>().rfind("patch refused by the planner: bidi_control_in_content", 0) == 0);
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["code"] == "bidi_control_in_content");
+  CHECK(j["findings"][0]["path"] == "calculator.py");
+  CHECK(j["findings"][0]["line"] == 1);
+  CHECK(no_containers_of_runs_in(p.state.path()));
 }
