@@ -132,3 +132,31 @@ TEST_CASE("offsets and recounts are noted; modes follow the diff", "[change_set]
   CHECK(m.changes.files[0].mode == 0755);
   CHECK(m.changes.diff == "diff --git a/pkg/mod.py b/pkg/mod.py\nold mode 100644\nnew mode 100755\n");
 }
+
+TEST_CASE("a diff's suspicious findings: the applied file, only the lines it adds", "[change_set][suspicious]") {
+  Tmp t;
+  std::ofstream(t.path + "/calculator.py") << "import os\n\n\ndef add(a, b):\n    return a - b\n\n\ndef _child():\n    os._exit(0)\n";
+  const SeedSnapshot seed = snapshot_seed_source(t.path, SeedConfig{}).value();
+  auto suspicious = [&](const std::string& diff) {
+    const PatchCheck c = check_patch_text(diff, limits());
+    REQUIRE(c.ok());
+    CHECK(c.suspicious.empty());  // a diff's are found on resolving
+    const ChangeResult r = resolve_changes(c, seed);
+    INFO((r.ok() ? std::string() : r.findings[0].code + ": " + r.findings[0].message));
+    REQUIRE(r.ok());
+    std::vector<std::string> out;
+    for (const auto& f : r.changes.suspicious) out.push_back(f.code + " @" + std::to_string(f.line));
+    return out;
+  };
+  // The seed's own os._exit (line 9) is not the diff's.
+  CHECK(suspicious("--- a/calculator.py\n+++ b/calculator.py\n@@ -4,3 +4,3 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n \n")
+            .empty());
+  // sys.exit added inside the existing def: not at import time in the file.
+  CHECK(suspicious("--- a/calculator.py\n+++ b/calculator.py\n@@ -4,2 +4,4 @@\n def add(a, b):\n"
+                   "+    if a is None:\n+        sys.exit(1)\n     return a - b\n")
+            .empty());
+  // The same lines at module level, and an atexit: flagged at their lines.
+  CHECK(suspicious("--- a/calculator.py\n+++ b/calculator.py\n@@ -1,2 +1,5 @@\n import os\n+import atexit, sys\n"
+                   "+if True:\n+    sys.exit(0)\n \n")
+        == std::vector<std::string>{"suspicious_exit @4", "suspicious_atexit @2"});
+}

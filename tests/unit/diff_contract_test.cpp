@@ -135,3 +135,33 @@ TEST_CASE("an empty diff and prose are refused", "[diff_contract]") {
   CHECK(codes("") == std::vector<std::string>{"empty_diff []"});
   CHECK(codes("I fixed it.\n") == std::vector<std::string>{"empty_diff []"});
 }
+
+TEST_CASE("bidi and invisible characters in added lines are refused at the new file's line", "[diff_contract][hidden_text]") {
+  // Hunks at new lines 10 and 40: the second adds an RLO on its second line (41).
+  const std::string text =
+      "--- a/calculator.py\n+++ b/calculator.py\n@@ -10,2 +10,2 @@\n ctx\n-a\n+b\n"
+      "@@ -40,2 +40,3 @@\n ctx\n+x = 'user\xe2\x80\xae'\n+y = 'a\xe2\x80\x8b'\n ctx\n";
+  const auto r = validate_diff_text(text, limits());
+  REQUIRE(r.findings.size() == 2);
+  CHECK(r.findings[0].code == "bidi_control_in_content");
+  CHECK(r.findings[0].line == 41);
+  CHECK(r.findings[0].message.find("U+202E (RIGHT-TO-LEFT OVERRIDE) at line 41, column 10") != std::string::npos);
+  CHECK(r.findings[1].code == "invisible_char_in_content");
+  CHECK(r.findings[1].line == 42);
+  // In a context or removed line the character is the seed's own: not judged here.
+  CHECK(codes("--- a/calculator.py\n+++ b/calculator.py\n@@ -1,2 +1,2 @@\n x\xe2\x80\xae\n-a\xe2\x80\xae\n+b\n").empty());
+  // In a header's path it is refused like any path.
+  CHECK(codes("--- a/pkg/a\xe2\x80\xaepy.txt\n+++ b/pkg/a\xe2\x80\xaepy.txt\n@@ -1 +1 @@\n-a\n+b\n") ==
+        std::vector<std::string>{"bidi_control_in_path [pkg/a\\u{202e}py.txt]"});
+}
+
+TEST_CASE("the suspicious scan is not run on a diff's added text alone, even with refuse_suspicious", "[diff_contract]") {
+  // Alone, these lines look like an import-time exit; in the file they are
+  // inside a def. resolve_changes judges them in the applied file.
+  ContractLimits l = limits();
+  l.refuse_suspicious = true;
+  CHECK(codes("--- a/calculator.py\n+++ b/calculator.py\n@@ -1,2 +1,3 @@\n def add(a, b):\n"
+              "+    if a is None:\n+        sys.exit(1)\n     return a - b\n",
+              l)
+            .empty());
+}
