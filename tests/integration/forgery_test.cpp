@@ -6,6 +6,9 @@
 //     forged report naming the seed's real tests) is flagged `suspicious` by
 //     default, and refused with patch.suspicious: refuse; a legitimate patch
 //     that calls sys.exit inside a function passes with nothing flagged.
+// Diffs meet the same contract: the hidden-text rules on the lines they add
+// (at the file's line numbers), the suspicious scan on the applied file
+// counting only added lines (code already in the seed is the user's).
 // What each forgery's verdict is today (before runner-written evidence) is
 // asserted too, so that a change to it is seen.
 #include <catch2/catch.hpp>
@@ -82,9 +85,10 @@ struct Run {
   json result;
 };
 
-Run test_patch(const std::string& state, const std::string& patch, const std::string& config_yaml = "") {
+Run test_patch(const std::string& state, const std::string& patch, const std::string& config_yaml = "",
+               const std::string& seed = seed_dir()) {
   TempDir io;
-  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", io.file("patch.json", patch), "--json"};
+  std::vector<std::string> args = {"test", "--seed", seed, "--patch", io.file("patch.json", patch), "--json"};
   if (!config_yaml.empty()) {
     args.push_back("--config");
     args.push_back(io.file("config.yaml", config_yaml));
@@ -95,6 +99,19 @@ Run test_patch(const std::string& state, const std::string& patch, const std::st
   INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
   REQUIRE(r.result.is_object());
   return r;
+}
+
+// `diff -u` of calculator.py from `before` to `after`, written by diff(1).
+std::string unified(const std::string& before, const std::string& after) {
+  TempDir io;
+  sh("mkdir -p " + io.path() + "/a " + io.path() + "/b");
+  io.file("a/calculator.py", before);
+  io.file("b/calculator.py", after);
+  return sh("cd " + io.path() + " && diff -u a/calculator.py b/calculator.py");
+}
+
+std::string content_of(const std::string& patch) {
+  return json::parse(patch)["files"][0]["content"].get<std::string>();
 }
 
 std::vector<std::string> codes_of(const json& findings) {
@@ -211,4 +228,71 @@ TEST_CASE("forgery: eval's summary names the suspicious tasks and those of them 
   CliResult human = run_cli({state.path()}, {"eval", io.file("tasks.jsonl", tasks), "--out", io.path() + "/out"});
   CHECK(human.out.find("(suspicious)") != std::string::npos);
   CHECK(human.out.find("forged (passed), exits") != std::string::npos);
+}
+
+TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the family flagged and refused, the seed's own code not the diff's",
+          "[sandbox][forgery][diff]") {
+  TempDir state;
+  const std::string seed_src = seed_calculator();
+  const auto lines = static_cast<std::size_t>(std::count(seed_src.begin(), seed_src.end(), '\n'));
+  SECTION("a bidirectional control in an added line: refused before any sandbox, at the file's line") {
+    const std::string after = content_of(fixed_plus("def is_admin(level):\n"
+                                                    "    return level == 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'\n"));
+    const Run r = test_patch(state.path(), unified(seed_src, after));
+    INFO(r.result.dump(2));
+    CHECK(r.cli.exit_code == 4);
+    CHECK(r.result["patch_format"] == "diff");
+    CHECK(r.result["sandbox_id"] == "");
+    REQUIRE(r.result["findings"].size() == 1);
+    CHECK(r.result["findings"][0]["code"] == "bidi_control_in_content");
+    CHECK(r.result["findings"][0]["line"] == lines + 2);
+    CHECK(r.result["findings"][0]["message"].get<std::string>().find("at line " + std::to_string(lines + 2) + ",") !=
+          std::string::npos);
+  }
+  for (const Forgery& fg : forgery_family()) {
+    DYNAMIC_SECTION("as a diff: " << fg.name) {
+      const std::string diff = unified(seed_src, content_of(fg.patch));
+      const Run flagged = test_patch(state.path(), diff);
+      INFO(flagged.result.dump(2));
+      CHECK(flagged.result["patch_format"] == "diff");
+      REQUIRE(flagged.result["suspicious"].is_array());
+      CHECK_FALSE(flagged.result["suspicious"].empty());
+      for (const auto& s : flagged.result["suspicious"]) CHECK(s["line"].get<std::size_t>() > lines);  // added lines
+      const Run refused = test_patch(state.path(), diff, "patch:\n  suspicious: refuse\n");
+      INFO(refused.result.dump(2));
+      CHECK(refused.cli.exit_code == 4);
+      CHECK(refused.result["status"] == "refused");
+      CHECK(refused.result["sandbox_id"] == "");
+      CHECK_FALSE(refused.result["findings"].empty());
+      for (const std::string& c : codes_of(refused.result["findings"])) CHECK(c.rfind("suspicious_", 0) == 0);
+    }
+  }
+  SECTION("sys.exit added inside an existing function: judged in the applied file, not flagged") {
+    std::string after = seed_src;
+    const auto at = after.find("    return a - b\n");
+    REQUIRE(at != std::string::npos);
+    after.replace(at, 17, "    if a is None:\n        sys.exit('add: no a')\n    return a + b\n");
+    after = "import sys\n" + after;
+    const Run r = test_patch(state.path(), unified(seed_src, after), "patch:\n  suspicious: refuse\n");
+    INFO(r.result.dump(2));
+    CHECK(r.cli.exit_code == 0);
+    CHECK(r.result["tests_passed"] == true);
+    CHECK(r.result["suspicious"] == json::array());
+  }
+  SECTION("a seed that already holds os._exit: a diff fixing add is not flagged, its whole-file form is") {
+    TempDir seed;
+    const std::string own = seed_src + "\n\ndef _child_done():\n    import os\n    os._exit(0)\n";
+    seed.file("calculator.py", own);
+    sh("cp " + seed_dir() + "/test_calculator.py " + seed.path() + "/");
+    std::string fixed = own;
+    fixed.replace(fixed.find("return a - b"), 12, "return a + b");
+    const Run diff = test_patch(state.path(), unified(own, fixed), "patch:\n  suspicious: refuse\n", seed.path());
+    INFO(diff.result.dump(2));
+    CHECK(diff.cli.exit_code == 0);
+    CHECK(diff.result["suspicious"] == json::array());
+    const Run whole = test_patch(state.path(), patch_json("calculator.py", fixed), "", seed.path());
+    INFO(whole.result.dump(2));
+    CHECK(whole.cli.exit_code == 0);
+    CHECK(codes_of(whole.result["suspicious"]) == std::vector<std::string>{"suspicious_exit"});
+  }
 }
