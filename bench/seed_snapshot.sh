@@ -16,12 +16,13 @@
 # part. Writes bench/results/seed-snapshot.{md,json}.
 #
 # usage: bench/seed_snapshot.sh [ROUNDS] [FILES]     (default 7 rounds, 10000 files)
+#        LAZYAGENT_BIN=path bench/seed_snapshot.sh   (time another build of the binary)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=${1:-7}
 files=${2:-10000}
 [ "$rounds" -ge 5 ] || { echo "need at least 5 rounds" >&2; exit 2; }
-bin=build/lazyagent-oci
+bin=${LAZYAGENT_BIN:-build/lazyagent-oci}  # LAZYAGENT_BIN: another build to compare
 [ -x "$bin" ] || { echo "build $bin first" >&2; exit 2; }
 work=$(mktemp -d /tmp/lazyagent-bench-seed-XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -49,8 +50,10 @@ git -C "$repo" -c user.name=bench -c user.email=bench@example.invalid commit -q 
 for i in 1 2 3; do echo "untracked $i" >"$repo/notes$i.txt"; done
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@"; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
+# Removing the last round's copies is not timed (under load, rm of 10,000
+# files took as long as the copy).
+clear_copies() { rm -rf "$work/copy-ours" "$work/copy-base"; mkdir -p "$work/copy-base"; }
 ours() {  # -> $work/ours.json
-  rm -rf "$work/copy-ours"
   "$bin" seed "$repo" --copy-to "$work/copy-ours" --json >"$work/ours.json"
 }
 base_hash() {
@@ -58,13 +61,13 @@ base_hash() {
   (cd "$repo" && xargs -0 sha256sum <"$work/list" >/dev/null)
 }
 base_copy() {
-  rm -rf "$work/copy-base"; mkdir -p "$work/copy-base"
   (cd "$repo" && tar --null -T "$work/list" -cf - | tar -xf - -C "$work/copy-base")
 }
 
-ours; base_hash; base_copy  # warm-up: page cache, git's index
+clear_copies; ours; base_hash; base_copy  # warm-up: page cache, git's index
 : >"$work/rows"
 for i in $(seq 1 "$rounds"); do
+  clear_copies
   if [ $((i % 2)) -eq 1 ]; then
     w=$(ms ours); h=$(ms base_hash); c=$(ms base_copy)
   else

@@ -5,11 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "digest.h"
 #include "seed_source.h"
@@ -338,6 +343,46 @@ SeedFd create_file(const std::string& path, unsigned mode) {
   return SeedFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777));
 }
 
+// Runs job(i) for i in [0, n) on up to kSeedIoThreads threads; the first
+// error (by index) wins. Hashing many small files is bound by the disk's
+// latency, not by one core: a few reads in flight at once go faster
+// (bench/seed_snapshot.sh: the snapshot's ratio to `xargs sha256sum` went
+// from 1.37 to 0.98; alternating the two builds, 11 rounds, snapshot 0.67x).
+// The copy stays serial: the same measurements disagreed about it (0.64x in
+// one A/B, 1.20x in another, no change against tar), so no gain shown.
+constexpr unsigned kSeedIoThreads = 4;
+
+Status parallel_for(std::size_t n, const std::function<Status(std::size_t)>& job) {
+  if (n == 0) return ok_status();
+  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(kSeedIoThreads, n));
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::size_t error_index = n;
+  std::optional<Error> error;
+  auto work = [&] {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= n || failed.load()) return;
+      Status st = job(i);
+      if (!st) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (i < error_index) {
+          error_index = i;
+          error = st.error();
+        }
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) return *error;
+  return ok_status();
+}
+
 std::string bytes_refusal(const std::string& root, std::uint64_t bytes, std::int64_t limit) {
   return "seed " + root + " holds more than " + std::to_string(limit) + " bytes of files (" + std::to_string(bytes) +
          " so far); the limit is seed.max_bytes in the config, which can be raised up to " +
@@ -364,6 +409,7 @@ Result<SeedSnapshot> snapshot_seed_source(const std::string& dir, const SeedConf
   snap.entries.reserve(listing->entries.size());
   const std::uint64_t max_bytes = static_cast<std::uint64_t>(config.max_bytes);
   const SeedFd root_fd = open_seed_root(snap.root);
+  std::vector<std::size_t> files;  // indices of regular files, hashed in parallel
   for (const ListedEntry& l : listing->entries) {
     const std::string abs = snap.root + "/" + l.path;
     struct stat st {};
@@ -381,13 +427,9 @@ Result<SeedSnapshot> snapshot_seed_source(const std::string& dir, const SeedConf
       if (snap.bytes + static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         return usage_error(bytes_refusal(snap.root, snap.bytes + static_cast<std::uint64_t>(st.st_size), config.max_bytes));
       }
-      SeedFd fd = open_in_seed(root_fd.fd, l.path);
-      if (fd.fd < 0) return usage_error("reading seed file " + abs + ": " + std::strerror(errno));
-      auto sha = stream_file(fd.fd, "seed file " + abs, max_bytes - snap.bytes, &e.size,
-                             [](std::string_view) { return ok_status(); });
-      if (!sha) return sha.error();
-      e.sha256 = std::move(*sha);
+      e.size = static_cast<std::uint64_t>(st.st_size);  // hashed below; the bytes read decide
       snap.bytes += e.size;
+      files.push_back(snap.entries.size());
     } else if (S_ISLNK(st.st_mode)) {
       std::error_code lec;
       e.kind = SeedEntry::Kind::kSymlink;
@@ -400,6 +442,26 @@ Result<SeedSnapshot> snapshot_seed_source(const std::string& dir, const SeedConf
     }
     snap.entries.push_back(std::move(e));
   }
+  // Each file hashed as it streams; the bytes read (not the sizes lstat
+  // gave: a file may grow) are held to the cap again.
+  std::atomic<std::uint64_t> read_bytes{0};
+  auto st = parallel_for(files.size(), [&](std::size_t k) -> Status {
+    SeedEntry& e = snap.entries[files[k]];
+    const std::string abs = snap.root + "/" + e.path;
+    SeedFd fd = open_in_seed(root_fd.fd, e.path);
+    if (fd.fd < 0) return usage_error("reading seed file " + abs + ": " + std::strerror(errno));
+    std::uint64_t size = 0;
+    auto sha = stream_file(fd.fd, "seed file " + abs, max_bytes, &size, [](std::string_view) { return ok_status(); });
+    if (!sha) return sha.error();
+    if (read_bytes.fetch_add(size) + size > max_bytes) {
+      return usage_error(bytes_refusal(snap.root, read_bytes.load(), config.max_bytes));
+    }
+    e.sha256 = std::move(*sha);
+    e.size = size;
+    return ok_status();
+  });
+  if (!st) return st.error();
+  snap.bytes = read_bytes.load();
   snap.sha256 = canonical_hash(snap.entries);
   return snap;
 }
