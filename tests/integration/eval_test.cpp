@@ -215,10 +215,10 @@ TEST_CASE("eval: a task file with bad lines is refused whole, each line named", 
   CliResult r = run_cli({state.path()}, {"eval", tasks, "--out", out});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lazyagent-oci: eval: " + tasks + ": 4 problem(s); nothing was run:\n"
-                 "  line 2: unknown_key: unknown key 'sed' (keys: id, seed, allow, test_command, image, patch, instruction)\n"
+                 "  line 2: unknown_key: unknown key 'sed' (keys: id, seed, allow, test_command, image, patch, diff, instruction)\n"
                  "  line 3: malformed_json: not JSON: unexpected character 'n' at line 1, column 1\n"
                  "  line 4: duplicate_id: id 'good' is already used on line 1\n"
-                 "  line 5: no_patch_or_instruction: a task needs 'patch' (an object or a file) or 'instruction'\n");
+                 "  line 5: no_patch_or_instruction: a task needs 'patch' (an object or a file), 'diff' (a unified diff) or 'instruction'\n");
   CHECK_FALSE(fs::exists(out));  // nothing half-run
 
   CliResult j = run_cli({state.path()}, {"eval", tasks, "--out", out, "--json"});
