@@ -130,11 +130,7 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
     if (!text) return text.error();
-    ContractLimits limits;
-    limits.allow = in.config.allow;
-    limits.max_files = static_cast<std::size_t>(in.config.patch.max_files);
-    limits.max_bytes = static_cast<std::size_t>(in.config.patch.max_bytes);
-    ContractResult c = validate_patch_json(*text, limits);
+    ContractResult c = validate_patch_json(*text, contract_limits(in.config));
     if (!c.ok()) {
       r.findings = std::move(c.findings);
       return r;

@@ -4,13 +4,12 @@
 #include "agent_run.h"
 #include "cli.h"
 #include "cli_args.h"
+#include "engine.h"
 #include "planner_task.h"
-#include "podman_client.h"
 
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
-  if (auto k8s = k8s_backend_args(args)) return cmd_run_k8s(*k8s);  // --backend k8s
   std::string instruction, seed, test_command, config_path, runtime;
   bool accept_weaker = false;
   std::vector<std::string> allow;
@@ -18,16 +17,20 @@ int cmd_run(const std::vector<std::string>& args) {
   bool json = false;
   long attempts = 0, max_tokens = -1, rerun = -1;
   bool no_baseline = false;
+  BackendOptions backend;
   ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
               "           [--max-tokens T] [--rerun K] [--no-baseline] [--config FILE] [--runtime runc|runsc]\n"
-              "           [--accept-weaker-policy] [--json]",
+              "           [--accept-weaker-policy] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
               "network and no secrets, which is always removed. The prompt and the seed's source files\n"
               "go to the provider you configured (`lazyagent-oci configure`). With --attempts N, a failing\n"
               "attempt's bounded, escaped test output goes back to the planner for a new patch, proven in\n"
               "a fresh sandbox, until one passes, N attempts were made or --max-tokens were used.\n"
-              "On Kubernetes: `lazyagent-oci run --backend k8s --help`.");
+              "--backend k8s runs the planner and the sandboxes as Jobs on a Kubernetes cluster: a planner\n"
+              "Job holding the provider Secret (as files; `configure --backend k8s`), sandbox Jobs with no\n"
+              "secret, no token, no network (RuntimeClass k8s.runtime_class + a deny-all NetworkPolicy,\n"
+              "checked by the isolation probe inside the pod); everything is deleted on every path.");
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
@@ -41,6 +44,7 @@ int cmd_run(const std::vector<std::string>& args) {
   p.option("--config", &config_path, "FILE", "config file");
   p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
   p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
+  add_backend_options(p, &backend);
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -59,15 +63,11 @@ int cmd_run(const std::vector<std::string>& args) {
   req.judge.baseline = !no_baseline;
   if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json);
 
-  auto socket = podman_socket_from_env();
-  if (!socket) return report_error(socket.error(), json);
-  PodmanClient podman(*socket);
-  auto sandbox_socket = podman_socket_for_runtime(req.config);
-  if (!sandbox_socket) return report_error(sandbox_socket.error(), json);
-  PodmanClient sandbox_podman(*sandbox_socket);
-  return finish_result(run_agent(req, podman, default_run_store(),
-                                 [](const std::string& step) { progress_line(step); }, &sandbox_podman),
-                       json);
+  const RunStore store = default_run_store();
+  auto factory = engine_factory(backend, req.config, store);
+  if (!factory) return report_error(factory.error(), json);
+  const auto engine = (*factory)();
+  return finish_result(run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); }), json);
 }
 
 }  // namespace lazyagent

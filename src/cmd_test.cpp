@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
-#include "podman_client.h"
+#include "engine.h"
 #include "sandbox_run.h"
 #include "terminal_text.h"
 #include "triage_run.h"
@@ -27,6 +27,7 @@ struct TestOptions {
   bool json = false;
   long rerun = -1;
   bool no_baseline = false;
+  BackendOptions backend;
 };
 
 void print_list(std::ostream& o, const char* what, const nlohmann::json& list) {
@@ -49,7 +50,7 @@ void print_triage(std::ostream& o, const nlohmann::json& t) {
 
 void print_human(const TestResult& r) {
   std::ostream& o = std::cout;
-  const std::string verdict = r.status == "refused" ? "REFUSED" : r.tests_passed ? "PASSED" : "FAILED";
+  const std::string verdict = r.status == RunStatus::kRefused ? "REFUSED" : r.tests_passed ? "PASSED" : "FAILED";
   o << "run " << r.run_id << ": " << verdict << "\n";
   if (r.planner.is_object()) {
     const auto& u = r.planner["usage"];
@@ -74,7 +75,9 @@ void print_human(const TestResult& r) {
       << " tokens in all)\n";
   }
   print_triage(o, r.triage);
-  o << "sandbox: " << r.sandbox_id.substr(0, 12) << " (removed)\n";
+  // A podman container id (shortened as podman does) or a Kubernetes namespace/pod.
+  const bool pod = r.sandbox_id.find('/') != std::string::npos;
+  o << "sandbox: " << (pod ? r.sandbox_id : r.sandbox_id.substr(0, 12)) << " (removed)\n";
   o << "image: " << r.image << " " << r.image_digest << "\n";
   o << "changed: ";
   for (std::size_t i = 0; i < r.changed_paths.size(); ++i) o << (i ? ", " : "") << escape_for_terminal(r.changed_paths[i]);
@@ -93,13 +96,14 @@ void print_human(const TestResult& r) {
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
   ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K]\n"
-              "            [--no-baseline] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
+              "            [--no-baseline] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy]\n"
+              "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
               "container is always removed. The user's seed directory is never modified. The seed's\n"
               "tests also run unpatched (once per seed content, cached) to report per test what the patch\n"
               "fixed and what it broke; infrastructure failures are retried once and never count as\n"
-              "test failures.");
+              "test failures. --backend k8s runs the same steps as Jobs on a Kubernetes cluster.");
   p.option("--patch", &opt.patch, "FILE", "the patch: {\"files\":[{\"path\",\"content\"}]} ('-' = stdin)");
   p.option("--seed", &opt.seed, "DIR", "the project to test (default: the config's seed)");
   p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
@@ -110,6 +114,7 @@ int cmd_test(const std::vector<std::string>& args) {
   p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.option("--runtime", &opt.runtime, "RUNTIME", "runc (default) or runsc (gVisor: memory/pids/cpu not enforced)");
   p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
+  add_backend_options(p, &opt.backend);
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
@@ -131,15 +136,15 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!patch) return report_error(patch.error(), opt.json);
   req.patch_json = std::move(*patch);
 
-  auto socket = podman_socket_for_runtime(req.config);
-  if (!socket) return report_error(socket.error(), opt.json);
-  PodmanClient podman(*socket);
   const RunStore store = default_run_store();
+  auto factory = engine_factory(opt.backend, req.config, store);
+  if (!factory) return report_error(factory.error(), opt.json);
+  const auto engine = (*factory)();
 
   JudgeOptions judge;
   judge.baseline = !opt.no_baseline;
   judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
-  auto result = run_judged_test(req, judge, podman, store, [](const std::string& step) { progress_line(step); });
+  auto result = run_judged_test(req, judge, *engine, store, [](const std::string& step) { progress_line(step); });
   return finish_result(result, opt.json);
 }
 
@@ -150,7 +155,7 @@ int finish_result(const Result<TestResult>& result, bool json) {
   } else {
     print_human(*result);
   }
-  if (result->status == "refused") return kExitRefused;
+  if (result->status == RunStatus::kRefused) return kExitRefused;
   return result->tests_passed ? kExitPassed : kExitFailed;
 }
 

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "patch_contract.h"
 #include "planner_policy.h"
+#include "planner_task.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 
@@ -28,6 +29,9 @@ struct ExportInput {
   std::string name = "lazyagent";        // base name of the resources
   std::string k8s_namespace = "default"; // Kubernetes only
   std::string instruction;               // the planner's instruction ("" = default)
+  std::optional<PlannerTask> task;       // the planner's task as built by the caller (the
+                                         // k8s backend: with the repair loop's feedback); absent =
+                                         // build_task(seed, config, instruction, name)
 };
 
 struct ExportedFile {

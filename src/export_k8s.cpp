@@ -205,7 +205,7 @@ ordered_json network_policy(const Names& n) {
 }
 
 Result<ordered_json> task_configmap(const ExportInput& in, const Names& n) {
-  const PlannerTask task = build_task(in.seed, in.config, in.instruction, n.run);
+  const PlannerTask task = in.task ? *in.task : build_task(in.seed, in.config, in.instruction, n.run);
   // ASCII-only JSON (non-ASCII as \u escapes) keeps task.json a readable literal block.
   std::string text = task_to_json(task).dump(2, ' ', true) + "\n";
   // nlohmann leaves DEL raw, and YAML cannot carry it; in JSON text it can

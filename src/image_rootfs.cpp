@@ -17,21 +17,6 @@ namespace lazyagent {
 
 namespace {
 
-// The export container: removed when this goes out of scope (STYLE.md
-// principle 13), whatever happened in between.
-class ScopedContainer {
- public:
-  ScopedContainer(PodmanClient& podman, std::string id) : podman_(podman), id_(std::move(id)) {}
-  ~ScopedContainer() { (void)podman_.remove(id_); }
-  ScopedContainer(const ScopedContainer&) = delete;
-  ScopedContainer& operator=(const ScopedContainer&) = delete;
-  const std::string& id() const { return id_; }
-
- private:
-  PodmanClient& podman_;
-  std::string id_;
-};
-
 // `tar -x` reading from a pipe; its stderr goes to an unlinked temp file so a
 // chatty tar can never block on a full pipe.
 class TarExtractor {

@@ -258,6 +258,16 @@ Result<json> K8sClient::replace(const K8sKind& kind, const std::string& ns, cons
   return parse_reply(*r, what);
 }
 
+Result<json> K8sClient::merge_patch(const K8sKind& kind, const std::string& ns, const std::string& name,
+                                    const json& patch) {
+  const std::string what = std::string("patching ") + kind.name + " " + ns + "/" + name;
+  K8sRequestOptions opts;
+  opts.content_type = "application/merge-patch+json";
+  auto r = call("PATCH", k8s_path(kind, ns, name), patch.dump(), opts);
+  if (auto st = expect(r, {200}, what); !st) return st.error();
+  return parse_reply(*r, what);
+}
+
 Result<json> K8sClient::list(const K8sKind& kind, const std::string& ns, const std::string& label_selector) {
   const std::string what = std::string("listing ") + kind.plural + (ns.empty() ? "" : " in " + ns);
   K8sListQuery q;

@@ -2,7 +2,7 @@
 // project links; the podman client uses it the same way).
 //
 // What the k8s backend needs and nothing more: namespaces; create, get, list
-// by label, watch and delete for Jobs, Pods, ConfigMaps and Secrets; a pod's
+// by label, merge-patch, watch and delete for Jobs, Pods, ConfigMaps and Secrets; a pod's
 // log. Paths and query strings are built by pure functions (tested without a
 // server). Every failure carries the API's own Status message:
 //   "kubernetes said 404 NotFound: jobs.batch \"x\" not found".
@@ -109,6 +109,9 @@ class K8sClient {
   Result<std::optional<nlohmann::json>> get(const K8sKind& kind, const std::string& ns, const std::string& name);
   // PUT (replace); the object must carry metadata.resourceVersion.
   Result<nlohmann::json> replace(const K8sKind& kind, const std::string& ns, const nlohmann::json& object);
+  // PATCH with a JSON merge patch (RFC 7386): only the fields it names change.
+  Result<nlohmann::json> merge_patch(const K8sKind& kind, const std::string& ns, const std::string& name,
+                                     const nlohmann::json& patch);
   // {"items": [...], "metadata": {"resourceVersion": ...}}
   Result<nlohmann::json> list(const K8sKind& kind, const std::string& ns, const std::string& label_selector);
   // DELETE one object; one already gone is fine. grace_seconds < 0 = the object's own.

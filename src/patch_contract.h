@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config.h"
+
 namespace lazyagent {
 
 // Hard caps: config may lower these, never raise them.
@@ -36,6 +38,9 @@ struct ContractLimits {
   // Exact relative paths; an entry ending in '/' allows any path under it.
   std::vector<std::string> allow;
 };
+
+// The config's allowlist and patch limits (config.h keeps them at or under the caps).
+ContractLimits contract_limits(const Config& config);
 
 // Stable reason codes.
 namespace reason {

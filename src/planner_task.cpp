@@ -57,9 +57,7 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
   t.test_command = config.test_command;
-  t.contract.allow = config.allow;
-  t.contract.max_files = static_cast<std::size_t>(config.patch.max_files);
-  t.contract.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  t.contract = contract_limits(config);
   t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);

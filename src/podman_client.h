@@ -112,4 +112,30 @@ class PodmanClient {
   void* curl_ = nullptr;  // CURL*, reused so the connection stays open
 };
 
+// Owns one container: removes it when it goes out of scope unless it was
+// removed already (STYLE.md principle 13). Every container we create is held
+// by one from the moment podman names it.
+class ScopedContainer {
+ public:
+  explicit ScopedContainer(PodmanClient& podman, std::string id = "") : podman_(podman), id_(std::move(id)) {}
+  ~ScopedContainer() {
+    if (!id_.empty()) (void)podman_.remove(id_);
+  }
+  ScopedContainer(const ScopedContainer&) = delete;
+  ScopedContainer& operator=(const ScopedContainer&) = delete;
+  void hold(std::string id) { id_ = std::move(id); }
+  const std::string& id() const { return id_; }
+  // Removes it now; on success it is no longer held.
+  Status remove_now() {
+    if (id_.empty()) return ok_status();
+    auto st = podman_.remove(id_);
+    if (st) id_.clear();
+    return st;
+  }
+
+ private:
+  PodmanClient& podman_;
+  std::string id_;
+};
+
 }  // namespace lazyagent

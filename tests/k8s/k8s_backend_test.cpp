@@ -191,7 +191,19 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   CHECK(j["status"] == "passed");
   CHECK(j["test_exit_code"] == 0);
   CHECK(j["changed_paths"] == json::array({"calculator.py"}));
-  CHECK(j["planner_task_id"] == j["run_id"]);
+  const std::string run_id = j["run_id"];
+  CHECK(j["planner_task_id"] == "t-" + run_id.substr(2));  // as on podman: one pipeline names the task
+  // The same judged result as on podman: per-test results, the category, and
+  // the triage against the seed's unpatched tests (run as a Job too).
+  CHECK(j["category"] == "passed");
+  CHECK(j["tests"]["format"] == "unittest");
+  CHECK(j["tests"]["tests"].size() == 3);
+  CHECK(j["triage"]["verdict"] == "passed");
+  CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add"}));
+  CHECK(j["triage"]["baseline"]["tests_passed"] == false);
+  CHECK(j["triage"]["baseline"]["run_id"] != j["run_id"]);
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["triage"]["baseline"]["run_id"].get<std::string>()) == 0);
+  CHECK(j["image_digest"].get<std::string>().find("sha256:") != std::string::npos);  // the pod's imageID
   const json k8s = j["policy"]["k8s"];
   CHECK(k8s["objects"]["sandbox_job"] == j["run_id"].get<std::string>() + "-sandbox");
   CHECK(j["sandbox_id"].get<std::string>().rfind("default/" + j["run_id"].get<std::string>() + "-sandbox-", 0) == 0);
@@ -329,13 +341,44 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   CHECK(accepted == 1);  // only the control connection
 }
 
-TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface and no run passes", "[k8s]") {
+TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface: an isolation violation, "
+          "not infra_error, never retried", "[k8s]") {
   Provider p({reply(fixing_patch())}, "  runtime_class: none\n");
+  K8sClient k = client();
   CliResult r = p.run();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 5);
-  CHECK(r.out.find("isolation probe") != std::string::npos);
+  const json j = parse_result(r);
+  CHECK(j["category"] == "isolation_violation");
+  CHECK(j["error_kind"] == "isolation");
+  const std::string e = j["error"];
+  CHECK(e.find("the isolation probe inside the sandbox found: ") != std::string::npos);
+  CHECK(e.find("eth0") != std::string::npos);
+  CHECK(e.find("infra_error") == std::string::npos);
+  CHECK(r.err.find("retrying") == std::string::npos);
   CHECK(r.out.find("\"tests_passed\": true") == std::string::npos);
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: run --attempts 2 repairs: a wrong patch, its failure goes back to the planner Job, the fix passes",
+          "[k8s]") {
+  StubReply fix = reply(fixing_patch());
+  // Refused (HTTP 400) unless the request carries the first attempt's failure.
+  fix.require = {"Previous attempt 1 did not pass: tests failed", "still_failing: test_calculator.CalculatorTest.test_add"};
+  Provider p({reply(wrong_patch()), fix});
+  K8sClient k = client();
+  CliResult r = p.run({"--attempts", "2"});
+  const json j = parse_result(r);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["stop_reason"] == "passed");
+  REQUIRE(j["attempts"].size() == 2);
+  CHECK(j["attempts"][0]["verdict"] == "failed");
+  CHECK(j["attempts"][1]["verdict"] == "passed");
+  CHECK(j["attempts"][0]["run_id"] != j["attempts"][1]["run_id"]);
+  CHECK(j["category"] == "passed");
+  CHECK(p.stub().requests() == 2);
+  for (const auto& a : j["attempts"]) CHECK(leftovers(k, "io.lazyagent.run=" + a["run_id"].get<std::string>()) == 0);
 }
 
 TEST_CASE("k8s: SIGINT mid-run leaves no Job, pod or ConfigMap", "[k8s]") {
