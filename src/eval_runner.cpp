@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "agent_run.h"
+#include "elapsed.h"
 #include "interrupt.h"
 #include "sandbox_run.h"
 #include "terminal_text.h"
@@ -139,9 +140,7 @@ class Runner {
  private:
   Result<EvalReport> finish(std::chrono::steady_clock::time_point t0) {
     report_.interrupted = interrupted_signal() != 0;
-    report_.wall_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - t0)
-                                            .count());
+    report_.wall_ms = ms_since(t0);
     if (!write_error_.empty()) return engine_error(write_error_);
     return report_;
   }
@@ -188,8 +187,7 @@ class Runner {
     const auto t0 = std::chrono::steady_clock::now();
     const TaskVerdict v = run_attempts(attempt, opt_.attempts);
     if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
-    const long ms = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    const long ms = ms_since(t0);
     EvalRow row;
     row.id = task.id;
     row.category = v.category;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "elapsed.h"
 #include "ownership.h"
 #include "sandbox_policy.h"
 
@@ -125,9 +126,7 @@ Status extract_image_rootfs(PodmanClient& podman, RootfsInfo& image, const std::
     return streamed.error();
   }
   if (!extracted) return extracted.error().context("extracting " + image.image + " into " + dest);
-  image.milliseconds = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::steady_clock::now() - t0)
-                                             .count());
+  image.milliseconds = ms_since(t0);
   return ok_status();
 }
 

@@ -1,5 +1,5 @@
-// The Kubernetes API over HTTPS, with libcurl (the only HTTP client the
-// project links; the podman client uses it the same way).
+// The Kubernetes API over HTTPS, with libcurl (http_transfer.h, the one
+// transfer helper the podman and provider clients use too).
 //
 // What the k8s backend needs and nothing more: namespaces; create, get, list
 // by label, merge-patch, watch and delete for Jobs, Pods, ConfigMaps and Secrets; a pod's
@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http_transfer.h"
 #include "kubeconfig.h"
 #include "result.h"
 
@@ -136,7 +137,7 @@ class K8sClient {
   Status expect(const Result<K8sResponse>& r, std::initializer_list<long> ok, const std::string& what);
 
   K8sConnection conn_;
-  void* curl_ = nullptr;  // CURL*, reused so the connection stays open
+  CurlHandle curl_;  // reused so the connection stays open
 };
 
 }  // namespace lazyagent

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "elapsed.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -13,11 +14,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxPlannerOutput = 1 << 20;
-
-long ms_since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
-}
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "elapsed.h"
 #include "interrupt.h"
 #include "isolation_probe.h"
 #include "ownership.h"
@@ -80,8 +81,7 @@ class TestPipeline {
     if (progress_) progress_(step);
     const auto t0 = std::chrono::steady_clock::now();
     Status st = (this->*fn)();
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
-    res_.timings.push_back({step, static_cast<long>(ms.count())});
+    res_.timings.push_back({step, ms_since(t0)});
     if (st) test_pause_point(std::string("after:") + step);
     if (st) return check_interrupted();
     return st;
