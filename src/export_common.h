@@ -7,6 +7,7 @@
 // mistakes a weaker policy for the same one.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ struct ExportedFile {
   std::string content;
   unsigned mode = 0644;
 };
+
+// A size for people: "64 MiB", or "1000 bytes" when not whole MiB.
+inline std::string size_text(std::int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
 
 struct ExportBundle {
   std::vector<ExportedFile> files;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base64.h"
 #include "isolation_probe.h"
 #include "ownership.h"
 #include "planner_policy.h"
@@ -554,8 +555,10 @@ Status K8sEngine::check_planner(const Config&) {
                          "' (it needs base_url, model, api_key)");
     }
   }
-  const std::string url_b64 = data.value(kSecretBaseUrl, "");
-  plain_http_ = url_b64.rfind("aHR0cDov", 0) == 0;  // base64 of "http:/"
+  // A Secret's data is base64; only the URL's scheme is looked at.
+  const auto url = base64_decode(data.value(kSecretBaseUrl, ""));
+  if (!url) return usage_error("the provider Secret " + s_.ns + "/" + s_.secret + ": base_url is not valid base64");
+  plain_http_ = url->rfind("http://", 0) == 0;
   if (plain_http_ && s_.plain_http_provider_ip.empty()) {
     return usage_error("the provider Secret's base_url uses plain http; from inside the cluster that needs the "
                        "opt-in k8s.plain_http_provider_ip in the config (the address host.containers.internal "
