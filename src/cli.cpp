@@ -123,6 +123,23 @@ Result<Config> load_config_or_default(const std::string& path) {
   return load_config_file(chosen);
 }
 
+void add_project_options(ArgParser& p, ProjectOptions* o) {
+  p.option("--seed", &o->seed, "DIR", "the project (default: the config's seed)");
+  p.repeated("--allow", &o->allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
+  p.option("--test-command", &o->test_command, "CMD", "the command run in the project's copy (default: the config's)");
+  p.option("--config", &o->config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+}
+
+Result<Config> project_config(const ProjectOptions& o, const std::string& command) {
+  auto config = load_config_or_default(o.config);
+  if (!config) return config.error();
+  if (!o.seed.empty()) config->seed = o.seed;
+  if (!o.allow.empty()) config->allow = o.allow;
+  if (!o.test_command.empty()) config->test_command = o.test_command;
+  if (config->seed.empty()) return usage_error(command + ": no seed: pass --seed DIR or set `seed` in the config");
+  return config;
+}
+
 Result<std::string> podman_socket_from_env() {
   return resolve_podman_socket(std::getenv("CONTAINER_HOST"), getuid(), std::getenv("XDG_RUNTIME_DIR"));
 }

@@ -47,6 +47,21 @@ int exit_code_for(const Error& e);
 int report_error(const Error& e, bool json);
 
 Result<Config> load_config_or_default(const std::string& path);
+
+class ArgParser;
+
+// --config FILE, --seed DIR, --allow PATH..., --test-command CMD: the project
+// a command works on (test, run, export), over the config's values.
+struct ProjectOptions {
+  std::string config;
+  std::string seed;
+  std::vector<std::string> allow;
+  std::string test_command;
+};
+void add_project_options(ArgParser& parser, ProjectOptions* options);
+// The config (--config, else the default one) with the flags applied; a
+// usage error "COMMAND: no seed: ..." when neither names a seed.
+Result<Config> project_config(const ProjectOptions& options, const std::string& command);
 Result<std::string> podman_socket_from_env();
 // The podman service for the sandbox's runtime (runtime_engine.h).
 Result<std::string> podman_socket_for_runtime(const Config& config);
@@ -66,7 +81,7 @@ std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::strin
 void progress_line(const std::string& text);
 
 struct TestResult;
-// Prints a test/run result (JSON or human) and returns its exit code.
+// Prints a test/run result (JSON or human) and returns its exit code (cli_result.cpp).
 int finish_result(const Result<TestResult>& result, bool json);
 
 // --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):

@@ -10,9 +10,9 @@
 namespace lazyagent {
 
 int cmd_run(const std::vector<std::string>& args) {
-  std::string instruction, seed, test_command, config_path, runtime;
+  std::string instruction, runtime;
+  ProjectOptions project;
   bool accept_weaker = false;
-  std::vector<std::string> allow;
   long timeout = 0;
   bool json = false;
   long attempts = 0, max_tokens = -1, rerun = -1;
@@ -33,35 +33,28 @@ int cmd_run(const std::vector<std::string>& args) {
               "checked by the isolation probe inside the pod); everything is deleted on every path.");
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
-  p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
-  p.repeated("--allow", &allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
-  p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
+  add_project_options(p, &project);
   p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
   p.integer("--attempts", &attempts, "N", "planner + sandbox rounds, stopping at the first pass (default: the config's repair.attempts, 1)", 1, 20);
   p.integer("--max-tokens", &max_tokens, "T", "stop the loop once the provider used T tokens in all (0 = no ceiling)", 0, 1L << 40);
   p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
-  p.option("--config", &config_path, "FILE", "config file");
   p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
   p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &backend);
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
-  auto config = load_config_or_default(config_path);
+  auto config = project_config(project, "run");
   if (!config) return report_error(config.error(), json);
   RunRequest req;
   req.config = *config;
   req.instruction = instruction;
-  if (!seed.empty()) req.config.seed = seed;
-  if (!allow.empty()) req.config.allow = allow;
-  if (!test_command.empty()) req.config.test_command = test_command;
   if (auto st = apply_runtime_options(runtime, accept_weaker, &req.config); !st) return report_error(st.error(), json);
   req.timeout_seconds = timeout ? timeout : req.config.timeouts.test_seconds;
   req.attempts = static_cast<int>(attempts ? attempts : req.config.repair.attempts);
   req.max_tokens = max_tokens >= 0 ? max_tokens : req.config.repair.max_tokens;
   req.judge.rerun = static_cast<int>(rerun >= 0 ? rerun : req.config.repair.rerun);
   req.judge.baseline = !no_baseline;
-  if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json);
 
   const RunStore store = default_run_store();
   auto factory = engine_factory(backend, req.config, store);

@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include <cstdio>
+
 namespace lazyagent {
 
 long decode_utf8(std::string_view s, std::size_t pos, std::size_t& len) {
@@ -51,6 +53,12 @@ bool is_format_control(long cp) {
          (cp >= 0x202a && cp <= 0x202e) ||  // bidi embeddings/overrides
          (cp >= 0x2066 && cp <= 0x2069) ||  // bidi isolates
          cp == 0xfeff;                      // BOM / zero-width no-break space
+}
+
+std::string hex_byte(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  return buf;
 }
 
 }  // namespace lazyagent

@@ -24,4 +24,7 @@ bool is_control_char(long cp);
 // the BOM: they can hide or reorder what a reader sees.
 bool is_format_control(long cp);
 
+// One byte as the escape "\xNN" (lower-case hex), for messages about untrusted text.
+std::string hex_byte(unsigned char b);
+
 }  // namespace lazyagent
