@@ -170,13 +170,6 @@ StubReply reply(const std::string& patch) {
   return r;
 }
 
-json parse_result(const CliResult& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  json j = json::parse(r.out, nullptr, false);
-  REQUIRE(j.is_object());
-  return j;
-}
-
 }  // namespace
 
 TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
@@ -184,7 +177,7 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   K8sClient k = client();
   Recorder pods(kK8sPods, "io.lazyagent.role=sandbox");
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
@@ -197,9 +190,10 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   // the triage against the seed's unpatched tests (run as a Job too).
   CHECK(j["category"] == "passed");
   CHECK(j["tests"]["format"] == "unittest");
-  CHECK(j["tests"]["tests"].size() == 3);
+  CHECK(j["tests"]["tests"].size() == 4);
   CHECK(j["triage"]["verdict"] == "passed");
-  CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add"}));
+  CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add",
+                                             "test_calculator.CalculatorTest.test_add_negative"}));
   CHECK(j["triage"]["baseline"]["tests_passed"] == false);
   CHECK(j["triage"]["baseline"]["run_id"] != j["run_id"]);
   CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["triage"]["baseline"]["run_id"].get<std::string>()) == 0);
@@ -239,7 +233,7 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
 TEST_CASE("k8s: a wrong patch fails with the runner's report", "[k8s]") {
   Provider p({reply(wrong_patch())});
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(r.exit_code == 1);
   CHECK(j["tests_passed"] == false);
   CHECK(j["test_exit_code"] != 0);
@@ -250,7 +244,7 @@ TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
   Provider p({reply(patch_json("test_calculator.py", "print('rigged')\n"))});
   Recorder jobs(kK8sJobs, "io.lazyagent.role");
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(r.exit_code == 4);
   CHECK(j["status"] == "refused");
   const auto seen = jobs.stop();
@@ -321,7 +315,7 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   const long before = p.stub().requests();
   CliResult r = p.run();
   INFO(r.out << r.err);
-  const json j = parse_result(r);
+  const json j = json_out(r);
   const std::string out = j["test_output"];
   INFO(out);
   CHECK(out.find("LZ-EGRESS host: BLOCKED") != std::string::npos);
@@ -348,7 +342,7 @@ TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's int
   CliResult r = p.run();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 5);
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(j["category"] == "isolation_violation");
   CHECK(j["error_kind"] == "isolation");
   const std::string e = j["error"];
@@ -368,7 +362,7 @@ TEST_CASE("k8s: run --attempts 2 repairs: a wrong patch, its failure goes back t
   Provider p({reply(wrong_patch()), fix});
   K8sClient k = client();
   CliResult r = p.run({"--attempts", "2"});
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["stop_reason"] == "passed");
