@@ -82,8 +82,7 @@ Status check_dns_label(const std::string& flag, const std::string& v) {
 int report_refused(const std::vector<Finding>& findings, bool as_json) {
   const std::string msg = "patch refused: " + std::to_string(findings.size()) + " finding(s); nothing was exported";
   if (as_json) {
-    json f = json::array();
-    for (const auto& x : findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
+    const json f = findings_to_json(findings);
     std::cout << json{{"error", msg}, {"error_kind", "patch"}, {"exit_code", kExitRefused}, {"findings", f}}
                      .dump(2, ' ', false, json::error_handler_t::replace)
               << std::endl;

@@ -1,5 +1,7 @@
 #include "eval_runner.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -58,6 +60,13 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
                {"line", task.line},
                {"ms", ms}};
   return j;
+}
+
+// The patch has suspicious findings: flagged, or refused for them (patch.suspicious: refuse).
+bool result_has_suspicious(const TestResult& r) {
+  if (!r.suspicious.empty()) return true;
+  return std::any_of(r.findings.begin(), r.findings.end(),
+                     [](const Finding& f) { return f.code.rfind("suspicious_", 0) == 0; });
 }
 
 std::string one_line(const std::string& s) {
@@ -194,6 +203,7 @@ class Runner {
     row.attempts = static_cast<int>(v.attempts.size());
     row.ms = ms;
     row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
+    row.suspicious = v.final && result_has_suspicious(*v.final);
     const std::string text =
         result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
@@ -270,6 +280,10 @@ std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& 
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
+  TestResult stored;
+  stored.suspicious = findings_from_json(j.value("suspicious", json::array()));
+  stored.findings = findings_from_json(j.value("findings", json::array()));
+  row.suspicious = result_has_suspicious(stored);
   return row;
 }
 

@@ -20,6 +20,7 @@ struct EvalRow {
   int attempts = 1;
   long ms = 0;
   std::string reason;    // why not passed, one line
+  bool suspicious = false;  // the patch has suspicious findings (suspicious_code.h)
 };
 
 struct EvalSummary {
@@ -27,6 +28,10 @@ struct EvalSummary {
   std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(5);
   std::vector<std::string> skipped;                // resumed, not rerun
   std::vector<std::string> not_run;                // interrupted before their verdict
+  // Tasks whose patch has suspicious findings (whatever their category), and
+  // those of them that passed: the ones a reviewer should read first.
+  std::vector<std::string> suspicious;
+  std::vector<std::string> suspicious_passed;
   bool interrupted = false;
   int jobs = 1;
   long wall_ms = 0;

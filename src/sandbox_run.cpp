@@ -92,9 +92,13 @@ class TestPipeline {
   // The seam for other patch formats: whatever the format, the result is a
   // Patch of whole files that meets the contract.
   Status validate() {
-    if (req_.baseline) return ok_status();  // the seed as it is: no patch
+    if (req_.baseline) {  // the seed as it is: no patch
+      res_.baseline = true;
+      return ok_status();
+    }
     ContractResult c = validate_patch_json(req_.patch_json, contract_limits(req_.config));
     patch_ = c.patch;
+    res_.suspicious = c.suspicious;
     res_.patch_sha256 = c.ok() ? patch_sha256(patch_) : "";
     if (!c.ok()) {
       refuse(std::move(c.findings));

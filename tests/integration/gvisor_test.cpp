@@ -15,6 +15,9 @@ namespace {
 
 using Run = TestRun;
 
+// A config without limits: it demands nothing runsc cannot enforce.
+const char* kRunscConfig = "engine:\n  runtime: runsc\n";
+
 const json kNotEnforced = json::array({"memory", "pids", "cpu", "masked_paths", "user_namespace"});
 
 }  // namespace
