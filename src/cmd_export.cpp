@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "elapsed.h"
 #include "export_compose.h"
 #include "export_k8s.h"
 #include "export_oci.h"
@@ -36,12 +37,9 @@ namespace {
 struct ExportOptions {
   std::string target;
   std::string out;
-  std::string seed;
+  ProjectOptions project;
   std::string patch;
-  std::vector<std::string> allow;
-  std::string test_command;
   long timeout = 0;
-  std::string config;
   std::string k8s_namespace = "default";
   std::string name = "lazyagent";
   std::string instruction;
@@ -58,21 +56,17 @@ struct ExportTarget {
 };
 
 Result<ExportBundle> build_oci(const ExportInput& in) { return export_oci(in); }
-Result<ExportBundle> build_compose(const ExportInput& in) { return export_compose(in); }
 
 const std::vector<ExportTarget>& targets() {
   static const std::vector<ExportTarget> table = {
       {"oci", build_oci, true, true},
-      {"compose", build_compose, true, false},
+      {"compose", export_compose, true, false},
       {"k8s", export_k8s, false, false},
   };
   return table;
 }
 
 using Clock = std::chrono::steady_clock;
-long ms_since(Clock::time_point t0) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
-}
 
 // Names end up in compose project names and Kubernetes resource names:
 // RFC 1123 labels, short enough for suffixes.
@@ -109,14 +103,10 @@ struct InputOrFindings {
 };
 
 Result<InputOrFindings> read_input(const ExportOptions& opt) {
-  auto config = load_config_or_default(opt.config);
+  auto config = project_config(opt.project, "export");
   if (!config) return config.error();
   ExportInput in;
   in.config = *config;
-  if (!opt.seed.empty()) in.config.seed = opt.seed;
-  if (!opt.allow.empty()) in.config.allow = opt.allow;
-  if (!opt.test_command.empty()) in.config.test_command = opt.test_command;
-  if (in.config.seed.empty()) return usage_error("export: no seed: pass --seed DIR or set `seed` in the config");
   in.policy = policy_from_config(in.config, opt.timeout ? opt.timeout : in.config.timeouts.test_seconds);
   in.planner = planner_request_from_config(in.config);
   in.name = opt.name;
@@ -129,8 +119,7 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
     if (!text) return text.error();
-    const ContractLimits limits = contract_limits(in.config);
-    ContractResult c = validate_patch_json(*text, limits);
+    ContractResult c = validate_patch_json(*text, contract_limits(in.config));
     if (!c.ok()) {
       r.findings = std::move(c.findings);
       return r;
@@ -318,12 +307,9 @@ int cmd_export(const std::vector<std::string>& args) {
               "refused) and written into the export's private seed copy, never into the seed.");
   p.positional("TARGET", &opt.target, true, "oci, compose or k8s");
   p.option("--out", &opt.out, "DIR", "where to write (new, empty, or an earlier export)");
-  p.option("--seed", &opt.seed, "DIR", "the project (default: the config's seed)");
   p.option("--patch", &opt.patch, "FILE", "a patch to apply to the copy ('-' = stdin; default: none)");
-  p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
-  p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
+  add_project_options(p, &opt.project);
   p.integer("--timeout", &opt.timeout, "S", "the sandbox's deadline in seconds (default 120)", 1, 86400);
-  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
   p.option("--namespace", &opt.k8s_namespace, "NS", "Kubernetes namespace (k8s; default 'default')");
   p.option("--name", &opt.name, "NAME", "base name of the resources (default 'lazyagent')");
   p.option("--instruction", &opt.instruction, "TEXT", "the planner's instruction (default: fix calculator.add)");

@@ -19,9 +19,8 @@
 #include <thread>
 
 #include "agent_run.h"
+#include "elapsed.h"
 #include "interrupt.h"
-#include "podman_client.h"
-#include "reaper.h"
 #include "sandbox_run.h"
 #include "terminal_text.h"
 #include "triage_run.h"
@@ -39,11 +38,6 @@ Status make_dir(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return usage_error(dir + " is not a directory");
   return ok_status();
-}
-
-const char* error_kind_name(ErrorKind k) {
-  static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
-  return kinds[static_cast<int>(k)];
 }
 
 // The result file: what `test --json` / `run --json` prints for the final
@@ -87,9 +81,7 @@ class RunSlots {
   Status acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     while (free_ == 0) {
-      if (interrupted_signal() != 0) {
-        return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
-      }
+      if (auto st = check_interrupted(); !st) return st;
       cv_.wait_for(lock, std::chrono::milliseconds(20));
     }
     --free_;
@@ -108,20 +100,6 @@ class RunSlots {
   std::condition_variable cv_;
   int free_;
 };
-
-// Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
-// waiting sandbox cost the podman service ~5% of a core in polling; 20 ms
-// costs a quarter of that, for ~8 ms more latency on a run of hundreds.
-constexpr const char* kWaitInterval = "20ms";
-
-// Once per batch instead of once per task: podman answers, its API version
-// is supported, and containers of crashed runs are reaped.
-Status check_engine(PodmanClient& podman, const RunStore& store) {
-  if (auto v = podman.ping(); !v) return v.error().context("eval");
-  auto reaped = reap_leftovers(podman, store, false);
-  if (!reaped) return reaped.error().context("eval: reaping crashed runs");
-  return ok_status();
-}
 
 class Runner {
  public:
@@ -148,75 +126,46 @@ class Runner {
         pending_.push_back(&t);
       }
     }
-    if (opt_.k8s_connection) return run_k8s(t0);
-    // One podman client (one connection) per worker, made here, before any
-    // thread starts (libcurl's handle set-up is not thread-safe the first time).
+    // One engine (one connection) per worker, made here, before any thread starts.
     const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
     const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
-    std::vector<std::unique_ptr<PodmanClient>> clients;
-    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<PodmanClient>(opt_.socket));
-    if (!clients.empty()) {
-      if (auto st = check_engine(*clients.front(), store_); !st) return st.error();
+    std::vector<std::unique_ptr<Engine>> engines;
+    for (int i = 0; i < jobs && !pending_.empty(); ++i) {
+      auto e = opt_.open_engine();
+      if (!e) return e.error();
+      engines.push_back(std::move(*e));
     }
-    for (auto& c : clients) c->set_wait_interval(kWaitInterval);
+    // Once per batch instead of once per task: the engine answers, its
+    // version is supported, and what crashed runs left is reaped.
+    if (!engines.empty()) {
+      if (auto st = engines.front()->check(nullptr); !st) return st.error().context("eval");
+    }
     std::vector<std::thread> workers;
-    for (auto& c : clients) workers.emplace_back([this, client = c.get()] { work(*client); });
+    for (auto& e : engines) workers.emplace_back([this, engine = e.get()] { work(*engine); });
     for (auto& w : workers) w.join();
     return finish(t0);
   }
 
  private:
-  // `--backend k8s`: `jobs` workers, each with its own client, each running
-  // whole tasks (the cluster schedules the pods; there are no run slots).
-  Result<EvalReport> run_k8s(std::chrono::steady_clock::time_point t0) {
-    const int jobs = std::max(1, std::min<int>(opt_.jobs, static_cast<int>(pending_.size())));
-    std::vector<std::unique_ptr<K8sClient>> clients;
-    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<K8sClient>(*opt_.k8s_connection));
-    std::vector<std::thread> workers;
-    for (auto& c : clients) {
-      workers.emplace_back([this, client = c.get()] {
-        for (;;) {
-          if (interrupted_signal() != 0) return;
-          const std::size_t i = next_.fetch_add(1);
-          if (i >= pending_.size()) return;
-          const EvalTask& task = *pending_[i];
-          run_one(task, [this, &task, client]() -> Result<TestResult> {
-            K8sRunRequest req;
-            req.config = task_config(opt_.config, task);
-            req.timeout_seconds = opt_.timeout_seconds;
-            req.k8s = opt_.k8s;
-            if (task.is_instruction()) req.instruction = task.instruction;
-            else req.patch_json = task.patch_json;
-            return run_agent_k8s(req, *client, store_, nullptr);
-          });
-        }
-      });
-    }
-    for (auto& w : workers) w.join();
-    return finish(t0);
-  }
-
   Result<EvalReport> finish(std::chrono::steady_clock::time_point t0) {
     report_.interrupted = interrupted_signal() != 0;
-    report_.wall_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - t0)
-                                            .count());
+    report_.wall_ms = ms_since(t0);
     if (!write_error_.empty()) return engine_error(write_error_);
     return report_;
   }
 
-  void work(PodmanClient& podman) {
+  void work(Engine& engine) {
     for (;;) {
       if (interrupted_signal() != 0) return;
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
       const EvalTask& task = *pending_[i];
-      run_one(task, podman_attempt(task, podman));
+      run_one(task, attempt(task, engine));
     }
   }
 
-  AttemptFn podman_attempt(const EvalTask& task, PodmanClient& podman) {
-    return [this, &task, &podman]() -> Result<TestResult> {
+  AttemptFn attempt(const EvalTask& task, Engine& engine) {
+    return [this, &task, &engine]() -> Result<TestResult> {
       const Config config = task_config(opt_.config, task);
       if (task.is_instruction()) {
         RunRequest req;
@@ -225,7 +174,7 @@ class Runner {
         req.timeout_seconds = opt_.timeout_seconds;
         req.judge = judge_options();
         if (auto st = slots_.acquire(); !st) return st.error();
-        auto r = run_agent(req, podman, store_, nullptr);
+        auto r = run_agent(req, engine, store_, nullptr, true);
         slots_.release();
         return r;
       }
@@ -236,7 +185,7 @@ class Runner {
       req.engine_checked = true;
       req.acquire_run_slot = [this] { return slots_.acquire(); };
       req.release_run_slot = [this] { slots_.release(); };
-      return run_judged_test(req, judge_options(), podman, store_, nullptr);
+      return run_judged_test(req, judge_options(), engine, store_, nullptr);
     };
   }
 
@@ -247,8 +196,7 @@ class Runner {
     const auto t0 = std::chrono::steady_clock::now();
     const TaskVerdict v = run_attempts(attempt, opt_.attempts);
     if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
-    const long ms = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    const long ms = ms_since(t0);
     EvalRow row;
     row.id = task.id;
     row.category = v.category;

@@ -7,6 +7,7 @@
 // mistakes a weaker policy for the same one.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "patch_contract.h"
 #include "planner_policy.h"
+#include "planner_task.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 
@@ -25,9 +27,15 @@ struct ExportInput {
   PlannerRequest planner;        // planner_request_from_config(config)
   SeedSnapshot seed;             // the seed, read once
   std::optional<Patch> patch;    // validated against the contract; absent = seed only
+  // The resolved change (change_set.h copy_writes) instead of `patch`: what
+  // the pipeline gives an engine, whatever form the patch came in.
+  std::optional<std::vector<FileWrite>> writes;
   std::string name = "lazyagent";        // base name of the resources
   std::string k8s_namespace = "default"; // Kubernetes only
   std::string instruction;               // the planner's instruction ("" = default)
+  std::optional<PlannerTask> task;       // the planner's task as built by the caller (the
+                                         // k8s backend: with the repair loop's feedback); absent =
+                                         // build_task(seed, config, instruction, name)
 };
 
 struct ExportedFile {
@@ -35,6 +43,12 @@ struct ExportedFile {
   std::string content;
   unsigned mode = 0644;
 };
+
+// A size for people: "64 MiB", or "1000 bytes" when not whole MiB.
+inline std::string size_text(std::int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
 
 struct ExportBundle {
   std::vector<ExportedFile> files;

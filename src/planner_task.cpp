@@ -16,13 +16,6 @@ bool is_text(const std::string& s) {
 }
 
 
-std::string trim_reply(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 // The last `max` bytes, starting on a UTF-8 boundary.
 std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
   cut = s.size() > max;
@@ -254,7 +247,7 @@ std::string diff_block(std::string_view s) {
 }  // namespace
 
 Result<std::string> extract_patch_json(const std::string& reply) {
-  const std::string body = trim_reply(reply);
+  const std::string body = trim_space(reply);
   if (!body.empty() && body.front() == '{') return body;
   struct Block {
     std::string raw;
@@ -268,7 +261,7 @@ Result<std::string> extract_patch_json(const std::string& reply) {
     const auto end = reply.find("```", eol + 1);
     if (end == std::string::npos) break;
     const std::string raw = reply.substr(eol + 1, end - eol - 1);
-    blocks.push_back({raw, trim_reply(raw)});
+    blocks.push_back({raw, trim_space(raw)});
     pos = end + 3;
   }
   if (blocks.empty() && looks_like_unified_diff(body)) return diff_block(reply);

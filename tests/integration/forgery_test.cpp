@@ -80,13 +80,12 @@ std::vector<Forgery> forgery_family() {
   };
 }
 
-struct Run {
-  CliResult cli;
-  json result;
-};
+using Run = TestRun;
 
-Run test_patch(const std::string& state, const std::string& patch, const std::string& config_yaml = "",
-               const std::string& seed = seed_dir()) {
+// `test --json` of the demo seed (or `seed`) in `state` (harness.h), with config_yaml when given.
+Run test_in(const std::string& state, const std::string& patch, const std::string& config_yaml = "",
+            const std::string& seed = "") {
+  if (seed.empty()) return test_patch({state}, patch, {}, config_yaml);
   TempDir io;
   std::vector<std::string> args = {"test", "--seed", seed, "--patch", io.file("patch.json", patch), "--json"};
   if (!config_yaml.empty()) {
@@ -126,7 +125,7 @@ TEST_CASE("forgery: bidirectional controls are refused before any sandbox, namin
           "[sandbox][forgery][hidden_text]") {
   TempDir state;
   // The Trojan Source "commenting-out" shape: the RLO/LRI make the check look commented out.
-  const Run r = test_patch(state.path(), fixed_plus("def is_admin(level):\n"
+  const Run r = test_in(state.path(), fixed_plus("def is_admin(level):\n"
                                                     "    return level == 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'\n"));
   INFO(r.result.dump(2));
   CHECK(r.cli.exit_code == 4);
@@ -143,7 +142,7 @@ TEST_CASE("forgery: bidirectional controls are refused before any sandbox, namin
                                              std::to_string(lines + 2)) != std::string::npos);
   CHECK(r.cli.err.find("==> create") == std::string::npos);
   // The same file with non-ASCII text and a leading BOM passes.
-  const Run ok = test_patch(state.path(), patch_json("calculator.py", "\xef\xbb\xbf# café, 计算, שלום\n" +
+  const Run ok = test_in(state.path(), patch_json("calculator.py", "\xef\xbb\xbf# café, 计算, שלום\n" +
                                                                           json::parse(fixing_patch())["files"][0]["content"].get<std::string>()));
   CHECK(ok.cli.exit_code == 0);
   CHECK(ok.result["tests_passed"] == true);
@@ -154,7 +153,7 @@ TEST_CASE("forgery: the family is flagged suspicious by default, and what each v
   TempDir state;
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {
-      const Run r = test_patch(state.path(), fg.patch);
+      const Run r = test_in(state.path(), fg.patch);
       INFO(r.result.dump(2));
       REQUIRE(r.result["suspicious"].is_array());
       CHECK_FALSE(r.result["suspicious"].empty());
@@ -177,7 +176,7 @@ TEST_CASE("forgery: with patch.suspicious: refuse every member of the family is 
   TempDir state;
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {
-      const Run r = test_patch(state.path(), fg.patch, "patch:\n  suspicious: refuse\n");
+      const Run r = test_in(state.path(), fg.patch, "patch:\n  suspicious: refuse\n");
       INFO(r.result.dump(2));
       CHECK(r.cli.exit_code == 4);
       CHECK(r.result["status"] == "refused");
@@ -201,7 +200,7 @@ TEST_CASE("forgery: a legitimate patch that calls sys.exit inside a function pas
                           "    sys.exit(main(sys.argv))\n";
   for (const char* mode : {"flag", "refuse"}) {
     DYNAMIC_SECTION(mode) {
-      const Run r = test_patch(state.path(), fixed_plus(cli), std::string("patch:\n  suspicious: ") + mode + "\n");
+      const Run r = test_in(state.path(), fixed_plus(cli), std::string("patch:\n  suspicious: ") + mode + "\n");
       INFO(r.result.dump(2));
       CHECK(r.cli.exit_code == 0);
       CHECK(r.result["tests_passed"] == true);
@@ -238,7 +237,7 @@ TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the f
   SECTION("a bidirectional control in an added line: refused before any sandbox, at the file's line") {
     const std::string after = content_of(fixed_plus("def is_admin(level):\n"
                                                     "    return level == 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'\n"));
-    const Run r = test_patch(state.path(), unified(seed_src, after));
+    const Run r = test_in(state.path(), unified(seed_src, after));
     INFO(r.result.dump(2));
     CHECK(r.cli.exit_code == 4);
     CHECK(r.result["patch_format"] == "diff");
@@ -252,13 +251,13 @@ TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the f
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION("as a diff: " << fg.name) {
       const std::string diff = unified(seed_src, content_of(fg.patch));
-      const Run flagged = test_patch(state.path(), diff);
+      const Run flagged = test_in(state.path(), diff);
       INFO(flagged.result.dump(2));
       CHECK(flagged.result["patch_format"] == "diff");
       REQUIRE(flagged.result["suspicious"].is_array());
       CHECK_FALSE(flagged.result["suspicious"].empty());
       for (const auto& s : flagged.result["suspicious"]) CHECK(s["line"].get<std::size_t>() > lines);  // added lines
-      const Run refused = test_patch(state.path(), diff, "patch:\n  suspicious: refuse\n");
+      const Run refused = test_in(state.path(), diff, "patch:\n  suspicious: refuse\n");
       INFO(refused.result.dump(2));
       CHECK(refused.cli.exit_code == 4);
       CHECK(refused.result["status"] == "refused");
@@ -273,7 +272,7 @@ TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the f
     REQUIRE(at != std::string::npos);
     after.replace(at, 17, "    if a is None:\n        sys.exit('add: no a')\n    return a + b\n");
     after = "import sys\n" + after;
-    const Run r = test_patch(state.path(), unified(seed_src, after), "patch:\n  suspicious: refuse\n");
+    const Run r = test_in(state.path(), unified(seed_src, after), "patch:\n  suspicious: refuse\n");
     INFO(r.result.dump(2));
     CHECK(r.cli.exit_code == 0);
     CHECK(r.result["tests_passed"] == true);
@@ -286,11 +285,11 @@ TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the f
     sh("cp " + seed_dir() + "/test_calculator.py " + seed.path() + "/");
     std::string fixed = own;
     fixed.replace(fixed.find("return a - b"), 12, "return a + b");
-    const Run diff = test_patch(state.path(), unified(own, fixed), "patch:\n  suspicious: refuse\n", seed.path());
+    const Run diff = test_in(state.path(), unified(own, fixed), "patch:\n  suspicious: refuse\n", seed.path());
     INFO(diff.result.dump(2));
     CHECK(diff.cli.exit_code == 0);
     CHECK(diff.result["suspicious"] == json::array());
-    const Run whole = test_patch(state.path(), patch_json("calculator.py", fixed), "", seed.path());
+    const Run whole = test_in(state.path(), patch_json("calculator.py", fixed), "", seed.path());
     INFO(whole.result.dump(2));
     CHECK(whole.cli.exit_code == 0);
     CHECK(codes_of(whole.result["suspicious"]) == std::vector<std::string>{"suspicious_exit"});
