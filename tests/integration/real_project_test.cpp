@@ -3,7 +3,8 @@
 // test time by scripts/debian-source.sh (a private deb-src apt configuration,
 // cached under /var/cache/lazyagent-oci/debian-src, never committed). Its
 // tests are plain unittest scripts that run in the stock sandbox image (only
-// python3). The test makes it a git repository, commits a one-line bug in
+// python3); five of testlex's check that Python wrote bytecode, so the test
+// command unsets the sandbox's PYTHONDONTWRITEBYTECODE (the copy is writable). The test makes it a git repository, commits a one-line bug in
 // ply/yacc.py (137 KB), and proves the fix as a unified diff:
 //   - through `test`, as `git diff` and as `diff -u` wrote it: the baseline
 //     fails 9 yacc tests, the patched copy passes all 85, the triage names
@@ -102,7 +103,7 @@ struct PlyRepo {
   std::string config(const TempDir& where, const std::string& extra = "") const {
     return where.file("config.yaml",
                       "seed:\n  path: " + repo + "\n  exclude: [doc/, example/]\nallow: [ply/]\n"
-                      "test_command: cd test && python3 testlex.py -v && python3 testyacc.py -v\n"
+                      "test_command: unset PYTHONDONTWRITEBYTECODE; cd test && python3 testlex.py -v && python3 testyacc.py -v\n"
                       "patch:\n  format: diff\n  max_files: 20\n  max_diff_bytes: 65536\n  max_changed_lines: 2000\n" +
                           extra);
   }

@@ -112,12 +112,13 @@ class Recorder {
 // provider Secret in the cluster (made by `configure --backend k8s`), a config.
 class Provider {
  public:
-  explicit Provider(std::vector<StubReply> replies, const std::string& extra_yaml = "")
+  explicit Provider(std::vector<StubReply> replies, const std::string& extra_yaml = "",
+                    const std::string& seed = seed_dir())
       : stub_(StubScript{kKey, std::move(replies)}) {
     auto port = stub_.listen("0.0.0.0", 0);
     REQUIRE(port.ok());
     secret_ = "lazyagent-it-provider-" + std::to_string(getpid());
-    config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nprovider:\n  max_retries: 1\n" +
+    config_ = dir_.file("config.yaml", "seed: " + seed + "\nprovider:\n  max_retries: 1\n" +
                                            "k8s:\n  secret: " + secret_ + "\n  plain_http_provider_ip: " + host_ip() +
                                            "\n" + extra_yaml);
     url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
@@ -485,6 +486,70 @@ TEST_CASE("k8s: eval --backend k8s --jobs 2 gives each category in the same resu
   CliResult again = run_cli(env, {"eval", tasks, "--backend", "k8s", "--jobs", "2", "--out", out, "--json"});
   CHECK(again.exit_code == 0);
   CHECK(json::parse(again.out)["skipped"]["count"] == 4);
+}
+
+TEST_CASE("k8s: a unified diff against a git repository seed: the planner's diff passes without .git or ignored "
+          "files in the pod, diff RUN_ID round-trips; a diff that does not apply is refused before any Job",
+          "[k8s][diff]") {
+  // A git work tree: the demo seed committed, an ignored build/ directory, an
+  // untracked file that is not ignored. The test command proves what the pod got.
+  TempDir repo_dir;
+  const std::string repo = repo_dir.path() + "/project";
+  sh("mkdir -p " + repo + "/build && cp " + seed_dir() + "/calculator.py " + seed_dir() + "/test_calculator.py " + repo +
+     "/ && echo junk > " + repo + "/build/junk.o && printf 'build/\\n' > " + repo + "/.gitignore && echo notes > " +
+     repo + "/notes.txt");
+  REQUIRE(sh("cd " + repo + " && git init -q && git add calculator.py test_calculator.py .gitignore && "
+             "git -c user.name=it -c user.email=it@example.invalid commit -q -m seed && echo ok") == "ok\n");
+  // git's own diff of the one-line fix to add (subtract keeps its "a - b").
+  const std::string fix = sh("cd " + repo + " && sed -i '0,/return a - b/s//return a + b/' calculator.py && "
+                             "git diff && git checkout -q calculator.py");
+  REQUIRE(fix.rfind("diff --git a/calculator.py b/calculator.py\n", 0) == 0);
+  const std::string extra =
+      "test_command: test ! -e .git && test ! -e build && test -e notes.txt && python3 -m unittest -v\n";
+  StubReply diff_reply;
+  diff_reply.content = "Here is the fix:\n```diff\n" + fix + "```\n";
+  Provider p({diff_reply}, extra, repo);
+  K8sClient k = client();
+  CliResult r = p.run({"--no-baseline"});
+  const json j = json_out(r);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["patch_format"] == "diff");
+  CHECK(j["diff_stats"]["added"] == 1);
+  CHECK(j["diff_stats"]["removed"] == 1);
+  CHECK(j["changed_paths"] == json::array({"calculator.py"}));
+  CHECK(j["seed_source"]["kind"] == "git");
+  CHECK(j["seed_source"]["files"] == 4);  // calculator.py, test_calculator.py, .gitignore, notes.txt
+  CHECK(j["sandbox_id"].get<std::string>().rfind("default/", 0) == 0);
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["run_id"].get<std::string>()) == 0);
+  // The proven change out: the same diff, applied by git to the seed.
+  CliResult d = p.cli({"diff", j["run_id"].get<std::string>()});
+  INFO(d.err);
+  CHECK(d.exit_code == 0);
+  CHECK(d.out.find("-    return a - b\n+    return a + b\n") != std::string::npos);
+  TempDir out;
+  CHECK(sh("cd " + repo + " && git apply --check " + out.file("proven.diff", d.out) + " && echo applies") ==
+        "applies\n");
+  CliResult v = p.cli({"verify", j["run_id"].get<std::string>(), "--json"});
+  INFO(v.out << v.err);
+  CHECK(v.exit_code == 0);
+
+  // A diff whose context is not in the file: refused naming the file and hunk, no Job made.
+  TempDir io;
+  std::string stale = fix;
+  stale.replace(stale.find("return a - b"), 12, "return a * b");
+  Recorder jobs(kK8sJobs, "io.lazyagent.role");
+  CliResult t = p.cli({"test", "--backend", "k8s", "--seed", repo, "--config", p.config(), "--patch",
+                       io.file("stale.diff", stale), "--no-baseline", "--json"});
+  const json tj = json_out(t);
+  CHECK(t.exit_code == 4);
+  REQUIRE(tj["findings"].size() == 1);
+  CHECK(tj["findings"][0]["code"] == "hunk_does_not_apply");
+  CHECK(tj["findings"][0]["path"] == "calculator.py");
+  for (const auto& job : jobs.stop()) {
+    CHECK(job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != tj["run_id"]);
+  }
 }
 
 TEST_CASE("k8s: after the suite nothing of ours remains but provider Secrets", "[k8s][zz-last]") {
