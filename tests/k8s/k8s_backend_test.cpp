@@ -488,8 +488,8 @@ TEST_CASE("k8s: eval --backend k8s --jobs 2 gives each category in the same resu
   CHECK(json::parse(again.out)["skipped"]["count"] == 4);
 }
 
-TEST_CASE("k8s: a unified diff against a git repository seed: the planner's diff passes without .git or ignored "
-          "files in the pod, diff RUN_ID round-trips; a diff that does not apply is refused before any Job",
+TEST_CASE("k8s: a unified diff against a git repository seed passes without .git or ignored "
+          "files in the pod, diff RUN_ID round-trips, and a diff that does not apply is refused before any Job",
           "[k8s][diff]") {
   // A git work tree: the demo seed committed, an ignored build/ directory, an
   // untracked file that is not ignored. The test command proves what the pod got.
@@ -506,11 +506,15 @@ TEST_CASE("k8s: a unified diff against a git repository seed: the planner's diff
   REQUIRE(fix.rfind("diff --git a/calculator.py b/calculator.py\n", 0) == 0);
   const std::string extra =
       "test_command: test ! -e .git && test ! -e build && test -e notes.txt && python3 -m unittest -v\n";
-  StubReply diff_reply;
-  diff_reply.content = "Here is the fix:\n```diff\n" + fix + "```\n";
-  Provider p({diff_reply}, extra, repo);
+  // `test`: the orchestrator (this build) reads, applies and proves the diff;
+  // `run` would ask the cluster's planner image, which is the shared one
+  // (rebuilt by scripts/build-images.sh), so the planner's side of diffs is
+  // proven on podman (real_project_test.cpp) with this build's binary.
+  Provider p({}, extra, repo);
   K8sClient k = client();
-  CliResult r = p.run({"--no-baseline"});
+  TempDir io;
+  CliResult r = p.cli({"test", "--backend", "k8s", "--config", p.config(), "--patch", io.file("fix.diff", fix),
+                       "--no-baseline", "--json"});
   const json j = json_out(r);
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -536,7 +540,6 @@ TEST_CASE("k8s: a unified diff against a git repository seed: the planner's diff
   CHECK(v.exit_code == 0);
 
   // A diff whose context is not in the file: refused naming the file and hunk, no Job made.
-  TempDir io;
   std::string stale = fix;
   stale.replace(stale.find("return a - b"), 12, "return a * b");
   Recorder jobs(kK8sJobs, "io.lazyagent.role");
