@@ -79,7 +79,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   if (!outcome) {
     save_record(store, run_id, outcome.error().kind == ErrorKind::kInterrupted ? "interrupted" : "error",
                 req.config, planner, outcome.error().message);
-    return outcome.error().context("run " + run_id);
+    return outcome.error().context("run " + run_id).with_id("run_id", run_id);
   }
   planner = task_record(*outcome, run_id);
   Attempt a;
@@ -101,7 +101,8 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
     return a;
   }
   if (outcome->exit_code != 0 || outcome->timed_out) {
-    const Error e = planner_error(*outcome);
+    // The task record exists now (`task show`): the error names it.
+    const Error e = planner_error(*outcome).with_id("run_id", run_id).with_id("planner_task_id", task_id);
     save_record(store, run_id, "planner_error", req.config, planner, e.message);
     return e;
   }
@@ -114,7 +115,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.run_id = run_id;
   test.planner = planner;
   auto result = run_judged_test(test, req.judge, sandbox_podman, store, progress);
-  if (!result) return result.error();
+  if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   a.result = std::move(*result);
   return a;

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "podman_client.h"
 #include "runtime_engine.h"
 #include "runtime_policy.h"
+#include "sandbox_policy.h"
 #include "terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -51,17 +53,21 @@ const std::vector<Command>& commands() {
 
 namespace {
 
-int cmd_help(const std::vector<std::string>&) {
-  std::cout << "usage: lazyagent-oci COMMAND [OPTIONS]\n\n"
-               "Run an LLM coding agent's patch without trusting it: the patch is proven in an\n"
-               "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
+void print_help(std::ostream& o) {
+  o << "usage: lazyagent-oci COMMAND [OPTIONS]\n\n"
+       "Run an LLM coding agent's patch without trusting it: the patch is proven in an\n"
+       "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
   for (const auto& c : commands()) {
     std::string n = c.name;
-    std::cout << "  " << n << std::string(15 - std::min<std::size_t>(14, n.size()), ' ') << c.summary << "\n";
+    o << "  " << n << std::string(15 - std::min<std::size_t>(14, n.size()), ' ') << c.summary << "\n";
   }
-  std::cout << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
-               "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"
-               "            4 patch refused, 5 engine (podman), 128+N signal N\n";
+  o << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
+       "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"
+       "            4 patch refused, 5 engine (podman), 128+N signal N\n";
+}
+
+int cmd_help(const std::vector<std::string>&) {
+  print_help(std::cout);
   return 0;
 }
 
@@ -79,13 +85,67 @@ int exit_code_for(const Error& e) {
   return kExitEngine;
 }
 
-int report_error(const Error& e, bool json) {
+namespace {
+
+std::string signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(sig);
+}
+
+// What an interruption left: the containers labelled with this process's
+// pid on the podman service and on the gVisor one (sandbox_policy.h labels).
+// Their guards have run by the time an error reaches main; this checks.
+Result<std::vector<std::string>> containers_left_by_this_process() {
+  std::vector<std::string> sockets;
+  if (auto s = podman_socket_from_env(); s) sockets.push_back(*s);
+  else return s.error();
+  Config defaults;
+  defaults.engine.runtime = kRuntimeRunsc;
+  if (auto s = podman_socket_for_runtime(defaults); s && *s != sockets[0] && ::access(s->c_str(), F_OK) == 0) {
+    sockets.push_back(*s);
+  }
+  std::vector<std::string> left;
+  for (const auto& socket : sockets) {
+    PodmanClient podman(socket);
+    auto list = podman.list_by_label(std::string(kLabelPid) + "=" + std::to_string(::getpid()));
+    if (!list) return list.error();
+    for (const auto& c : *list) {
+      const auto& names = c.contains("Names") ? c["Names"] : nlohmann::json();
+      left.push_back(names.is_array() && !names.empty() && names[0].is_string() ? names[0].get<std::string>()
+                                                                                   : c.value("Id", "").substr(0, 12));
+    }
+  }
+  return left;
+}
+
+std::string interrupted_message(const std::string& removed_what) {
+  const int sig = interrupted_signal() != 0 ? interrupted_signal() : SIGINT;
+  const std::string head = "interrupted by " + signal_name(sig);
+  auto left = containers_left_by_this_process();
+  if (!left) return head + "; could not check that its containers were removed: " + left.error().message;
+  if (left->empty()) return head + "; " + removed_what;
+  std::string names;
+  for (const auto& n : *left) names += (names.empty() ? "" : ", ") + n;
+  return head + "; " + std::to_string(left->size()) + " container(s) could not be removed (" + names +
+         "): `lazyagent-oci reap` removes them";
+}
+
+}  // namespace
+
+int report_error(const Error& e, bool json, const std::string& removed_what) {
   const int code = exit_code_for(e);
+  Error shown = e;
+  if (e.kind == ErrorKind::kInterrupted) shown.message = interrupted_message(removed_what);
   if (json) {
     static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
-    nlohmann::json j = {{"error", to_valid_utf8(e.message)},
+    nlohmann::json j = {{"error", to_valid_utf8(shown.message)},
                         {"error_kind", kinds[static_cast<int>(e.kind)]},
                         {"exit_code", code}};
+    if (e.kind == ErrorKind::kInterrupted) j["detail"] = to_valid_utf8(e.message);
+    // The ids that exist by then (run_id, planner_task_id, sandbox_id): what
+    // `task show`, `task logs` and `verify` take.
+    for (const auto& [k, v] : e.ids) j[k] = v;
     // An engine failure is not a test failure (triage_run.h).
     if (e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout) {
       j["category"] = e.message.find("the isolation probe inside the sandbox found: ") != std::string::npos
@@ -93,7 +153,7 @@ int report_error(const Error& e, bool json) {
     }
     std::cout << j.dump(2) << std::endl;
   }
-  std::cerr << "lazyagent-oci: " << escape_for_terminal(e.message) << "\n";
+  std::cerr << "lazyagent-oci: " << escape_for_terminal(shown.message) << "\n";
   return code;
 }
 
@@ -116,8 +176,10 @@ Result<std::string> read_patch_file(const std::string& path) {
   return data;
 }
 
+std::string chosen_config_path(const std::string& path) { return path.empty() ? default_config_path() : path; }
+
 Result<Config> load_config_or_default(const std::string& path) {
-  const std::string chosen = path.empty() ? default_config_path() : path;
+  const std::string chosen = chosen_config_path(path);
   if (chosen.empty()) return Config{};
   return load_config_file(chosen);
 }
@@ -161,7 +223,12 @@ void progress_line(const std::string& text) {
 
 int run_cli(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") return cmd_help({});
+  if (args.empty()) {  // a usage error like any other: help on stderr, exit 2
+    print_help(std::cerr);
+    std::cerr << "\nlazyagent-oci: no command given\n";
+    return kExitUsage;
+  }
+  if (args[0] == "--help" || args[0] == "-h") return cmd_help({});
   if (args[0] == "--version") return cmd_version({});
   for (const auto& c : commands()) {
     if (args[0] == c.name) {

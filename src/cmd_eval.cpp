@@ -1,6 +1,7 @@
 // `lazyagent-oci eval TASKS.jsonl`: many tasks, concurrently, resumable.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "eval_tasks.h"
 #include "interrupt.h"
 #include "run_store.h"
+#include "seed_snapshot.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -97,11 +99,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
-  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.option("--backend", &opt.backend, "BACKEND", "podman (default) or k8s");
   p.option("--namespace", &opt.ns, "NS", "with --backend k8s: namespace (default: the config's k8s.namespace)");
   p.option("--kubeconfig", &opt.kubeconfig, "FILE", "with --backend k8s: kubeconfig file");
-  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.backend != "podman" && opt.backend != "k8s") {
@@ -122,14 +124,29 @@ int cmd_eval(const std::vector<std::string>& args) {
   }
   auto parsed = load_tasks(opt.tasks);
   if (!parsed) return report_error(parsed.error(), opt.json);
-  if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);
+  // A task without its own seed uses the config's: it must be there too,
+  // before anything runs (a missing seed is the user's input, not an
+  // infrastructure failure to retry).
+  std::size_t on_config_seed = 0;
   for (const auto& t : parsed->tasks) {
-    if (t.seed.empty() && config->seed.empty()) {
-      return report_error(usage_error("eval: task " + t.id + " (line " + std::to_string(t.line) +
-                                      ") has no seed and the config names none"),
-                          opt.json);
+    if (!t.seed.empty()) continue;
+    if (config->seed.empty()) {
+      parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
+                                "task " + t.id + " has no seed and the config names none"});
+    }
+    ++on_config_seed;
+  }
+  if (on_config_seed > 0 && !config->seed.empty()) {
+    if (auto st = check_seed_dir(config->seed); !st) {
+      parsed->errors.insert(parsed->errors.begin(),
+                            {0, task_reason::kUnreadableSeed,
+                             escape_for_terminal(to_valid_utf8(st.error().message)) + " (the config's seed, used by " +
+                                 std::to_string(on_config_seed) + " task(s) without their own)"});
     }
   }
+  std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
+                   [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
+  if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);
 
   EvalOptions eo;
   std::string socket_path;

@@ -67,8 +67,8 @@ int cmd_run_k8s(const std::vector<std::string>& args) {
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
   p.repeated("--allow", &allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
-  p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
-  p.option("--config", &config_path, "FILE", "config file");
+  p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -104,7 +104,7 @@ int cmd_configure_k8s(const std::vector<std::string>& args) {
   p.option("--namespace", &ns, "NS", "namespace (default: the config's k8s.namespace)");
   p.option("--secret", &secret, "NAME", "the Secret's name (default: the config's k8s.secret)");
   p.option("--kubeconfig", &kubeconfig, "FILE", "kubeconfig file");
-  p.option("--config", &config_path, "FILE", "config file");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -184,14 +184,15 @@ int cmd_configure_k8s(const std::vector<std::string>& args) {
 int cmd_reap_k8s(const std::vector<std::string>& args) {
   std::string ns, kubeconfig, config_path;
   bool all = false, as_json = false;
-  ArgParser p("reap --backend k8s", "[--namespace NS] [--kubeconfig FILE] [--all] [--json]",
+  ArgParser p("reap --backend k8s", "[--namespace NS] [--kubeconfig FILE] [--config FILE] [--all] [--json]",
               std::string("Deletes the Jobs, pods, ConfigMaps and NetworkPolicies (label io.lazyagent.run) of runs\n"
-                          "whose owning process on this host is gone. Runs in progress, and runs started on\n"
-                          "other hosts, are left alone unless --all is given.\n") +
+                          "whose owning process on this host is gone, and closes those runs' records as\n"
+                          "`interrupted`. Runs in progress, and runs started on other hosts, are left alone\n"
+                          "unless --all is given (their records always).\n") +
                   kK8sOptionsHelp);
   p.option("--namespace", &ns, "NS", "namespace (default: the config's k8s.namespace)");
   p.option("--kubeconfig", &kubeconfig, "FILE", "kubeconfig file");
-  p.option("--config", &config_path, "FILE", "config file");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--all", &all, "also delete the objects of runs still in progress");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -202,18 +203,21 @@ int cmd_reap_k8s(const std::vector<std::string>& args) {
   if (!k8s) return report_error(k8s.error(), as_json);
   auto report = reap_k8s(**k8s, ns, all);
   if (!report) return report_error(report.error(), as_json);
+  close_abandoned_records(default_run_store(), &*report);  // the run records of dead owners (reaper.h)
   if (as_json) {
     std::cout << json{{"backend", "k8s"},
                       {"namespace", ns},
                       {"removed", report->removed},
                       {"left_running", report->left_running},
+                      {"records_closed", report->records_closed},
                       {"errors", report->errors}}.dump(2)
               << std::endl;
   } else {
     for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
     for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
+    for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
-    if (report->removed.empty()) std::cout << "nothing to reap\n";
+    if (report->removed.empty() && report->records_closed.empty()) std::cout << "nothing to reap\n";
   }
   return report->errors.empty() ? 0 : kExitEngine;
 }

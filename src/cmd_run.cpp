@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "planner_task.h"
 #include "podman_client.h"
+#include "seed_snapshot.h"
 
 namespace lazyagent {
 
@@ -33,13 +34,13 @@ int cmd_run(const std::vector<std::string>& args) {
   p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
   p.repeated("--allow", &allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
-  p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &timeout, "S", "host-side sandbox deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.integer("--attempts", &attempts, "N", "planner + sandbox rounds, stopping at the first pass (default: the config's repair.attempts, 1)", 1, 20);
   p.integer("--max-tokens", &max_tokens, "T", "stop the loop once the provider used T tokens in all (0 = no ceiling)", 0, 1L << 40);
   p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
-  p.option("--config", &config_path, "FILE", "config file");
-  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
+  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc or runsc (gVisor; the planner stays on runc); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -58,6 +59,8 @@ int cmd_run(const std::vector<std::string>& args) {
   req.judge.rerun = static_cast<int>(rerun >= 0 ? rerun : req.config.repair.rerun);
   req.judge.baseline = !no_baseline;
   if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json);
+  // The user's input, refused before anything runs: no record, no container.
+  if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("run"), json);
 
   auto socket = podman_socket_from_env();
   if (!socket) return report_error(socket.error(), json);
@@ -67,7 +70,7 @@ int cmd_run(const std::vector<std::string>& args) {
   PodmanClient sandbox_podman(*sandbox_socket);
   return finish_result(run_agent(req, podman, default_run_store(),
                                  [](const std::string& step) { progress_line(step); }, &sandbox_podman),
-                       json);
+                       json, "its planner and sandbox containers were removed");
 }
 
 }  // namespace lazyagent

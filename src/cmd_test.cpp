@@ -7,6 +7,7 @@
 #include "cli_args.h"
 #include "podman_client.h"
 #include "sandbox_run.h"
+#include "seed_snapshot.h"
 #include "terminal_text.h"
 #include "triage_run.h"
 
@@ -39,7 +40,10 @@ void print_list(std::ostream& o, const char* what, const nlohmann::json& list) {
 void print_triage(std::ostream& o, const nlohmann::json& t) {
   if (!t.is_object()) return;
   o << "verdict: " << t.value("verdict", "") << " (" << t["runs"].size() << " run(s))\n";
-  if (t["baseline"].is_object() && t["baseline"].contains("error")) {
+  if (t["baseline"] == "off") {
+    // --no-baseline: there is no second side to compare with.
+    o << "  per-test triage: off (--no-baseline: the seed's tests were not run unpatched)\n";
+  } else if (t["baseline"].is_object() && t["baseline"].contains("error")) {
     o << "  baseline: " << escape_for_terminal(t["baseline"].value("error", "")) << "\n";
   } else if (!t.value("available", false)) {
     o << "  per-test triage: not available (no unittest -v or pytest report on both sides)\n";
@@ -104,11 +108,11 @@ int cmd_test(const std::vector<std::string>& args) {
   p.option("--seed", &opt.seed, "DIR", "the project to test (default: the config's seed)");
   p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
-  p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.integer("--rerun", &opt.rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "skip the unpatched baseline run and the per-test triage");
-  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
-  p.option("--runtime", &opt.runtime, "RUNTIME", "runc (default) or runsc (gVisor: memory/pids/cpu not enforced)");
+  p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
+  p.option("--runtime", &opt.runtime, "RUNTIME", "runc or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -126,6 +130,8 @@ int cmd_test(const std::vector<std::string>& args) {
   }
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   if (req.config.seed.empty()) return report_error(usage_error("test: no seed: pass --seed DIR or set `seed` in the config"), opt.json);
+  // The user's input, refused before anything runs: no record, no container.
+  if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("test"), opt.json);
 
   auto patch = read_patch_file(opt.patch);
   if (!patch) return report_error(patch.error(), opt.json);
@@ -143,8 +149,8 @@ int cmd_test(const std::vector<std::string>& args) {
   return finish_result(result, opt.json);
 }
 
-int finish_result(const Result<TestResult>& result, bool json) {
-  if (!result) return report_error(result.error(), json);
+int finish_result(const Result<TestResult>& result, bool json, const std::string& removed_what) {
+  if (!result) return report_error(result.error(), json, removed_what);
   if (json) {
     std::cout << result_to_json(*result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else {

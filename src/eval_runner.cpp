@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "podman_client.h"
 #include "reaper.h"
 #include "sandbox_run.h"
+#include "seed_snapshot.h"
 #include "terminal_text.h"
 #include "triage_run.h"
 
@@ -44,14 +46,80 @@ const char* error_kind_name(ErrorKind k) {
   return kinds[static_cast<int>(k)];
 }
 
+// A task's resume key before it runs (eval_resume.h). Seeds are read and
+// images inspected once per distinct path and image, before any task runs.
+class ResumeKeys {
+ public:
+  ResumeKeys(const EvalOptions& opt, PodmanClient* podman) : opt_(opt), podman_(podman) {}
+
+  ResumeKey of(const EvalTask& task) {
+    const Config config = task_config(opt_.config, task);
+    ResumeKey k;
+    k.seed = seed_hash(config.seed);
+    k.patch = task_input_sha256(task.patch_json, task.instruction);
+    DecisiveSettings s;
+    s.config = config;
+    s.timeout_seconds = opt_.timeout_seconds;
+    s.baseline = opt_.baseline && !opt_.k8s_connection;  // no baseline on Kubernetes
+    s.reruns = opt_.attempts.reruns;
+    s.instruction = task.is_instruction();
+    if (opt_.k8s_connection) {
+      s.backend = "k8s";
+      s.k8s_namespace = opt_.k8s.ns;
+      s.k8s_runtime_class = opt_.k8s.runtime_class;
+    }
+    k.config = decisive_settings_sha256(s);
+    k.image = image_part(image_id(config.images.sandbox, "images.sandbox"),
+                         task.is_instruction() ? image_id(config.images.planner, "images.planner") : "");
+    return k;
+  }
+
+  // The sandbox image's part of the key, plus the planner's for an
+  // instruction task.
+  static std::string image_part(const std::string& sandbox, const std::string& planner) {
+    return planner.empty() ? sandbox : sandbox + " planner=" + planner;
+  }
+  std::string planner_image(const EvalTask& task) {
+    return task.is_instruction() ? image_id(task_config(opt_.config, task).images.planner, "images.planner") : "";
+  }
+
+ private:
+  std::string seed_hash(const std::string& path) {
+    auto it = seeds_.find(path);
+    if (it != seeds_.end()) return it->second;
+    auto snap = snapshot_seed(path);
+    return seeds_[path] = snap ? snap->sha256 : "unreadable: " + snap.error().message;
+  }
+  // podman's digest (a rebuilt image under the same tag has a new one); on
+  // Kubernetes the nodes pull the image: its reference.
+  std::string image_id(const std::string& image, const std::string& key) {
+    if (!podman_) return "ref:" + image;
+    auto it = images_.find(image);
+    if (it != images_.end()) return it->second;
+    auto img = podman_->image_inspect(image, key);
+    std::string id = "missing:" + image;
+    if (img) {
+      const std::string digest = img->value("Digest", "");
+      id = digest.empty() ? img->value("Id", "") : digest;
+    }
+    return images_[image] = id;
+  }
+
+  const EvalOptions& opt_;
+  PodmanClient* podman_;
+  std::map<std::string, std::string> seeds_, images_;
+};
+
 // The result file: what `test --json` / `run --json` prints for the final
 // attempt, plus the eval's own fields.
-json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
+json result_document(const EvalTask& task, const TaskVerdict& v, long ms, const ResumeKey& key,
+                     const std::vector<std::string>& changed) {
   json j;
   if (v.final) {
     j = result_to_json(*v.final);
   } else {
     j = {{"error", to_valid_utf8(v.final.error().message)}, {"error_kind", error_kind_name(v.final.error().kind)}};
+    for (const auto& [k, id] : v.final.error().ids) j[k] = id;
   }
   json attempts = json::array();
   for (const auto& a : v.attempts) {
@@ -61,6 +129,8 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
   j["eval"] = {{"category", category_name(v.category)},
                {"attempts", attempts},
                {"task_sha256", task_sha256(task)},
+               {"key", resume_key_to_json(key)},
+               {"changed", changed},
                {"line", task.line},
                {"ms", ms}};
   return j;
@@ -131,12 +201,20 @@ class Runner {
     }
     if (auto st = store_.ensure(); !st) return st.error();
 
-    for (const auto& t : tasks_) {
-      if (auto row = finished_row(opt_.out_dir, t)) {
-        report_.rows.push_back(*row);
-        notify({EvalEvent::Kind::kSkipped, *row});
-      } else {
-        pending_.push_back(&t);
+    {
+      std::unique_ptr<PodmanClient> podman;
+      if (!opt_.k8s_connection) podman = std::make_unique<PodmanClient>(opt_.socket);
+      ResumeKeys keys(opt_, podman.get());
+      for (const auto& t : tasks_) {
+        Pending p{&t, keys.of(t), {}, keys.planner_image(t)};
+        ResumeCheck check = check_resume(opt_.out_dir, t, p.key);
+        if (check.finished) {
+          report_.rows.push_back(*check.finished);
+          notify({EvalEvent::Kind::kSkipped, *check.finished});
+        } else {
+          p.changed = std::move(check.changed);
+          pending_.push_back(std::move(p));
+        }
       }
     }
     if (opt_.k8s_connection) return run_k8s(t0);
@@ -170,8 +248,8 @@ class Runner {
           if (interrupted_signal() != 0) return;
           const std::size_t i = next_.fetch_add(1);
           if (i >= pending_.size()) return;
-          const EvalTask& task = *pending_[i];
-          run_one(task, [this, &task, client]() -> Result<TestResult> {
+          const EvalTask& task = *pending_[i].task;
+          run_one(pending_[i], [this, &task, client]() -> Result<TestResult> {
             K8sRunRequest req;
             req.config = task_config(opt_.config, task);
             req.timeout_seconds = opt_.timeout_seconds;
@@ -201,8 +279,7 @@ class Runner {
       if (interrupted_signal() != 0) return;
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
-      const EvalTask& task = *pending_[i];
-      run_one(task, podman_attempt(task, podman));
+      run_one(pending_[i], podman_attempt(*pending_[i].task, podman));
     }
   }
 
@@ -231,7 +308,8 @@ class Runner {
     };
   }
 
-  void run_one(const EvalTask& task, const AttemptFn& attempt) {
+  void run_one(const Pending& p, const AttemptFn& attempt) {
+    const EvalTask& task = *p.task;
     EvalRow started;
     started.id = task.id;
     notify({EvalEvent::Kind::kStarted, started});
@@ -246,8 +324,14 @@ class Runner {
     row.attempts = static_cast<int>(v.attempts.size());
     row.ms = ms;
     row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
+    row.changed = p.changed;
+    // The key of what really ran: the seed and image the run itself saw,
+    // when it got that far (either may have changed since the key was made).
+    ResumeKey key = p.key;
+    if (v.final && !v.final->seed_sha256.empty()) key.seed = v.final->seed_sha256;
+    if (v.final && !v.final->image_digest.empty()) key.image = ResumeKeys::image_part(v.final->image_digest, p.planner_image);
     const std::string text =
-        result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+        result_document(task, v, ms, key, p.changed).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
       std::lock_guard<std::mutex> lock(mu_);
       if (write_error_.empty()) write_error_ = "writing the result of task " + task.id + ": " + st.error().message;
@@ -282,7 +366,13 @@ class Runner {
   const EvalOptions& opt_;
   const RunStore& store_;
   const EvalObserver& observer_;
-  std::vector<const EvalTask*> pending_;
+  struct Pending {
+    const EvalTask* task;
+    ResumeKey key;
+    std::vector<std::string> changed;  // why it runs again (eval_resume.h)
+    std::string planner_image;          // an instruction task's planner image id
+  };
+  std::vector<Pending> pending_;
   std::atomic<std::size_t> next_{0};
   std::mutex mu_;
   RunSlots slots_;
@@ -305,24 +395,27 @@ Config task_config(const Config& base, const EvalTask& task) {
   return c;
 }
 
-std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task) {
+ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const ResumeKey& key) {
+  ResumeCheck out;
   std::ifstream f(eval_result_path(out_dir, task.id), std::ios::binary);
-  if (!f) return std::nullopt;
+  if (!f) return out;
   std::stringstream ss;
   ss << f.rdbuf();
   const json j = json::parse(ss.str(), nullptr, false);
-  if (!j.is_object() || !j.contains("eval") || !j["eval"].is_object()) return std::nullopt;
+  if (!j.is_object() || !j.contains("eval") || !j["eval"].is_object()) return out;
   const json& e = j["eval"];
   EvalRow row;
   row.id = task.id;
   row.skipped = true;
-  if (e.value("task_sha256", "") != task_sha256(task)) return std::nullopt;
-  if (!category_from_name(e.value("category", ""), &row.category)) return std::nullopt;
-  if (row.category == EvalCategory::kInfraError) return std::nullopt;
+  if (!category_from_name(e.value("category", ""), &row.category)) return out;
+  if (row.category == EvalCategory::kInfraError) return out;  // retried, not changed
+  out.changed = changed_parts(e.contains("key") ? e["key"] : json(), key);
+  if (!out.changed.empty()) return out;
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
-  return row;
+  out.finished = row;
+  return out;
 }
 
 Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,

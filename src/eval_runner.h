@@ -15,13 +15,17 @@
 //   results/<task-id>.json  one per finished task: the JSON `test --json` /
 //                           `run --json` prints (or its error object), plus
 //                           `task_id` and `eval` {category, attempts,
-//                           task_sha256, line, ms}. Written atomically (temp,
-//                           fsync, rename) only once the task has its
-//                           category, so a crash mid-task leaves no file and
-//                           the task runs again.
+//                           task_sha256, key, changed, line, ms}. Written
+//                           atomically (temp, fsync, rename) only once the
+//                           task has its category, so a crash mid-task leaves
+//                           no file and the task runs again.
 //   summary.json            the last run's summary (eval_summary.h)
-// Resuming: a task whose result file exists, names the same task_sha256 and
-// holds a verdict (not infra_error) is skipped; every other task runs.
+// Resuming (eval_resume.h): before anything runs, each task's resume key is
+// computed (the seed snapshot's hash, the patch's, the decisive settings',
+// the image digest). A task whose result file holds a verdict (not
+// infra_error) under the same key is skipped; a task whose stored key
+// differs runs again, and its row names the parts that changed; every
+// other task runs.
 // SIGINT/SIGTERM: no new task starts; each running pipeline removes its
 // container and private copy on the way out (their scope guards); the
 // interrupted tasks get no result file.
@@ -34,6 +38,7 @@
 
 #include "config.h"
 #include "eval_attempts.h"
+#include "eval_resume.h"
 #include "eval_summary.h"
 #include "eval_tasks.h"
 #include "k8s_run.h"
@@ -81,9 +86,16 @@ std::string eval_result_path(const std::string& out_dir, const std::string& task
 // The task's config: the base with the task's seed/allow/command/image.
 Config task_config(const Config& base, const EvalTask& task);
 
-// The finished row recorded for this task under out_dir, if its result file
-// is for the same task (task_sha256) and holds a verdict.
-std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task);
+// What the result file under out_dir says about a task with this resume key:
+// `finished` when it holds a verdict (not infra_error) under the same key;
+// else `changed` names the parts whose hashes differ when it held a verdict
+// under another key (eval_resume.h), and is empty when there was no file, no
+// verdict, or an infra_error (a retry, not a change).
+struct ResumeCheck {
+  std::optional<EvalRow> finished;
+  std::vector<std::string> changed;
+};
+ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const ResumeKey& key);
 
 Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,
                             const RunStore& store, const EvalObserver& observer);

@@ -20,6 +20,7 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     }
     s.by_category[static_cast<int>(it->second->category)].push_back(id);
     if (it->second->skipped) s.skipped.push_back(id);
+    for (const auto& part : it->second->changed) s.changed[part].push_back(id);
   }
   return s;
 }
@@ -37,6 +38,11 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["finished"] = finished;
   j["skipped"] = group(s.skipped);
   j["not_run"] = group(s.not_run);
+  // Why tasks with an earlier result ran again: the parts of their resume
+  // key that changed (eval_resume.h).
+  nlohmann::json changed = nlohmann::json::object();
+  for (const auto& [part, ids] : s.changed) changed[part] = group(ids);
+  j["changed"] = changed;
   j["interrupted"] = s.interrupted;
   j["jobs"] = s.jobs;
   j["wall_ms"] = s.wall_ms;
@@ -57,6 +63,7 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
   for (EvalCategory c : kAllCategories) row(category_name(c), s.ids(c));
   if (!s.skipped.empty()) row("(skipped)", s.skipped);
   if (!s.not_run.empty()) row("(not run)", s.not_run);
+  for (const auto& [part, ids] : s.changed) row("(changed: " + part + ")", ids);
   o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
     << (s.interrupted ? ", interrupted" : "") << "\n";
   return o.str();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct EvalRow {
   int attempts = 1;
   long ms = 0;
   std::string reason;    // why not passed, one line
+  std::vector<std::string> changed;  // ran again because these parts of its resume key changed (eval_resume.h)
 };
 
 struct EvalSummary {
@@ -27,6 +29,9 @@ struct EvalSummary {
   std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(5);
   std::vector<std::string> skipped;                // resumed, not rerun
   std::vector<std::string> not_run;                // interrupted before their verdict
+  // Tasks run again because their resume key changed, per part ("seed",
+  // "patch", "config", "image", "key"), in task-file order.
+  std::map<std::string, std::vector<std::string>> changed;
   bool interrupted = false;
   int jobs = 1;
   long wall_ms = 0;

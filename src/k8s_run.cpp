@@ -220,7 +220,10 @@ class K8sPipeline {
       (void)guard_->remove_now();
       const bool interrupted = st.error().kind == ErrorKind::kInterrupted;
       save(interrupted ? "interrupted" : "error", st.error().message);
-      return st.error().context("run " + res_.run_id + " (kubernetes " + req_.k8s.ns + ")");
+      return st.error()
+          .context("run " + res_.run_id + " (kubernetes " + req_.k8s.ns + ")")
+          .with_id("run_id", res_.run_id)
+          .with_id("planner_task_id", res_.planner.is_object() ? res_.run_id : "");  // its task record exists
     }
     return res_;
   }

@@ -95,7 +95,7 @@ Result<PlannerOutcome> run_planner(PodmanClient& podman, const RunStore& store,
   PlannerOutcome o;
   o.task_id = task.task_id;
   if (auto st = check_secrets(podman, config); !st) return st.error();
-  auto image = podman.image_inspect(config.images.planner);
+  auto image = podman.image_inspect(config.images.planner, "images.planner");
   if (!image) return image.error().context("the planner image");
   o.image_digest = image->value("Digest", image->value("Id", ""));
 

@@ -227,7 +227,7 @@ struct Exchange {
   bool connected = false;  // the request went out (so a timeout was the answer's)
 };
 
-size_t on_body(char* data, size_t size, size_t n, void* user) {
+size_t provider_on_body(char* data, size_t size, size_t n, void* user) {
   auto* x = static_cast<Exchange*>(user);
   const size_t len = size * n;
   if (x->body.size() + len > kMaxReplyBytes) {
@@ -238,7 +238,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-size_t on_header(char* data, size_t size, size_t n, void* user) {
+size_t provider_on_header(char* data, size_t size, size_t n, void* user) {
   auto* x = static_cast<Exchange*>(user);
   const size_t len = size * n;
   const std::string line(data, len);
@@ -252,7 +252,7 @@ int on_connected(void* user, char*, char*, int, int) {  // new or reused connect
   return CURL_PREREQFUNC_OK;
 }
 
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+int provider_on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return interrupted_signal() != 0 ? 1 : 0;  // CURLE_ABORTED_BY_CALLBACK
 }
 
@@ -267,14 +267,14 @@ Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::s
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   curl_easy_setopt(c, CURLOPT_USERAGENT, "lazyagent-oci/" LAZYAGENT_VERSION);
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, provider_on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, provider_on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
   curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_connected);
   curl_easy_setopt(c, CURLOPT_PREREQDATA, &x);
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, provider_on_progress);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s.connect_timeout_ms);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, s.total_timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -311,12 +311,15 @@ bool sleep_unless_interrupted(long ms) {
 }  // namespace
 
 Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& request,
-                                  const ProviderLog& log) {
+                                  const ProviderLog& log, int* attempts_made) {
+  int unused = 0;
+  int& attempts = attempts_made != nullptr ? *attempts_made : unused;
+  attempts = 0;
   auto say = [&](const std::string& line) {
     if (log) log(redact(line, s.api_key));
   };
-  auto fail = [&](ErrorKind kind, const std::string& what, int attempts) {
-    const std::string after = " (after " + std::to_string(attempts) + (attempts == 1 ? " attempt)" : " attempts)");
+  auto fail = [&](ErrorKind kind, const std::string& what, int n) {
+    const std::string after = " (after " + std::to_string(n) + (n == 1 ? " attempt)" : " attempts)");
     return Error{kind, redact(what + after, s.api_key)};
   };
   if (auto st = validate_base_url(s.base_url); !st) return st.error();
@@ -337,7 +340,7 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
 
   const auto start = Clock::now();
   bool json_format = request.json_response_format;
-  int attempts = 0, retries = 0;
+  int retries = 0;
   long backoff = std::max(0L, s.backoff_ms);
   while (true) {
     if (interrupted_signal() != 0) break;

@@ -166,7 +166,7 @@ class TestPipeline {
                         : is_infra_error(st.error())       ? "infra_error"
                                                            : "";
       record_error(interrupted ? "interrupted" : "error", st.error().message);
-      return st.error().context("run " + res_.run_id);
+      return st.error().context("run " + res_.run_id).with_id("run_id", res_.run_id).with_id("sandbox_id", res_.sandbox_id);
     }
     return res_;
   }
@@ -261,7 +261,7 @@ class TestPipeline {
   }
 
   Status image() {
-    auto img = podman_.image_inspect(policy_.image);
+    auto img = podman_.image_inspect(policy_.image, "images.sandbox");
     if (!img) return img.error();
     const std::string digest = img->value("Digest", "");
     res_.image_digest = digest.empty() ? img->value("Id", "") : digest;
