@@ -85,7 +85,7 @@ int cmd_configure(const std::vector<std::string>& args) {
 int cmd_secret(const std::vector<std::string>& args) {
   std::string action, name, config_path;
   bool json_out = false;
-  ArgParser p("secret", "list [--json] | delete NAME",
+  ArgParser p("secret", "list [--config FILE] [--json] | delete NAME",
               "Lists the provider secrets the config names (names and dates only, never values),\n"
               "or deletes one podman secret.");
   p.positional("ACTION", &action, true, "list or delete");

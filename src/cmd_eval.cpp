@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "cli.h"
@@ -124,24 +126,51 @@ int cmd_eval(const std::vector<std::string>& args) {
   }
   auto parsed = load_tasks(opt.tasks);
   if (!parsed) return report_error(parsed.error(), opt.json);
-  // A task without its own seed uses the config's: it must be there too,
-  // before anything runs (a missing seed is the user's input, not an
-  // infrastructure failure to retry).
+  // Every seed is read before anything runs (once per path; the resume keys
+  // need its hash anyway): a seed that is missing, unreadable or refused by
+  // the snapshot (a special file) is the user's input, refused with the task
+  // file, never an infrastructure failure to retry. A task without its own
+  // seed uses the config's (its problem is reported as line 0).
+  std::map<std::string, std::string> seed_hashes;
+  std::map<std::string, std::string> seed_problems;
   std::size_t on_config_seed = 0;
-  for (const auto& t : parsed->tasks) {
-    if (!t.seed.empty()) continue;
-    if (config->seed.empty()) {
-      parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
-                                "task " + t.id + " has no seed and the config names none"});
+  auto read_seed = [&](const std::string& path) -> const std::string* {
+    if (seed_hashes.count(path)) return nullptr;
+    if (auto p = seed_problems.find(path); p != seed_problems.end()) return &p->second;
+    if (auto st = check_seed_dir(path); !st) {
+      return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(st.error().message)));
     }
-    ++on_config_seed;
+    auto snap = snapshot_seed(path);
+    if (snap) {
+      seed_hashes[path] = snap->sha256;
+      return nullptr;
+    }
+    return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(snap.error().message)));
+  };
+  std::set<std::string> reported;  // check_seed_dir's line errors (resolve_task_files) already name these
+  for (const auto& e : parsed->errors) {
+    if (e.code == task_reason::kUnreadableSeed) reported.insert(std::to_string(e.line));
+  }
+  for (const auto& t : parsed->tasks) {
+    if (t.seed.empty()) {
+      if (config->seed.empty()) {
+        parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
+                                  "task " + t.id + " has no seed and the config names none"});
+      }
+      ++on_config_seed;
+      continue;
+    }
+    if (reported.count(std::to_string(t.line))) continue;
+    if (const std::string* problem = read_seed(t.seed)) {
+      parsed->errors.push_back({t.line, task_reason::kUnreadableSeed, *problem});
+    }
   }
   if (on_config_seed > 0 && !config->seed.empty()) {
-    if (auto st = check_seed_dir(config->seed); !st) {
+    if (const std::string* problem = read_seed(config->seed)) {
       parsed->errors.insert(parsed->errors.begin(),
                             {0, task_reason::kUnreadableSeed,
-                             escape_for_terminal(to_valid_utf8(st.error().message)) + " (the config's seed, used by " +
-                                 std::to_string(on_config_seed) + " task(s) without their own)"});
+                             *problem + " (the config's seed, used by " + std::to_string(on_config_seed) +
+                                 " task(s) without their own)"});
     }
   }
   std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
@@ -169,6 +198,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
   eo.socket = socket_path;
+  eo.seed_sha256 = std::move(seed_hashes);
   const RunStore store = default_run_store();
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +

@@ -85,6 +85,7 @@ class ResumeKeys {
 
  private:
   std::string seed_hash(const std::string& path) {
+    if (auto known = opt_.seed_sha256.find(path); known != opt_.seed_sha256.end()) return known->second;
     auto it = seeds_.find(path);
     if (it != seeds_.end()) return it->second;
     auto snap = snapshot_seed(path);
@@ -185,6 +186,14 @@ Status check_engine(PodmanClient& podman, const RunStore& store) {
 }
 
 class Runner {
+  // A task to run, with its resume key (eval_resume.h).
+  struct Pending {
+    const EvalTask* task;
+    ResumeKey key;
+    std::vector<std::string> changed;  // why it runs again: the key's parts that changed
+    std::string planner_image;          // an instruction task's planner image id
+  };
+
  public:
   Runner(const std::vector<EvalTask>& tasks, const EvalOptions& opt, const RunStore& store,
          const EvalObserver& observer)
@@ -366,12 +375,6 @@ class Runner {
   const EvalOptions& opt_;
   const RunStore& store_;
   const EvalObserver& observer_;
-  struct Pending {
-    const EvalTask* task;
-    ResumeKey key;
-    std::vector<std::string> changed;  // why it runs again (eval_resume.h)
-    std::string planner_image;          // an instruction task's planner image id
-  };
   std::vector<Pending> pending_;
   std::atomic<std::size_t> next_{0};
   std::mutex mu_;

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct EvalOptions {
   std::optional<K8sConnection> k8s_connection;
   K8sRunSettings k8s;
   std::string socket;                // podman's socket
+  // Seed snapshot hashes by path, when the caller has read the seeds already
+  // (`eval` does, to refuse an unreadable one before anything runs); the
+  // resume keys use them instead of reading the seeds again.
+  std::map<std::string, std::string> seed_sha256;
 };
 
 struct EvalEvent {

@@ -131,7 +131,7 @@ def parse_marker(text):
             raise ValueError("synopsis takes no arguments")
         return "synopsis", {}
     if text.startswith("run"):
-        parts = [p.strip() for p in text.split(";")]
+        parts = [p.strip() for p in re.split(r";\s*(?=not `)", text)]
         head = parts[0].split()
         opts = {"exit": 0, "not": []}
         for tok in head[1:]:

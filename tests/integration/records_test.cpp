@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -398,6 +399,17 @@ TEST_CASE("a missing or unreadable seed is refused before anything runs: test, r
   CHECK(ej["line_errors"][0]["code"] == "unreadable_seed");
   CHECK(ej["line_errors"][0]["message"] == "seed " + dir.path() + "/no-such-seed: no such directory");
   CHECK_FALSE(fs::exists(dir.path() + "/tasks.eval"));  // nothing ran, no results
+
+  // A seed the snapshot refuses (it holds a fifo) is refused the same way
+  // (it was an infra_error, retried, before).
+  const std::string fifo_seed = dir.path() + "/fifo-seed";
+  fs::copy(seed_dir(), fifo_seed, fs::copy_options::recursive);
+  REQUIRE(mkfifo((fifo_seed + "/pipe").c_str(), 0600) == 0);
+  const std::string fifo_tasks = dir.file("fifo.jsonl", "{\"id\":\"f\",\"seed\":\"fifo-seed\",\"patch\":\"p.json\"}\n");
+  CliResult e3 = run_cli({state.path()}, {"eval", fifo_tasks, "--json"});
+  CHECK(e3.exit_code == 2);
+  CHECK(parsed(e3)["line_errors"][0]["code"] == "unreadable_seed");
+  CHECK(parsed(e3)["line_errors"][0]["message"].get<std::string>().find("holds a special file") != std::string::npos);
 
   // The config's seed, used by tasks without one, is checked the same way.
   const std::string cfg = dir.file("c.yaml", "seed: " + missing + "\n");
