@@ -57,6 +57,23 @@ class ResumeKeys {
     ResumeKey k;
     k.seed = seed_hash(config.seed);
     k.patch = task_input_sha256(task.patch_json, task.instruction);
+    // Tasks differ only in what they override: hash each combination once
+    // (building the policy reads the seccomp profile).
+    std::string overrides = task.test_command + '\0' + task.image + '\0' + (task.has_allow ? "1" : "0") +
+                            (task.is_instruction() ? "i" : "p");
+    for (const auto& a : task.allow) overrides += '\0' + a;
+    if (auto it = configs_.find(overrides); it != configs_.end()) {
+      k.config = it->second;
+    } else {
+      k.config = configs_[overrides] = config_hash(task, config);
+    }
+    k.image = image_part(image_id(config.images.sandbox, "images.sandbox"),
+                         task.is_instruction() ? image_id(config.images.planner, "images.planner") : "");
+    return k;
+  }
+
+ private:
+  std::string config_hash(const EvalTask& task, const Config& config) const {
     DecisiveSettings s;
     s.config = config;
     s.timeout_seconds = opt_.timeout_seconds;
@@ -68,12 +85,10 @@ class ResumeKeys {
       s.k8s_namespace = opt_.k8s.ns;
       s.k8s_runtime_class = opt_.k8s.runtime_class;
     }
-    k.config = decisive_settings_sha256(s);
-    k.image = image_part(image_id(config.images.sandbox, "images.sandbox"),
-                         task.is_instruction() ? image_id(config.images.planner, "images.planner") : "");
-    return k;
+    return decisive_settings_sha256(s);
   }
 
+ public:
   // The sandbox image's part of the key, plus the planner's for an
   // instruction task.
   static std::string image_part(const std::string& sandbox, const std::string& planner) {
@@ -108,7 +123,7 @@ class ResumeKeys {
 
   const EvalOptions& opt_;
   PodmanClient* podman_;
-  std::map<std::string, std::string> seeds_, images_;
+  std::map<std::string, std::string> seeds_, images_, configs_;
 };
 
 // The result file: what `test --json` / `run --json` prints for the final

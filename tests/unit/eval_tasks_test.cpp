@@ -135,10 +135,8 @@ TEST_CASE("eval tasks: a seed that is a file, or missing, is the task's error, b
   Tmp t;
   std::ofstream(t.path + "/p.json") << kPatch;
   std::ofstream(t.path + "/file") << "x";
-  ParsedTasks p = parse_task_lines("{"id":"a","seed":"file","patch":"p.json"}
-"
-                                   "{"id":"b","seed":"gone/x","patch":"p.json"}
-");
+  ParsedTasks p = parse_task_lines("{\"id\":\"a\",\"seed\":\"file\",\"patch\":\"p.json\"}\n"
+                                   "{\"id\":\"b\",\"seed\":\"gone/x\",\"patch\":\"p.json\"}\n");
   REQUIRE(p.ok());
   resolve_task_files(&p, t.path);
   CHECK(described(p) == std::vector<std::string>{
