@@ -23,7 +23,7 @@ set(LAZYAGENT_FUZZ_FLAGS -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
 # A link error here means a target reached a new file: add it to the list.
 set(LAZYAGENT_FUZZ_LIB_SOURCES
   config patch_contract strict_json utf8 digest log_stream terminal_text verdict
-  provider_client interrupt planner_task)
+  provider_client interrupt planner_task suspicious_code)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES APPEND .cpp)
 add_library(lazyagent_fuzz_core STATIC ${LAZYAGENT_FUZZ_LIB_SOURCES})

@@ -75,6 +75,16 @@ inline void check_accepted_patch(const Patch& patch, const ContractLimits& limit
       const long cp = decode_utf8(f.content, i, len);
       FUZZ_CHECK(cp == '\t' || cp == '\n' || cp == '\r' || !is_control_char(cp),
                  "accepted content has no control character but tab, CR, LF");
+      // Trojan Source: no bidi control at all; no invisible character but a
+      // leading BOM and joiners (which the contract allows only inside text).
+      FUZZ_CHECK(!is_bidi_control(cp), "accepted content has no bidirectional control");
+      FUZZ_CHECK(cp != 0x200b && cp != 0x200e && cp != 0x200f && cp != 0x061c && cp != 0x2028 &&
+                     cp != 0x2029 && !(cp >= 0x2060 && cp <= 0x2064) && (cp != 0xfeff || i == 0),
+                 "accepted content has no invisible character");
+    }
+    for (std::size_t i = 0, len = 1; i < p.size(); i += len) {
+      const long cp = decode_utf8(p, i, len);
+      FUZZ_CHECK(!is_format_control(cp) && cp != 0x2028 && cp != 0x2029, "accepted path has no format character");
     }
     total += f.content.size();
   }
@@ -89,7 +99,10 @@ inline void check_finding(const Finding& f) {
       reason::kInvalidUtf8,   reason::kEmptyPath,      reason::kAbsolutePath,
       reason::kDotComponent,  reason::kBackslashInPath, reason::kControlCharInPath,
       reason::kControlCharInContent, reason::kDuplicatePath, reason::kNotAllowed,
-      reason::kTooManyFiles,  reason::kTooLarge};
+      reason::kTooManyFiles,  reason::kTooLarge,       reason::kBidiControlInPath,
+      reason::kInvisibleCharInPath, reason::kBidiControlInContent, reason::kInvisibleCharInContent,
+      reason::kSuspiciousExit, reason::kSuspiciousAtexit, reason::kSuspiciousSignal,
+      reason::kSuspiciousRunnerSummary};
   FUZZ_CHECK(codes.count(f.code) == 1, "known reason code: " + f.code);
   FUZZ_CHECK(!f.message.empty(), "finding has a message");
   FUZZ_CHECK(is_terminal_safe(f.message, false), "finding message is safe to print: " + f.message);
@@ -101,6 +114,16 @@ inline void check_finding(const Finding& f) {
 inline ContractResult validate_and_check(std::string_view text, const ContractLimits& limits) {
   ContractResult r = validate_patch_json(text, limits);
   for (const Finding& f : r.findings) check_finding(f);
+  for (const Finding& f : r.suspicious) {
+    check_finding(f);
+    FUZZ_CHECK(f.code.rfind("suspicious_", 0) == 0 && f.line > 0, "a suspicious finding names its line");
+  }
+  // Refusing suspicious code adds exactly the suspicious findings as refusals.
+  ContractLimits strict = limits;
+  strict.refuse_suspicious = true;
+  const ContractResult rs = validate_patch_json(text, strict);
+  FUZZ_CHECK(rs.findings.size() == r.findings.size() + r.suspicious.size(),
+             "refuse_suspicious refuses exactly the suspicious findings");
   if (!r.ok()) return r;
   check_accepted_patch(r.patch, limits);
   FUZZ_CHECK(validate_patch(r.patch, limits).empty(), "validate_patch agrees with validate_patch_json");

@@ -4,6 +4,10 @@
 #   localhost/lazyagent-base:bookworm    debootstrap --variant=minbase + podman import
 #   localhost/lazyagent-sandbox:latest   images/sandbox/Containerfile (python3, user sandbox)
 #   localhost/lazyagent-planner:latest   ./Containerfile, once it exists (see build_planner)
+#   localhost/lazyagent-base:sid         the same debootstrap + import, Debian sid
+#   localhost/lazyagent-llama:sid        images/llama/Containerfile: llama.cpp's llama-server
+#                                        and python3-gguf (sid only), for the tests against a
+#                                        real OpenAI-compatible server (scripts/llama-server.sh)
 #
 # Each image is built only when missing, or when its recipe changed (its
 # Containerfile, the base image it was built on, or a file it copies), or with
@@ -18,7 +22,8 @@ usage() {
   cat <<EOF
 usage: $(basename "$0") [options]
 
-  --only base|sandbox|planner   build just this image (may be repeated);
+  --only base|sandbox|planner|llama
+                                build just this image (may be repeated);
                                 a missing local base is still built first
   --rebuild                     rebuild the selected images even if present
   --refresh                     also re-download the cached debootstrap tarball
@@ -62,9 +67,9 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[ ${#ONLY[@]} -gt 0 ] || ONLY=(base sandbox planner)
+[ ${#ONLY[@]} -gt 0 ] || ONLY=(base sandbox planner llama)
 for o in "${ONLY[@]}"; do
-  case "$o" in base|sandbox|planner) ;; *) die "--only: unknown image '$o' (base|sandbox|planner)" ;; esac
+  case "$o" in base|sandbox|planner|llama) ;; *) die "--only: unknown image '$o' (base|sandbox|planner|llama)" ;; esac
 done
 selected() { local o; for o in "${ONLY[@]}"; do [ "$o" = "$1" ] && return 0; done; return 1; }
 
@@ -83,6 +88,14 @@ image_exists() { podman image exists "$1" 2>/dev/null; }
 image_id() { podman image inspect --format '{{.Id}}' "$1" 2>/dev/null; }
 image_label() { podman image inspect --format "{{index .Labels \"$2\"}}" "$1" 2>/dev/null; }
 is_local_base() { [ "$BASE" = "$LAZYAGENT_BASE_IMAGE" ]; }
+# local_base_suite IMAGE: the Debian suite of one of our debootstrap bases, or false.
+local_base_suite() {
+  case "$1" in
+    "$LAZYAGENT_BASE_IMAGE") printf '%s' "$LAZYAGENT_DEBIAN_SUITE" ;;
+    "$LAZYAGENT_LLAMA_BASE_IMAGE") printf '%s' "$LAZYAGENT_LLAMA_SUITE" ;;
+    *) return 1 ;;
+  esac
+}
 
 # Images we replaced by a rebuild; removed at the end if nothing tags or uses
 # them any more (a replaced base is still used by the old sandbox until that
@@ -125,17 +138,20 @@ trap cleanup_rootfs EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# build_base [SUITE IMAGE]: default the host's suite as $LAZYAGENT_BASE_IMAGE.
 build_base() {
-  local name="$LAZYAGENT_BASE_IMAGE"
+  local suite="${1:-$LAZYAGENT_DEBIAN_SUITE}" name="${2:-$LAZYAGENT_BASE_IMAGE}"
   if image_exists "$name" && [ "$REBUILD" -eq 0 ]; then
     info "$name: present (use --rebuild to rebuild)"
     return 0
   fi
   command -v debootstrap >/dev/null || die "debootstrap is not installed (run scripts/setup.sh)"
-  local suite="$LAZYAGENT_DEBIAN_SUITE" arch mirror keyring tarball t0
+  local arch mirror keyring tarball t0
   arch="$(dpkg --print-architecture)"
-  mirror="$(debian_mirror "$suite" main)" ||
-    die "no apt source serves '$suite' with component main; set LAZYAGENT_DEBIAN_MIRROR=<uri>"
+  # A suite the host does not use (sid for the llama image) comes from the same
+  # Debian archive that serves the host's own suite.
+  mirror="$(debian_mirror "$suite" main || debian_mirror "$LAZYAGENT_DEBIAN_SUITE" main)" ||
+    die "no apt source serves '$suite' (or $LAZYAGENT_DEBIAN_SUITE) with component main; set LAZYAGENT_DEBIAN_MIRROR=<uri>"
   keyring=/usr/share/keyrings/debian-archive-keyring.gpg
   [ -f "$keyring" ] || die "$keyring missing (apt-get install debian-archive-keyring)"
   info "mirror: $mirror (from the apt sources)"
@@ -198,10 +214,13 @@ slim_rootfs() {
   local r="$1" suite="$2" mirror="$3" upd sec
   # apt sources: the same mirror(s) this host uses, so that RUN apt-get works
   # in derived images; updates/security only when the host has them too.
+  # sid has neither updates nor security suites.
   {
     printf 'deb %s %s main\n' "$mirror" "$suite"
-    if upd="$(debian_mirror "$suite-updates" main)"; then printf 'deb %s %s-updates main\n' "$upd" "$suite"; fi
-    if sec="$(debian_mirror "$suite-security" main)"; then printf 'deb %s %s-security main\n' "$sec" "$suite"; fi
+    case "$suite" in sid|unstable) ;; *)
+      if upd="$(debian_mirror "$suite-updates" main)"; then printf 'deb %s %s-updates main\n' "$upd" "$suite"; fi
+      if sec="$(debian_mirror "$suite-security" main)"; then printf 'deb %s %s-security main\n' "$sec" "$suite"; fi ;;
+    esac
   } >"$r/etc/apt/sources.list"
   # Files added on top of debootstrap's tree: dpkg path excludes (no docs,
   # man pages, translations in later installs) and apt cache cleaning.
@@ -235,9 +254,11 @@ slim_rootfs() {
 
 # Can a container on the default network open a TCP connection to the mirror?
 # If not, but one on the host network can, build with --network host.
-# Probes with bash's /dev/tcp in the local base (a stock base may lack bash).
+# Probes with bash's /dev/tcp in a local base (a stock base may lack bash).
+# probe_build_network BASE
 probe_build_network() {
-  [ -z "$BUILD_NETWORK" ] && [ "$BUILD_NETWORK_PROBED" -eq 0 ] && is_local_base || return 0
+  local base="$1"
+  [ -z "$BUILD_NETWORK" ] && [ "$BUILD_NETWORK_PROBED" -eq 0 ] && local_base_suite "$base" >/dev/null || return 0
   BUILD_NETWORK_PROBED=1
   local mirror hostport host port=80
   mirror="$(debian_mirror)" || return 0
@@ -246,11 +267,13 @@ probe_build_network() {
   host="${hostport%:*}"
   if [ "$host" != "$hostport" ]; then port="${hostport##*:}"; fi
   local -a run=(run --rm --pull=never --label io.lazyagent.role=build-probe)
-  local probe="exec 3<>/dev/tcp/$host/$port"
-  if podman "${run[@]}" "$BASE" timeout 10 bash -c "$probe" >/dev/null 2>&1; then
+  # Not `timeout` as the container's first process: sid's coreutils timeout
+  # then exits 125 at once (seen with coreutils 9.x); bash stays pid 1 here.
+  local probe="timeout 10 bash -c 'exec 3<>/dev/tcp/$host/$port' || exit 1"
+  if podman "${run[@]}" "$base" bash -c "$probe" >/dev/null 2>&1; then
     return 0
   fi
-  if podman "${run[@]}" --network host "$BASE" timeout 10 bash -c "$probe" >/dev/null 2>&1; then
+  if podman "${run[@]}" --network host "$base" bash -c "$probe" >/dev/null 2>&1; then
     warn "containers on the default network cannot reach $host:$port; building with --network host"
     BUILD_NETWORK=host
   else
@@ -262,23 +285,24 @@ probe_build_network() {
 # Rebuilds when the image is missing, --rebuild, or its recipe changed: the
 # recipe is a sha256 over the Containerfile, the base image's ID and the
 # contents of any further INPUT files the Containerfile COPYs, stored in the
-# label io.lazyagent.recipe.
+# label io.lazyagent.recipe. The base is $BASE unless CF_BASE names another.
 build_containerfile() {
   local role="$1" name="$2" file="$3" ctx="$4"
   shift 4
-  local base_id recipe old have
-  if is_local_base && ! image_exists "$BASE"; then
-    info "$BASE is missing: building it first"
-    build_base
+  local base="${CF_BASE:-$BASE}" base_id recipe old have suite=""
+  suite="$(local_base_suite "$base" || true)"
+  if [ -n "$suite" ] && ! image_exists "$base"; then
+    info "$base is missing: building it first"
+    build_base "$suite" "$base"
   fi
-  if image_exists "$BASE"; then
-    base_id="$(image_id "$BASE")"
-  elif is_local_base; then
-    die "$BASE is missing"
+  if image_exists "$base"; then
+    base_id="$(image_id "$base")"
+  elif [ -n "$suite" ]; then
+    die "$base is missing"
   else
-    base_id="$BASE"   # a registry image: pulled by podman build below
+    base_id="$base"   # a registry image: pulled by podman build below
   fi
-  recipe="$( { sha256sum <"$file"; printf '%s\n' "$BASE" "$base_id"
+  recipe="$( { sha256sum <"$file"; printf '%s\n' "$base" "$base_id"
                if [ $# -gt 0 ]; then sha256sum "$@"; fi; } | sha256sum | cut -c1-64)"
   if image_exists "$name" && [ "$REBUILD" -eq 0 ]; then
     have="$(image_label "$name" io.lazyagent.recipe || true)"
@@ -286,15 +310,15 @@ build_containerfile() {
       info "$name: present and up to date (use --rebuild to rebuild)"
       return 0
     fi
-    info "$name: recipe changed ($(basename "$file"), $BASE or the files it copies): rebuilding"
+    info "$name: recipe changed ($(basename "$file"), $base or the files it copies): rebuilding"
   fi
   old="$(image_id "$name" || true)"
-  probe_build_network
-  local -a args=(build --file "$file" --tag "$name" --build-arg "BASE=$BASE"
+  probe_build_network "$base"
+  local -a args=(build --file "$file" --tag "$name" --build-arg "BASE=$base"
     --label "io.lazyagent.image=$role" --label "io.lazyagent.recipe=$recipe"
-    --label "io.lazyagent.base=$BASE" --squash --force-rm)
-  # Never contact a registry for the local base.
-  if is_local_base; then args+=(--pull=never); fi
+    --label "io.lazyagent.base=$base" --squash --force-rm)
+  # Never contact a registry for a local base.
+  if [ -n "$suite" ]; then args+=(--pull=never); fi
   if [ -n "$BUILD_NETWORK" ]; then args+=(--network "$BUILD_NETWORK"); fi
   local t0 log; t0="$(now)"
   log="$(mktemp /var/tmp/lazyagent-build.XXXXXX)"
@@ -334,6 +358,18 @@ build_planner() {
 }
 # ---- end of planner section ------------------------------------------------------
 
+# The llama.cpp server for the tests against a real OpenAI-compatible server
+# (scripts/llama-server.sh, images/llama/README.md). Debian 12 has no llama.cpp;
+# sid's needs sid's libc, so it gets a sid base of its own (same debootstrap +
+# import), whatever --base says. The image is Debian's packages only: the
+# model writer and the chat templates are bind-mounted at start, so editing
+# them rebuilds nothing.
+build_llama() {
+  local dir="$LAZYAGENT_ROOT/images/llama"
+  CF_BASE="$LAZYAGENT_LLAMA_BASE_IMAGE" build_containerfile llama "$LAZYAGENT_LLAMA_IMAGE" \
+    "$dir/Containerfile" "$dir"
+}
+
 registry_images() {
   podman images --format '{{.Repository}}' | grep -v -e '^localhost/' -e '^<none>$' | sort -u || true
 }
@@ -345,6 +381,7 @@ if selected base; then
 fi
 if selected sandbox; then build_sandbox; fi
 if selected planner; then build_planner; fi
+if selected llama; then build_llama; fi
 drop_replaced
 after="$(registry_images)"
 if is_local_base && [ "$before" != "$after" ]; then

@@ -21,6 +21,7 @@
 # Environment:
 #   LAZYAGENT_DEBIAN_MIRROR=uri            mirror (default: from the apt sources)
 #   LAZYAGENT_PODMAN_COMPOSE_SUITE=suite   where to take it from (default trixie)
+# lazyagent-installs: podman-compose   (from the downloaded .deb; scripts/check-host-commands.py)
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh

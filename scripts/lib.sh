@@ -20,6 +20,11 @@ LAZYAGENT_DEBIAN_SUITE="${LAZYAGENT_DEBIAN_SUITE:-bookworm}"
 LAZYAGENT_BASE_IMAGE="localhost/lazyagent-base:${LAZYAGENT_DEBIAN_SUITE}"
 LAZYAGENT_SANDBOX_IMAGE="localhost/lazyagent-sandbox:latest"
 LAZYAGENT_PLANNER_IMAGE="localhost/lazyagent-planner:latest"
+# llama.cpp's llama-server for the tests against a real OpenAI-compatible
+# server (scripts/llama-server.sh): Debian sid's package, on a sid base.
+LAZYAGENT_LLAMA_SUITE="sid"
+LAZYAGENT_LLAMA_BASE_IMAGE="localhost/lazyagent-base:${LAZYAGENT_LLAMA_SUITE}"
+LAZYAGENT_LLAMA_IMAGE="localhost/lazyagent-llama:${LAZYAGENT_LLAMA_SUITE}"
 
 # ---- messages (all on stderr; stdout stays free for data) --------------------
 

@@ -83,6 +83,12 @@ PACKAGES=(
   debootstrap wget gpgv debian-archive-keyring
   # Kubernetes' own build scripts (scripts/k8s-cluster.sh build) copy with rsync
   rsync
+  # Named because the scripts run them and they are not Essential (Debian can
+  # be without them): apt-get/apt-cache (this script, install-podman-compose.sh,
+  # k8s-cluster.sh), ip (k8s-cluster.sh stop deletes the CNI bridge).
+  # scripts/check-host-commands.py (ctest "deps: ...") fails when a command the
+  # scripts, the build or Kubernetes' build run is not covered by this list.
+  apt iproute2
 )
 
 missing_packages() {

@@ -92,10 +92,9 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
     r.category = "refused";
     r.planner = planner;
     r.reason = "patch refused by the planner";
-    for (const auto& f : planner["findings"]) {
-      r.findings.push_back({f.value("code", ""), f.value("path", ""), f.value("message", "")});
-      r.reason += (r.findings.size() == 1 ? ": " : "; ") + f.value("code", "") + " " + f.value("message", "");
-    }
+    r.findings = findings_from_json(planner["findings"]);
+    for (std::size_t i = 0; i < r.findings.size(); ++i)
+      r.reason += (i == 0 ? ": " : "; ") + r.findings[i].code + " " + r.findings[i].message;
     r.timings.push_back({"plan", outcome->ms});
     save_record(store, run_id, "refused", req.config, planner, r.reason);
     return a;

@@ -89,8 +89,7 @@ Status check_dns_label(const std::string& flag, const std::string& v) {
 int report_refused(const std::vector<Finding>& findings, bool as_json) {
   const std::string msg = "patch refused: " + std::to_string(findings.size()) + " finding(s); nothing was exported";
   if (as_json) {
-    json f = json::array();
-    for (const auto& x : findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
+    const json f = findings_to_json(findings);
     std::cout << json{{"error", msg}, {"error_kind", "patch"}, {"exit_code", kExitRefused}, {"findings", f}}
                      .dump(2, ' ', false, json::error_handler_t::replace)
               << std::endl;
@@ -138,10 +137,7 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
     if (!text) return text.error();
-    ContractLimits limits;
-    limits.allow = in.config.allow;
-    limits.max_files = static_cast<std::size_t>(in.config.patch.max_files);
-    limits.max_bytes = static_cast<std::size_t>(in.config.patch.max_bytes);
+    const ContractLimits limits = contract_limits(in.config);
     ContractResult c = validate_patch_json(*text, limits);
     if (!c.ok()) {
       r.findings = std::move(c.findings);

@@ -55,11 +55,7 @@ struct PlanLog {
   }
 };
 
-json findings_json(const std::vector<Finding>& findings) {
-  json out = json::array();
-  for (const auto& f : findings) out.push_back({{"code", f.code}, {"path", f.path}, {"message", f.message}});
-  return out;
-}
+json findings_json(const std::vector<Finding>& findings) { return findings_to_json(findings); }
 
 }  // namespace
 
@@ -122,14 +118,19 @@ int cmd_plan(const std::vector<std::string>& args) {
                           {"total_tokens", reply->usage.total_tokens}};
   log.summary["attempts"] = reply->attempts;
   log.summary["provider_ms"] = reply->elapsed_ms;
-  log.summary["json_response_format"] = reply->used_json_format;
+  log.summary["response_format"] = response_format_name(reply->response_format);
+  if (!reply->format_refusals.empty()) log.summary["response_format_refusals"] = reply->format_refusals;
+  log.summary["finish_reason"] = reply->finish_reason;
+  log.summary["provider_model"] = reply->model;
   log.line("reply: " + std::to_string(reply->content.size()) + " bytes, " +
            std::to_string(reply->usage.total_tokens) + " tokens");
 
   auto patch_text = extract_patch_json(reply->content);
   if (!patch_text) {
-    log.summary["findings"] = findings_json({{"no_patch", "", patch_text.error().message}});
-    log.line(patch_text.error().message);
+    std::string why = patch_text.error().message;
+    if (reply->finish_reason == "length") why += " (the reply was cut at the token limit: finish_reason length)";
+    log.summary["findings"] = findings_json({{"no_patch", "", why}});
+    log.line(why);
     return log.finish(kExitRefused);
   }
   ContractResult checked = validate_patch_json(*patch_text, task->contract);

@@ -68,6 +68,10 @@ void print_human(const TestResult& r) {
     return;
   }
   if (!r.tests_passed) o << "reason: " << escape_for_terminal(r.reason) << "\n";
+  for (const auto& f : r.suspicious) {
+    o << "suspicious: " << f.code << (f.path.empty() ? "" : " [" + escape_for_terminal(f.path) + "]") << ": "
+      << escape_for_terminal(f.message) << "\n";
+  }
   if (r.repair.is_object()) {
     for (const auto& a : r.repair["attempts"]) {
       o << "attempt " << a.value("attempt", 0) << ": " << a.value("verdict", "") << ", exit "

@@ -17,6 +17,7 @@
 //   timeouts.test_seconds  1..86400
 //   patch.max_files        1..3        may be lowered, never raised past the contract cap
 //   patch.max_bytes        1..12000    likewise
+//   patch.suspicious       flag|refuse what suspicious findings do (suspicious_code.h)
 //   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
@@ -239,6 +240,11 @@ constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_response_format_name(const std::string& s) {
+  return s == "json_schema" || s == "json_object" || s == "none";
+}
+
+bool is_suspicious_mode(const std::string& s) { return s == "flag" || s == "refuse"; }
 
 bool is_image_reference(const std::string& s) {
   for (const char c : s)
@@ -348,7 +354,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"patch", r.nested({{"max_files", r.integer(&cfg.patch.max_files, 1,
                                                         std::int64_t{kMaxPatchFilesCap}, true)},
                                 {"max_bytes", r.integer(&cfg.patch.max_bytes, 1,
-                                                        std::int64_t{kMaxPatchBytesCap}, true)}})},
+                                                        std::int64_t{kMaxPatchBytesCap}, true)},
+                                {"suspicious", r.string(&cfg.patch.suspicious, is_suspicious_mode,
+                                                        "'flag' or 'refuse'")}})},
             {"provider",
              r.nested(
                  {{"secrets", r.nested({{"base_url", r.string(&cfg.provider.base_url_secret,
@@ -361,7 +369,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                   {"timeout_seconds", r.integer(&cfg.provider.timeout_seconds, 1, 3600)},
                   {"max_retries", r.integer(&cfg.provider.max_retries, 0, 10)},
                   {"network", r.string(&cfg.provider.network, is_planner_network,
-                                       "'bridge', 'host' or 'none'")}})},
+                                       "'bridge', 'host' or 'none'")},
+                  {"response_format", r.string(&cfg.provider.response_format, is_response_format_name,
+                                               "'json_schema', 'json_object' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
                                                       "'runc' or 'runsc'")},
                                  {"runsc_socket", r.string(&cfg.engine.runsc_socket, is_socket_path,
@@ -436,6 +446,15 @@ std::string default_config_path() {
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
+}
+
+ContractLimits contract_limits(const Config& config) {
+  ContractLimits limits;
+  limits.allow = config.allow;
+  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
+  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  limits.refuse_suspicious = config.patch.suspicious == "refuse";
+  return limits;
 }
 
 }  // namespace lazyagent

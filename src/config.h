@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "patch_contract.h"
 #include "result.h"
 
 namespace lazyagent {
@@ -43,6 +44,9 @@ struct TimeoutsConfig {
 struct PatchLimitsConfig {
   std::int64_t max_files = 3;      // may be lowered, never above 3
   std::int64_t max_bytes = 12000;  // may be lowered, never above 12000
+  // What suspicious findings do (suspicious_code.h): "flag" (reported in the
+  // result, the default) or "refuse" (the patch is refused, exit 4).
+  std::string suspicious = "flag";
 };
 
 // Names of the podman secrets that carry the provider settings, and of the
@@ -57,6 +61,10 @@ struct ProviderConfig {
   // The planner container's network: enough to reach the provider. "bridge"
   // reaches the internet and the host (host.containers.internal).
   std::string network = "bridge";
+  // What the planner asks for (provider_client.h): "json_schema" (the patch
+  // schema; falls back to json_object, then none, when the provider refuses),
+  // "json_object" or "none".
+  std::string response_format = "json_schema";
 };
 
 // The sandbox's user namespace: its uids/gids 0..size-1 are host ids
@@ -122,6 +130,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
 
 // Read and parse a file.
 Result<Config> load_config_file(const std::string& path);
+
+// The patch contract's limits from the config (allow, patch.*): what both
+// validations of a patch use (the planner gets them in its task).
+ContractLimits contract_limits(const Config& config);
 
 // The config the CLI uses when --config is absent: $LAZYAGENT_CONFIG, else
 // ./config/lazyagent.yaml, else the installed share/lazyagent-oci/config/lazyagent.yaml,

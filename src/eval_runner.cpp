@@ -1,5 +1,7 @@
 #include "eval_runner.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -150,6 +152,13 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms, const 
                {"line", task.line},
                {"ms", ms}};
   return j;
+}
+
+// The patch has suspicious findings: flagged, or refused for them (patch.suspicious: refuse).
+bool result_has_suspicious(const TestResult& r) {
+  if (!r.suspicious.empty()) return true;
+  return std::any_of(r.findings.begin(), r.findings.end(),
+                     [](const Finding& f) { return f.code.rfind("suspicious_", 0) == 0; });
 }
 
 std::string one_line(const std::string& s) {
@@ -354,6 +363,7 @@ class Runner {
     ResumeKey key = p.key;
     if (v.final && !v.final->seed_sha256.empty()) key.seed = v.final->seed_sha256;
     if (v.final && !v.final->image_digest.empty()) key.image = ResumeKeys::image_part(v.final->image_digest, p.planner_image);
+    row.suspicious = v.final && result_has_suspicious(*v.final);
     const std::string text =
         result_document(task, v, ms, key, p.changed).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
@@ -432,6 +442,10 @@ ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
+  TestResult stored;
+  stored.suspicious = findings_from_json(j.value("suspicious", json::array()));
+  stored.findings = findings_from_json(j.value("findings", json::array()));
+  row.suspicious = result_has_suspicious(stored);
   out.finished = row;
   return out;
 }

@@ -1,5 +1,6 @@
 #include "eval_summary.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -21,6 +22,10 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     s.by_category[static_cast<int>(it->second->category)].push_back(id);
     if (it->second->skipped) s.skipped.push_back(id);
     for (const auto& part : it->second->changed) s.changed[part].push_back(id);
+    if (it->second->suspicious) {
+      s.suspicious.push_back(id);
+      if (it->second->category == EvalCategory::kPassed) s.suspicious_passed.push_back(id);
+    }
   }
   return s;
 }
@@ -43,6 +48,8 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   nlohmann::json changed = nlohmann::json::object();
   for (const auto& [part, ids] : s.changed) changed[part] = group(ids);
   j["changed"] = changed;
+  j["suspicious"] = group(s.suspicious);
+  j["suspicious_passed"] = group(s.suspicious_passed);
   j["interrupted"] = s.interrupted;
   j["jobs"] = s.jobs;
   j["wall_ms"] = s.wall_ms;
@@ -64,6 +71,15 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
   if (!s.skipped.empty()) row("(skipped)", s.skipped);
   if (!s.not_run.empty()) row("(not run)", s.not_run);
   for (const auto& [part, ids] : s.changed) row("(changed: " + part + ")", ids);
+  if (!s.suspicious.empty()) {
+    std::vector<std::string> marked;
+    for (const auto& id : s.suspicious) {
+      const bool passed = std::find(s.suspicious_passed.begin(), s.suspicious_passed.end(), id) !=
+                          s.suspicious_passed.end();
+      marked.push_back(passed ? id + " (passed)" : id);
+    }
+    row("(suspicious)", marked);
+  }
   o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
     << (s.interrupted ? ", interrupted" : "") << "\n";
   return o.str();

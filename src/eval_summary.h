@@ -22,6 +22,7 @@ struct EvalRow {
   long ms = 0;
   std::string reason;    // why not passed, one line
   std::vector<std::string> changed;  // ran again because these parts of its resume key changed (eval_resume.h)
+  bool suspicious = false;  // the patch has suspicious findings (suspicious_code.h)
 };
 
 struct EvalSummary {
@@ -32,6 +33,10 @@ struct EvalSummary {
   // Tasks run again because their resume key changed, per part ("seed",
   // "patch", "config", "image", "key"), in task-file order.
   std::map<std::string, std::vector<std::string>> changed;
+  // Tasks whose patch has suspicious findings (whatever their category), and
+  // those of them that passed: the ones a reviewer should read first.
+  std::vector<std::string> suspicious;
+  std::vector<std::string> suspicious_passed;
   bool interrupted = false;
   int jobs = 1;
   long wall_ms = 0;

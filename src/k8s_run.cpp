@@ -408,9 +408,7 @@ class K8sPipeline {
     if (o.exit_code == 4) {
       res_.status = "refused";
       res_.reason = "patch refused by the planner";
-      for (const auto& f : planner_["findings"]) {
-        res_.findings.push_back({f.value("code", ""), f.value("path", ""), f.value("message", "")});
-      }
+      res_.findings = findings_from_json(planner_["findings"]);
       return ok_status();
     }
     if (o.timed_out) {
@@ -432,12 +430,9 @@ class K8sPipeline {
   }
 
   Status validate() {
-    ContractLimits limits;
-    limits.allow = req_.config.allow;
-    limits.max_files = static_cast<std::size_t>(req_.config.patch.max_files);
-    limits.max_bytes = static_cast<std::size_t>(req_.config.patch.max_bytes);
-    ContractResult c = validate_patch_json(patch_json_, limits);
+    ContractResult c = validate_patch_json(patch_json_, contract_limits(req_.config));
     std::vector<Finding> findings = c.findings;
+    res_.suspicious = c.suspicious;
     if (c.ok()) {
       patch_ = c.patch;
       res_.patch_sha256 = patch_sha256(patch_);

@@ -11,14 +11,35 @@
 // Order of findings (stable, tests and scripts rely on it): document-level
 // shape findings; then each file in index order (its shape, path rules, then
 // content rules, each in reason-code order); then patch-level limits.
+//
+// Text that reads differently from what runs ("Trojan Source", CVE-2021-42574)
+// is refused, as rustc's text_direction_codepoint lints and GitHub's diff view
+// flag it, with the file, line and column of the first occurrence:
+//   bidi_control_in_content    U+202A..U+202E (embeddings, overrides) and
+//                              U+2066..U+2069 (isolates), anywhere.
+//   invisible_char_in_content  U+200B (zero width space), U+200E/U+200F/U+061C
+//                              (direction marks), U+2028/U+2029 (line and
+//                              paragraph separators: one line to a compiler,
+//                              two in some viewers), U+2060..U+2064 (word
+//                              joiner, invisible operators), U+FEFF except as
+//                              the first character (a BOM), and U+200C/U+200D
+//                              (zero width non-joiner/joiner) except between
+//                              two non-ASCII characters, where they are text:
+//                              Persian and Indic words, emoji sequences.
+// Any string that needs one of these can spell it as an escape ("\u200f").
+// Paths get the same two rules with no exception (a path never needs them).
+// Everything else non-ASCII passes: identifiers, strings and comments in any
+// script.
 #include "patch_contract.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
 
 #include "digest.h"
 #include "strict_json.h"
+#include "suspicious_code.h"
 #include "utf8.h"
 
 namespace lazyagent {
@@ -89,6 +110,75 @@ std::string invalid_utf8_detail(std::string_view s, std::size_t at) {
 }
 
 
+// ---- text that reads differently from what runs -----------------------------------
+
+std::string hex4(long cp) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04lx", cp);
+  return buf;
+}
+
+// "U+202E (RIGHT-TO-LEFT OVERRIDE)"
+std::string code_point_label(long cp) {
+  std::string hex = hex4(cp);
+  for (char& ch : hex) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const std::string name = format_char_name(cp);
+  return "U+" + hex + (name.empty() ? "" : " (" + name + ")");
+}
+
+long next_code_point(std::string_view s, std::size_t at) {
+  std::size_t len = 1;
+  return at < s.size() ? decode_utf8(s, at, len) : -1;
+}
+
+// A joiner is text between two non-ASCII characters that are not themselves
+// hidden (a Persian word, an emoji sequence); anywhere else it hides.
+bool joins_text(long prev, long next) {
+  auto text = [](long cp) { return cp >= 0x80 && !is_format_control(cp) && !is_bidi_control(cp); };
+  return text(prev) && text(next);
+}
+
+// The invisible_char_in_content rule for the code point at byte `at`.
+bool is_invisible_in_content(long cp, std::size_t at, long prev, long next) {
+  if (cp == 0xfeff) return at != 0;  // a BOM only as the first character
+  if (cp == 0x200c || cp == 0x200d) return !joins_text(prev, next);
+  return cp == 0x2028 || cp == 0x2029 || (is_format_control(cp) && !is_bidi_control(cp));
+}
+
+// Occurrences of one rule in one file: the first, its position, the lines.
+struct HiddenTally {
+  std::size_t count = 0;
+  long first_cp = 0;
+  std::size_t first_line = 0, first_column = 0;
+  std::vector<std::size_t> lines;  // distinct, at most kShownLines
+  static constexpr std::size_t kShownLines = 8;
+  void add(long cp, std::size_t line, std::size_t column) {
+    if (count++ == 0) first_cp = cp, first_line = line, first_column = column;
+    if ((lines.empty() || lines.back() != line) && lines.size() < kShownLines + 1) lines.push_back(line);
+  }
+};
+
+Finding hidden_finding(const char* code, const std::string& path, const HiddenTally& t,
+                       const std::string& one, const std::string& many, const std::string& why) {
+  const std::string where = code_point_label(t.first_cp) + " at line " + std::to_string(t.first_line) +
+                            ", column " + std::to_string(t.first_column);
+  std::string text = "content of " + quote_path(path) + " contains ";
+  if (t.count == 1) {
+    text += one + " " + where;
+  } else {
+    text += std::to_string(t.count) + " " + many + ", the first " + where;
+    if (t.lines.size() > 1) {
+      text += " (on lines ";
+      for (std::size_t i = 0; i < t.lines.size() && i < HiddenTally::kShownLines; ++i)
+        text += (i ? ", " : "") + std::to_string(t.lines[i]);
+      text += t.lines.size() > HiddenTally::kShownLines ? ", ...)" : ")";
+    }
+  }
+  Finding f = finding(code, path, text + ": " + why + ".");
+  f.line = t.first_line;
+  return f;
+}
+
 ContractLimits clamped(const ContractLimits& limits) {
   ContractLimits out = limits;
   out.max_files = std::min(out.max_files, kMaxPatchFilesCap);
@@ -111,6 +201,7 @@ class FileRules {
                                  std::to_string(first->second) + "])."));
     if (!f.path.empty() && !path_on_allowlist(f.path, limits_.allow)) out->push_back(not_allowed(f.path));
     check_content(f, out);
+    check_hidden_text(f, out);
     total_bytes_ += f.content.size();
   }
 
@@ -156,6 +247,36 @@ class FileRules {
                                            : " contains " + std::to_string(count) +
                                                  " control characters, the first " + what) +
                                " at byte " + std::to_string(first_at) + "."));
+  }
+
+  // bidi_control_in_content and invisible_char_in_content (see the top).
+  void check_hidden_text(const PatchFile& f, std::vector<Finding>* out) const {
+    const std::string_view c = f.content;
+    HiddenTally bidi, invisible;
+    std::size_t line = 1, column = 0;
+    long prev = -1;
+    for (std::size_t i = 0, len = 1; i < c.size(); i += len) {
+      const long cp = decode_utf8(c, i, len);
+      ++column;
+      if (cp == '\n') {
+        ++line, column = 0;
+      } else if (is_bidi_control(cp)) {
+        bidi.add(cp, line, column);
+      } else if (is_invisible_in_content(cp, i, prev, next_code_point(c, i + len))) {
+        invisible.add(cp, line, column);
+      }
+      prev = cp;
+    }
+    if (bidi.count > 0)
+      out->push_back(hidden_finding(reason::kBidiControlInContent, f.path, bidi, "bidirectional control",
+                                    "bidirectional controls",
+                                    "they make code display in an order other than the one it runs in "
+                                    "(Trojan Source, CVE-2021-42574)"));
+    if (invisible.count > 0)
+      out->push_back(hidden_finding(reason::kInvisibleCharInContent, f.path, invisible, "invisible character",
+                                    "invisible characters",
+                                    "code can read differently from what runs; a string that needs one "
+                                    "can spell it as an escape (\\u" + hex4(invisible.first_cp) + ")"));
   }
 
   ContractLimits limits_;
@@ -280,6 +401,23 @@ std::vector<Finding> check_patch_path(std::string_view path) {
       break;
     }
   }
+  // Each rule once, naming its first code point.
+  long bidi = -1, invisible = -1;
+  for (std::size_t i = 0, len = 1; i < path.size(); i += len) {
+    const long cp = decode_utf8(path, i, len);
+    if (is_bidi_control(cp)) {
+      if (bidi < 0) bidi = cp;
+    } else if (is_format_control(cp) || is_line_separator(cp)) {
+      if (invisible < 0) invisible = cp;
+    }
+  }
+  if (bidi >= 0)
+    out.push_back(finding(reason::kBidiControlInPath, path,
+                          "path " + q + " contains bidirectional control " + code_point_label(bidi) +
+                              ": it would display in an order other than its own."));
+  if (invisible >= 0)
+    out.push_back(finding(reason::kInvisibleCharInPath, path,
+                          "path " + q + " contains invisible character " + code_point_label(invisible) + "."));
   return out;
 }
 
@@ -288,6 +426,38 @@ std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& li
   FileRules rules(limits);
   for (std::size_t i = 0; i < patch.files.size(); ++i) rules.check(patch.files[i], i, &out);
   rules.finish(patch.files.size(), &out);
+  if (limits.refuse_suspicious) {
+    const std::vector<Finding> s = suspicious_findings(patch);
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  return out;
+}
+
+std::string contract_display(std::string_view s) { return shown(s); }
+
+nlohmann::json findings_to_json(const std::vector<Finding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Finding& f : findings) {
+    nlohmann::json j = {{"code", f.code}, {"path", f.path}, {"message", f.message}};
+    if (f.line > 0) j["line"] = f.line;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::vector<Finding> findings_from_json(const nlohmann::json& j) {
+  std::vector<Finding> out;
+  if (!j.is_array()) return out;
+  for (const auto& f : j) {
+    if (!f.is_object()) continue;
+    auto text = [&](const char* key) {
+      auto it = f.find(key);
+      return it != f.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    auto line = f.find("line");
+    out.push_back({text("code"), text("path"), text("message"),
+                   line != f.end() && line->is_number_unsigned() ? line->get<std::size_t>() : 0});
+  }
   return out;
 }
 
@@ -336,6 +506,8 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
       r.patch.files.push_back(std::move(f));
     }
     rules.finish(files->items.size(), &r.findings);
+    r.suspicious = suspicious_findings(r.patch);
+    if (limits.refuse_suspicious) r.findings.insert(r.findings.end(), r.suspicious.begin(), r.suspicious.end());
     return r;
   } catch (const std::exception& e) {  // std::bad_alloc is the only one possible
     r.findings.clear();

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lazyagent {
 
 // Hard caps: config may lower these, never raise them.
@@ -35,6 +37,9 @@ struct ContractLimits {
   std::size_t max_bytes = kMaxPatchBytesCap;  // sum of content bytes
   // Exact relative paths; an entry ending in '/' allows any path under it.
   std::vector<std::string> allow;
+  // Refuse patches with suspicious findings (config patch.suspicious: refuse)
+  // instead of only reporting them.
+  bool refuse_suspicious = false;
 };
 
 // Stable reason codes.
@@ -53,17 +58,32 @@ inline constexpr const char* kDuplicatePath = "duplicate_path";
 inline constexpr const char* kNotAllowed = "not_allowed";
 inline constexpr const char* kTooManyFiles = "too_many_files";
 inline constexpr const char* kTooLarge = "too_large";
+// Text that reads differently from what runs (docs: README "The patch format").
+inline constexpr const char* kBidiControlInPath = "bidi_control_in_path";
+inline constexpr const char* kInvisibleCharInPath = "invisible_char_in_path";
+inline constexpr const char* kBidiControlInContent = "bidi_control_in_content";
+inline constexpr const char* kInvisibleCharInContent = "invisible_char_in_content";
+// Code a forged test report needs (suspicious_code.h): reported in a result's
+// `suspicious`, and refusals only with ContractLimits::refuse_suspicious.
+inline constexpr const char* kSuspiciousExit = "suspicious_exit";
+inline constexpr const char* kSuspiciousAtexit = "suspicious_atexit";
+inline constexpr const char* kSuspiciousSignal = "suspicious_signal";
+inline constexpr const char* kSuspiciousRunnerSummary = "suspicious_runner_summary";
 }  // namespace reason
 
 struct Finding {
   std::string code;     // one of reason::k*
   std::string path;     // offending patch path ("" when the finding is about the whole patch)
   std::string message;  // one human sentence, safe to print (no raw control bytes)
+  std::size_t line = 0; // 1-based line of the content it is about (the first one); 0 = none
 };
 
 struct ContractResult {
   Patch patch;                    // what could be parsed (may be partial when findings exist)
   std::vector<Finding> findings;  // empty means accepted
+  // suspicious_* findings (suspicious_code.h) over the parsed files; with
+  // refuse_suspicious they are in `findings` too.
+  std::vector<Finding> suspicious;
   bool ok() const { return findings.empty(); }
 };
 
@@ -74,7 +94,8 @@ ContractResult validate_patch_json(std::string_view json_text, const ContractLim
 std::vector<Finding> validate_patch(const Patch& patch, const ContractLimits& limits);
 
 // The path rules alone, in rule order: empty_path, invalid_utf8, absolute_path,
-// dot_component, backslash_in_path, control_char_in_path. Config checks its
+// dot_component, backslash_in_path, control_char_in_path, bidi_control_in_path,
+// invisible_char_in_path. Config checks its
 // `allow` entries with these, so an allowlist can never name a path the
 // contract would refuse. Empty when `path` is a valid relative patch path.
 std::vector<Finding> check_patch_path(std::string_view path);
@@ -84,6 +105,16 @@ bool path_on_allowlist(std::string_view path, const std::vector<std::string>& al
 
 // True when `s` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view s);
+
+// Text from a patch as the contract shows it in messages: one line, C0/DEL
+// and invalid bytes as \xNN, C1, format controls and line separators as
+// \u{NN}, '\' doubled, cut at 256 bytes with "...".
+std::string contract_display(std::string_view s);
+
+// Findings as result JSON: [{code, path, message[, line]}] ("line" when known),
+// and back (entries that are not objects are skipped; missing fields empty).
+nlohmann::json findings_to_json(const std::vector<Finding>& findings);
+std::vector<Finding> findings_from_json(const nlohmann::json& j);
 
 // Serialize a patch back to contract JSON (stable key order).
 std::string patch_to_json(const Patch& patch);

@@ -57,12 +57,11 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
   t.test_command = config.test_command;
-  t.contract.allow = config.allow;
-  t.contract.max_files = static_cast<std::size_t>(config.patch.max_files);
-  t.contract.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  t.contract = contract_limits(config);
   t.connect_timeout_ms = static_cast<long>(config.provider.connect_timeout_seconds) * 1000;
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);
+  t.response_format = parse_response_format(config.provider.response_format).value_or(ResponseFormat::kJsonSchema);
   std::size_t used = 0;
   for (const auto& e : seed.entries) {
     if (e.kind != SeedEntry::Kind::kFile) continue;
@@ -87,11 +86,13 @@ json task_to_json(const PlannerTask& t) {
               {"contract",
                {{"allow", t.contract.allow},
                 {"max_files", t.contract.max_files},
-                {"max_bytes", t.contract.max_bytes}}},
+                {"max_bytes", t.contract.max_bytes},
+                {"refuse_suspicious", t.contract.refuse_suspicious}}},
               {"provider",
                {{"connect_timeout_ms", t.connect_timeout_ms},
                 {"timeout_ms", t.timeout_ms},
-                {"max_retries", t.max_retries}}},
+                {"max_retries", t.max_retries},
+                {"response_format", response_format_name(t.response_format)}}},
               {"feedback",
                t.feedback.attempt == 0
                    ? json(nullptr)
@@ -119,10 +120,14 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     t.contract.allow = c.at("allow").get<std::vector<std::string>>();
     t.contract.max_files = std::min(c.at("max_files").get<std::size_t>(), kMaxPatchFilesCap);
     t.contract.max_bytes = std::min(c.at("max_bytes").get<std::size_t>(), kMaxPatchBytesCap);
+    t.contract.refuse_suspicious = c.value("refuse_suspicious", false);
     const json& p = j.at("provider");
     t.connect_timeout_ms = p.at("connect_timeout_ms").get<long>();
     t.timeout_ms = p.at("timeout_ms").get<long>();
     t.max_retries = p.at("max_retries").get<int>();
+    const auto format = parse_response_format(p.value("response_format", "json_schema"));
+    if (!format) return usage_error("task: provider.response_format: expected json_schema, json_object or none");
+    t.response_format = *format;
     if (j.contains("feedback") && j["feedback"].is_object()) {
       const json& f = j["feedback"];
       // Bounded again here: the task file is input to the planner too.
@@ -171,9 +176,28 @@ ChatRequest build_chat_request(const PlannerTask& t) {
   }
   ChatRequest req;
   req.messages = {{"system", system}, {"user", user}};
-  req.json_response_format = true;
+  req.response_format = t.response_format;
+  if (t.response_format == ResponseFormat::kJsonSchema) req.json_schema = patch_json_schema(t.contract);
   req.temperature = 0.0;
   return req;
+}
+
+json patch_json_schema(const ContractLimits& contract) {
+  json path = {{"type", "string"}};
+  const bool all_files = !contract.allow.empty() &&
+      std::none_of(contract.allow.begin(), contract.allow.end(),
+                   [](const std::string& a) { return a.empty() || a.back() == '/'; });
+  if (all_files) path["enum"] = contract.allow;
+  const json file = {{"type", "object"},
+                     {"properties", {{"path", path}, {"content", {{"type", "string"}}}}},
+                     {"required", {"path", "content"}},
+                     {"additionalProperties", false}};
+  return {{"name", "patch"},
+          {"schema",
+           {{"type", "object"},
+            {"properties", {{"files", {{"type", "array"}, {"items", file}}}}},
+            {"required", {"files"}},
+            {"additionalProperties", false}}}};
 }
 
 Result<std::string> extract_patch_json(const std::string& reply) {

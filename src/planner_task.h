@@ -62,6 +62,7 @@ struct PlannerTask {
   long connect_timeout_ms = 10000;
   long timeout_ms = 120000;
   int max_retries = 3;
+  ResponseFormat response_format = ResponseFormat::kJsonSchema;
   AttemptFeedback feedback;  // from the previous attempt, if any
 };
 
@@ -75,6 +76,14 @@ nlohmann::json task_to_json(const PlannerTask& task);
 Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors
 
 ChatRequest build_chat_request(const PlannerTask& task);
+
+// The patch format as a JSON schema, for response_format json_schema:
+// {"name":"patch","schema":{...}}. Paths are an enum of the allowlist when
+// every entry is a file (a directory entry allows any path string); the
+// schema keeps to what strict structured outputs accept everywhere (every
+// property required, no additional properties, no length or count limits:
+// the contract checks those).
+nlohmann::json patch_json_schema(const ContractLimits& contract);
 
 // The patch JSON inside a model's reply: the whole reply when it is a JSON
 // object, else the content of its only fenced code block. kPatch error otherwise.

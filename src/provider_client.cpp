@@ -139,6 +139,22 @@ Status validate_base_url(const std::string& url) {
   return ok_status();
 }
 
+const char* response_format_name(ResponseFormat f) {
+  switch (f) {
+    case ResponseFormat::kJsonSchema: return "json_schema";
+    case ResponseFormat::kJsonObject: return "json_object";
+    case ResponseFormat::kNone: return "none";
+  }
+  return "none";
+}
+
+std::optional<ResponseFormat> parse_response_format(std::string_view name) {
+  for (ResponseFormat f : {ResponseFormat::kJsonSchema, ResponseFormat::kJsonObject, ResponseFormat::kNone}) {
+    if (name == response_format_name(f)) return f;
+  }
+  return std::nullopt;
+}
+
 std::string redact(const std::string& text, const std::string& secret) {
   if (secret.empty()) return text;
   std::string out;
@@ -284,18 +300,31 @@ Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::s
   return x;
 }
 
-std::string request_body(const ProviderSettings& s, const ChatRequest& r, bool json_format) {
+std::string request_body(const ProviderSettings& s, const ChatRequest& r, ResponseFormat format) {
   json messages = json::array();
   for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
   json j = {{"model", s.model}, {"messages", messages}, {"temperature", r.temperature}};
-  if (json_format) j["response_format"] = {{"type", "json_object"}};
+  if (format == ResponseFormat::kJsonSchema) {
+    json schema = r.json_schema.is_object() ? r.json_schema : json::object();
+    schema["strict"] = true;
+    j["response_format"] = {{"type", "json_schema"}, {"json_schema", schema}};
+  } else if (format == ResponseFormat::kJsonObject) {
+    j["response_format"] = {{"type", "json_object"}};
+  }
   if (r.max_tokens > 0) j["max_tokens"] = r.max_tokens;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);  // invalid UTF-8 -> U+FFFD
 }
 
 bool mentions_response_format(const std::string& body) {
   const std::string b = lower(body);
-  return b.find("response_format") != std::string::npos || b.find("json_object") != std::string::npos;
+  for (const char* word : {"response_format", "json_object", "json_schema"}) {
+    if (b.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+ResponseFormat weaker(ResponseFormat f) {
+  return f == ResponseFormat::kJsonSchema ? ResponseFormat::kJsonObject : ResponseFormat::kNone;
 }
 
 // Waits ms in small steps; false when a signal arrived meanwhile.
@@ -339,16 +368,18 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw, curl_slist_free_all);
 
   const auto start = Clock::now();
-  bool json_format = request.json_response_format;
+  ResponseFormat format = request.response_format;
+  if (format == ResponseFormat::kJsonSchema && !request.json_schema.is_object()) format = ResponseFormat::kJsonObject;
+  std::vector<std::string> refusals;
   int retries = 0;
   long backoff = std::max(0L, s.backoff_ms);
   while (true) {
     if (interrupted_signal() != 0) break;
     ++attempts;
     say("provider: attempt " + std::to_string(attempts) + ": POST " + url + " (model " + s.model +
-        (json_format ? ", json_object" : "") + ")");
+        (format == ResponseFormat::kNone ? std::string() : std::string(", ") + response_format_name(format)) + ")");
     const auto t0 = Clock::now();
-    const Exchange x = post(curl.get(), url, headers.get(), request_body(s, request, json_format), s);
+    const Exchange x = post(curl.get(), url, headers.get(), request_body(s, request, format), s);
     const long took = ms_since(t0);
     std::string problem;
     bool retryable = true;
@@ -376,13 +407,19 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
           std::to_string(reply->usage.total_tokens) + " tokens");
       reply->attempts = attempts;
       reply->elapsed_ms = ms_since(start);
-      reply->used_json_format = json_format;
+      reply->response_format = format;
+      reply->format_refusals = refusals;
       return reply;
     } else {
       problem = "provider said " + std::to_string(x.status) + ": " + provider_error_text(x.body);
-      if (x.status == 400 && json_format && mentions_response_format(x.body)) {  // at most once
-        say("provider: HTTP 400 about response_format; retrying at once without it");
-        json_format = false;
+      if ((x.status == 400 || x.status == 422) && format != ResponseFormat::kNone &&
+          mentions_response_format(x.body)) {  // each format at most once
+        const ResponseFormat next = weaker(format);
+        refusals.push_back(redact(std::string(response_format_name(format)) + ": " + provider_error_text(x.body), s.api_key));
+        say("provider: HTTP " + std::to_string(x.status) + " about response_format " + response_format_name(format) +
+            "; retrying at once " +
+            (next == ResponseFormat::kNone ? std::string("without it") : std::string("with ") + response_format_name(next)));
+        format = next;
         continue;
       }
       retryable = x.status == 429 || x.status >= 500;

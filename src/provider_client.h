@@ -3,12 +3,20 @@
 // The planner asks a model for a patch through this client. The contract:
 //   - POST {base_url}/chat/completions with "Authorization: Bearer KEY" and a
 //     JSON body {model, messages, temperature, response_format?, max_tokens?}.
+//   - response_format: json_schema (the request's schema, strict), json_object
+//     or none. Local servers (llama.cpp, vLLM, Ollama) turn a JSON schema into
+//     a grammar that constrains decoding: with it even a small model's reply
+//     has the patch's shape.
 //   - Retries: up to max_retries more attempts on 429, 5xx, connection
 //     failures and timeouts, waiting backoff_ms, 2x, 4x... or what Retry-After
 //     says (at most 60 s). Other statuses fail at once.
-//   - A 400 whose error mentions response_format/json_object is retried once,
-//     at once, without response_format (many local servers do not support it);
-//     ChatReply::used_json_format then says false.
+//   - A 400 or 422 whose error mentions response_format, json_schema or
+//     json_object is retried at once with the next weaker format (json_schema
+//     -> json_object -> none; each step once): servers that do not know a
+//     format refuse it that way (llama.cpp: "response_format type must be one
+//     of \"text\" or \"json_object\""). ChatReply::response_format says which
+//     format the accepted reply was asked with, `format_refusals` what was
+//     refused on the way.
 //   - Every failure is ErrorKind::kPlanner (kUsage for a bad URL/model/key,
 //     kInterrupted for SIGINT/SIGTERM) and names the HTTP status and the
 //     provider's own message, bounded and escaped, plus the attempt count:
@@ -20,8 +28,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "result.h"
 
@@ -50,9 +62,18 @@ struct ChatMessage {
   std::string content;
 };
 
+enum class ResponseFormat { kJsonSchema, kJsonObject, kNone };
+
+// "json_schema", "json_object", "none" (the config's and the records' words).
+const char* response_format_name(ResponseFormat f);
+std::optional<ResponseFormat> parse_response_format(std::string_view name);
+
 struct ChatRequest {
   std::vector<ChatMessage> messages;
-  bool json_response_format = true;  // response_format {"type":"json_object"}
+  ResponseFormat response_format = ResponseFormat::kJsonObject;
+  // For kJsonSchema: {"name": ..., "schema": {...}}, sent as
+  // response_format {"type":"json_schema","json_schema":{..., "strict":true}}.
+  nlohmann::json json_schema;
   double temperature = 0.0;
   long max_tokens = 0;  // 0 = omit
 };
@@ -68,7 +89,8 @@ struct ChatReply {
   std::string finish_reason;  // "stop", "length" (cut by max_tokens), ...
   int attempts = 0;           // HTTP requests sent, the fallback included
   long elapsed_ms = 0;        // all attempts and waits
-  bool used_json_format = false;
+  ResponseFormat response_format = ResponseFormat::kNone;  // what the accepted reply was asked with
+  std::vector<std::string> format_refusals;  // the provider's words for each refused format
 };
 
 // One line per event (attempt, status, retry wait); never the key.

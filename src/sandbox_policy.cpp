@@ -122,33 +122,52 @@ std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p) {
 
 std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes) {
   // $1 is the test command, $2/$3 the head/tail output budgets, all passed as
-  // arguments so that no quoting is ever needed. The test writes stdout and
-  // stderr into one FIFO (their order is kept). A reader passes the first $2
-  // bytes on as they come (`head -c`, unbuffered through stdbuf where
-  // present, so a killed run still shows what it printed), keeps the last $3
-  // bytes (`tail -c`, where runners print their verdict) and drains the rest,
-  // so a flooding test is neither blocked nor killed, and a cut is marked
-  // between head and tail. When the test exits, the reader gets 2 s to
-  // finish: background processes still holding the FIFO do not keep the
-  // sandbox alive; they die with it when this script (PID 1) exits with the
-  // test's status. Needs only sh, cp, mkfifo, head, tail, wc, cat and sleep.
-  // Before the test starts, the isolation probe (isolation_probe.h) prints
-  // what this process really gets.
+  // arguments so that no quoting is ever needed.
+  //
+  // The plumbing leaves no node in any directory the test can see (/tmp,
+  // /work, /run): a test that walks and reads its directories finds only
+  // what it put there and the seed copy, and one that empties /tmp cannot
+  // break the capture. Three processes, joined by anonymous pipes:
+  //   writer  the test, stdout and stderr into one pipe (their order kept),
+  //           none of the plumbing's descriptors open; then its exit status
+  //           as "rc N" on the status pipe (fd 3).
+  //   reader  announces its pid ("reader P", read from /proc/self/stat) on
+  //           the status pipe, then passes the first $2 bytes on as they
+  //           come (`head -c`, unbuffered through stdbuf where present, so a
+  //           killed run still shows what it printed), keeps the last $3
+  //           bytes (`tail -c`, where runners print their verdict) and drains
+  //           the rest, so a flooding test is neither blocked nor killed. The
+  //           tail goes into a file created in /tmp and unlinked before the
+  //           test starts (fds 5/6/7), to know whether to mark a cut between
+  //           head and tail.
+  //   status  reads both lines, gives the reader 2 s to finish (background
+  //           processes of the test still holding the output pipe do not
+  //           keep the sandbox alive: the reader is killed, and they die with
+  //           this script, PID 1, when it exits), and exits with the test's
+  //           status: the pipeline's, so the script's.
+  // The exit status passes through a pipe the test could reach through
+  // /proc/PID/fd; that gains it nothing, since it chooses its own exit status
+  // anyway. A status that is not a number is 125 (a plumbing failure).
+  // Needs only sh, cp, rm, head, tail, wc, cat, sleep and /proc. Before the
+  // test starts, the isolation probe (isolation_probe.h) prints what this
+  // process really gets.
   static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
                                     "/ && cd " + kWorkDir + " || exit 125\n" +
-                                    isolation_probe_shell() + R"sh(fifo=/tmp/.lazyagent-output; tailf=/tmp/.lazyagent-tail
-mkfifo -m 600 "$fifo" || exit 125
-ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
-{ $ub head -c "$2"; tail -c "$(($3 + 1))" >"$tailf"; n=$(wc -c <"$tailf")
-  if [ "$n" -gt "$3" ]; then printf '\n%s: kept the first %s and the last %s bytes]\n' ')sh" +
-                                    kOutputCutMarker + R"sh(' "$2" "$3"; tail -c "$3" "$tailf"; else cat "$tailf"; fi
-} <"$fifo" &
-reader=$!
-/bin/sh -c "$1" >"$fifo" 2>&1 </dev/null
-rc=$?
-(sleep 2; kill "$reader" 2>/dev/null) &
-wait "$reader"
-exit "$rc"
+                                    isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
+t=/tmp/.lazyagent-tail.$$
+{ exec 5>"$t" 6<"$t" 7<"$t" && rm -f "$t"; } || exit 125
+exec 4>&1
+{ { /bin/sh -c "$1" </dev/null 2>&1 3>&- 4>&- 5>&- 6<&- 7<&-; echo "rc $?" >&3; } |
+  { read -r r _ </proc/self/stat; echo "reader $r" >&3; exec 3>&-
+    $ub head -c "$2"; tail -c "$(($3 + 1))" >&5; n=$(wc -c <&6)
+    if [ "$n" -gt "$3" ]; then printf '\n%s: kept the first %s and the last %s bytes]\n' ')sh" +
+                                    kOutputCutMarker + R"sh(' "$2" "$3"; tail -c "$3" <&7; else cat <&7; fi
+  } >&4 2>&4
+} 3>&1 2>/dev/null | { rc= r=
+  while [ -z "$rc" ] || [ -z "$r" ]; do read -r k v || break; case "$k" in rc) rc=$v;; reader) r=$v;; esac; done
+  [ -z "$r" ] || (sleep 2; kill "$r" 2>/dev/null) &
+  case "$rc" in ''|*[!0-9]*) exit 125;; esac
+  exit "$rc"; } 4>&- 5>&- 6<&- 7<&-
 )sh";
   const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
   return {"/bin/sh", "-c", script, "lazyagent-test", test_command,

@@ -60,11 +60,9 @@ json result_to_json(const TestResult& r) {
     j["usage"] = r.planner.value("usage", json::object());
     j["planner"] = r.planner;
   }
-  if (!r.findings.empty()) {
-    json f = json::array();
-    for (const auto& x : r.findings) f.push_back({{"code", x.code}, {"path", x.path}, {"message", x.message}});
-    j["findings"] = f;
-  }
+  if (!r.findings.empty()) j["findings"] = findings_to_json(r.findings);
+  // Patched code a forged report needs (suspicious_code.h); [] when none.
+  if (!r.baseline) j["suspicious"] = findings_to_json(r.suspicious);
   return j;
 }
 
@@ -207,13 +205,13 @@ class TestPipeline {
   bool refused() const { return res_.status == "refused"; }
 
   Status validate() {
-    if (req_.baseline) return ok_status();  // the seed as it is: no patch
-    ContractLimits limits;
-    limits.allow = req_.config.allow;
-    limits.max_files = static_cast<std::size_t>(req_.config.patch.max_files);
-    limits.max_bytes = static_cast<std::size_t>(req_.config.patch.max_bytes);
-    ContractResult c = validate_patch_json(req_.patch_json, limits);
+    if (req_.baseline) {  // the seed as it is: no patch
+      res_.baseline = true;
+      return ok_status();
+    }
+    ContractResult c = validate_patch_json(req_.patch_json, contract_limits(req_.config));
     patch_ = c.patch;
+    res_.suspicious = c.suspicious;
     res_.patch_sha256 = c.ok() ? patch_sha256(patch_) : "";
     if (!c.ok()) {
       refuse(std::move(c.findings));

@@ -72,6 +72,8 @@ struct TestResult {
   nlohmann::json policy;
   std::vector<StepTiming> timings;
   std::vector<Finding> findings; // contract findings when refused
+  std::vector<Finding> suspicious; // suspicious_code.h findings of the patch (not refusals unless configured)
+  bool baseline = false;         // the seed unpatched: no patch, no `suspicious`
   std::string seed_sha256;
   std::string patch_sha256;
   nlohmann::json planner;        // null for `test`

@@ -48,9 +48,43 @@ bool is_control_char(long cp) {
 
 bool is_format_control(long cp) {
   return (cp >= 0x200b && cp <= 0x200f) ||  // zero-width, LRM/RLM
-         (cp >= 0x202a && cp <= 0x202e) ||  // bidi embeddings/overrides
-         (cp >= 0x2066 && cp <= 0x2069) ||  // bidi isolates
+         cp == 0x061c ||                    // ARABIC LETTER MARK
+         is_bidi_control(cp) ||             // embeddings, overrides, isolates
+         (cp >= 0x2060 && cp <= 0x2064) ||  // word joiner, invisible operators
          cp == 0xfeff;                      // BOM / zero-width no-break space
+}
+
+bool is_bidi_control(long cp) {
+  return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+const char* format_char_name(long cp) {
+  switch (cp) {
+    case 0x061c: return "ARABIC LETTER MARK";
+    case 0x200b: return "ZERO WIDTH SPACE";
+    case 0x200c: return "ZERO WIDTH NON-JOINER";
+    case 0x200d: return "ZERO WIDTH JOINER";
+    case 0x200e: return "LEFT-TO-RIGHT MARK";
+    case 0x200f: return "RIGHT-TO-LEFT MARK";
+    case 0x2028: return "LINE SEPARATOR";
+    case 0x2029: return "PARAGRAPH SEPARATOR";
+    case 0x202a: return "LEFT-TO-RIGHT EMBEDDING";
+    case 0x202b: return "RIGHT-TO-LEFT EMBEDDING";
+    case 0x202c: return "POP DIRECTIONAL FORMATTING";
+    case 0x202d: return "LEFT-TO-RIGHT OVERRIDE";
+    case 0x202e: return "RIGHT-TO-LEFT OVERRIDE";
+    case 0x2060: return "WORD JOINER";
+    case 0x2061: return "FUNCTION APPLICATION";
+    case 0x2062: return "INVISIBLE TIMES";
+    case 0x2063: return "INVISIBLE SEPARATOR";
+    case 0x2064: return "INVISIBLE PLUS";
+    case 0x2066: return "LEFT-TO-RIGHT ISOLATE";
+    case 0x2067: return "RIGHT-TO-LEFT ISOLATE";
+    case 0x2068: return "FIRST STRONG ISOLATE";
+    case 0x2069: return "POP DIRECTIONAL ISOLATE";
+    case 0xfeff: return "ZERO WIDTH NO-BREAK SPACE";
+    default: return "";
+  }
 }
 
 }  // namespace lazyagent

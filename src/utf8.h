@@ -20,8 +20,19 @@ void append_utf8(std::string& out, long cp);
 // decode_utf8 returns for an invalid byte): that is invalid UTF-8, not a control.
 bool is_control_char(long cp);
 
-// Zero-width characters, LRM/RLM, bidi embeddings, overrides and isolates, and
-// the BOM: they can hide or reorder what a reader sees.
+// Zero-width characters, LRM/RLM/ALM, bidi embeddings, overrides and
+// isolates, the invisible word joiner and operators (U+2060..U+2064), and the
+// BOM: they can hide or reorder what a reader sees. Terminal text and contract
+// messages show them as escapes.
 bool is_format_control(long cp);
+
+// The explicit bidirectional controls of "Trojan Source" (CVE-2021-42574):
+// embeddings and overrides U+202A..U+202E, isolates U+2066..U+2069. They make
+// text display in an order other than the one a compiler reads it in.
+bool is_bidi_control(long cp);
+
+// The Unicode name of a format control, line separator or bidi control
+// ("RIGHT-TO-LEFT OVERRIDE"); "" for any other code point.
+const char* format_char_name(long cp);
 
 }  // namespace lazyagent

@@ -61,3 +61,19 @@ add_test(NAME "docs: the commands in README.md and docs/*.md"
           --binary $<TARGET_FILE:lazyagent-oci>)
 set_tests_properties("docs: the commands in README.md and docs/*.md" PROPERTIES
   LABELS "docs;integration" RESOURCE_LOCK podman TIMEOUT 1800)
+
+# Every program the scripts, the build and Kubernetes' build run is installed
+# by the set-up (issue 12): scripts/check-host-commands.py over this build
+# directory; its negative control (a copy of the install list without rsync
+# must fail, naming rsync and where Kubernetes' build calls it); the scanner's
+# own tests (builtins, functions, containers, wrappers).
+add_test(NAME "deps: every command the scripts, the build and Kubernetes' build run is installed by the set-up"
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/scripts/check-host-commands.py --build-dir ${CMAKE_BINARY_DIR})
+add_test(NAME "deps: a copy of the install list without rsync fails the check"
+  COMMAND ${CMAKE_SOURCE_DIR}/tests/deps/without-rsync.sh ${CMAKE_BINARY_DIR})
+add_test(NAME "deps: the command scanner"
+  COMMAND python3 -m unittest -v check_host_commands_test
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests/deps)
+set_tests_properties("deps: every command the scripts, the build and Kubernetes' build run is installed by the set-up"
+  "deps: a copy of the install list without rsync fails the check" "deps: the command scanner"
+  PROPERTIES LABELS unit TIMEOUT 120)

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -274,6 +275,40 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
   }
 }
 
+TEST_CASE("run: a provider that refuses json_schema gets json_object, and the records say so", "[run]") {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply refuse;  // llama-server's words for a response_format type it does not know
+  refuse.match = R"("type":"json_schema")";
+  refuse.status = 400;
+  refuse.raw_body = R"({"error":{"code":400,"message":"response_format type must be one of \"text\" or \"json_object\", but got: json_schema","type":"invalid_request_error"}})";
+  lazyagent::StubReply ok;
+  ok.content = content_of(fixing_patch());
+  s.replies = {refuse, ok};
+  // The planner image must hold this binary (see repair_test.cpp).
+  const char* image = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  Provider p(s, kKey, std::string("images:\n  planner: ") + (image && *image ? image : "localhost/lazyagent-planner:latest") + "\n");
+  CliResult r = p.run({"--no-baseline"});
+  json j = parse_result(r);
+  CHECK(r.exit_code == 0);
+  CHECK(j["planner"]["response_format"] == "json_object");
+  CHECK(j["planner"]["attempts"] == 2);
+  REQUIRE(j["planner"]["response_format_refusals"].size() == 1);
+  CHECK(j["planner"]["response_format_refusals"][0] ==
+        "json_schema: response_format type must be one of \"text\" or \"json_object\", but got: json_schema");
+  const auto requests = p.stub().request_log();
+  REQUIRE(requests.size() == 2);
+  const json first = json::parse(requests[0]);
+  CHECK(first["response_format"]["type"] == "json_schema");
+  CHECK(first["response_format"]["json_schema"]["strict"] == true);
+  CHECK(first["response_format"]["json_schema"]["schema"]["properties"]["files"]["items"]["properties"]["path"]["enum"] ==
+        json::array({"calculator.py"}));
+  CHECK(json::parse(requests[1])["response_format"] == json({{"type", "json_object"}}));
+  CliResult show = run_cli({p.state.path()}, {"task", "show", j["planner_task_id"], "--json"});
+  REQUIRE(show.exit_code == 0);
+  CHECK(json::parse(show.out)["response_format"] == "json_object");
+}
+
 TEST_CASE("run: an unconfigured provider is a usage error that says what to do", "[run]") {
   TempDir state, dir;
   const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
@@ -326,4 +361,28 @@ TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVis
   const json pv = json::parse(v.out)["provenance"];
   CHECK(pv["planner_task_id"] == j["planner_task_id"]);
   CHECK(pv["runtime"] == "runsc");
+}
+
+TEST_CASE("run: a reply with bidirectional controls is refused by the planner's own validation, with the line",
+          "[run][hidden_text]") {
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply trojan;
+  trojan.content = content_of(attack_patch("ACCESS = 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'"));
+  s.replies = {trojan};
+  // The planner image must hold this build's binary (setup rebuilds it after a build);
+  // LAZYAGENT_IT_PLANNER_IMAGE names another one, e.g. built from this tree under a private tag.
+  const char* planner = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  Provider p(std::move(s), kKey, planner ? std::string("images:\n  planner: ") + planner + "\n" : "");
+  CliResult r = p.run();
+  json j = parse_result(r);
+  CHECK(r.exit_code == 4);
+  CHECK(j["sandbox_id"] == "");
+  // The planner refused it (the first validation): the orchestrator never got a patch.
+  CHECK(j["reason"].get<std::string>().rfind("patch refused by the planner: bidi_control_in_content", 0) == 0);
+  REQUIRE(j["findings"].size() == 1);
+  CHECK(j["findings"][0]["code"] == "bidi_control_in_content");
+  CHECK(j["findings"][0]["path"] == "calculator.py");
+  CHECK(j["findings"][0]["line"] == 1);
+  CHECK(no_containers_of_runs_in(p.state.path()));
 }

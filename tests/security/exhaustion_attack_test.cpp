@@ -99,7 +99,12 @@ TEST_CASE("attack: flood around the output pipe, straight to PID 1's stdout and 
   const std::string out = output(j);
   INFO(out.substr(0, 500));
   CHECK(out.size() < (1 << 20) + 8192);
-  CHECK(j["test_output_truncated"] == true);
+  // Contained either way: the flood went through the capped reader (truncated), or
+  // PID 1's stdout and stderr cannot be opened at all. Since the plumbing has no FIFO
+  // (sandbox_command), PID 1's descriptors are podman's log pipes, owned by a host id
+  // the sandbox's user namespace does not map: EACCES (13) under runc.
+  const bool refused = has(out, "NOT FLOODED /proc/1/fd/1 13") && has(out, "NOT FLOODED /proc/1/fd/2 13");
+  CHECK((j["test_output_truncated"] == true || refused));
   CHECK(j.dump().size() < (3 << 20));
   evidence("~50 MiB written to /proc/1/fd/1 and /proc/1/fd/2: test_output kept " + std::to_string(out.size()) +
            " bytes, truncated=" + (j["test_output_truncated"] == true ? "true" : "false") + "; " +

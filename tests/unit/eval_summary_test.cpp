@@ -202,3 +202,24 @@ TEST_CASE("eval summary: tasks run again are listed per changed part") {
   CHECK(table.find("(changed: seed)      2  a, b\n") != std::string::npos);
   CHECK(table.find("(changed: config)      1  b\n") != std::string::npos);
 }
+
+TEST_CASE("eval summary: suspicious tasks and those of them that passed, in JSON and the table") {
+  std::vector<EvalRow> rows(3);
+  rows[0].id = "honest";
+  rows[0].category = EvalCategory::kPassed;
+  rows[1].id = "forged";
+  rows[1].category = EvalCategory::kPassed;
+  rows[1].suspicious = true;
+  rows[2].id = "exits";
+  rows[2].category = EvalCategory::kFailed;
+  rows[2].suspicious = true;
+  const EvalSummary s = summarize({"honest", "forged", "exits"}, rows);
+  const nlohmann::json j = summary_to_json(s);
+  CHECK(j["suspicious"] == nlohmann::json{{"count", 2}, {"ids", {"forged", "exits"}}});
+  CHECK(j["suspicious_passed"] == nlohmann::json{{"count", 1}, {"ids", {"forged"}}});
+  CHECK(summary_table(s).find("(suspicious)      2  forged (passed), exits\n") != std::string::npos);
+  // No suspicious task: empty groups in JSON, no row in the table.
+  const EvalSummary none = summarize({"honest"}, {rows[0]});
+  CHECK(summary_to_json(none)["suspicious"]["count"] == 0);
+  CHECK(summary_table(none).find("suspicious") == std::string::npos);
+}

@@ -84,7 +84,7 @@ TEST_CASE("compose: the sandbox service carries the policy, and nothing else") {
   std::vector<std::string> entry;
   for (const auto& a : sb["entrypoint"]) entry.push_back(unescape_dollars(a.get<std::string>()));
   CHECK(entry == sandbox_command("python3 -m unittest -v", 1 << 20));
-  CHECK(sb["entrypoint"][2].get<std::string>().find("\"$$fifo\"") != std::string::npos);
+  CHECK(sb["entrypoint"][2].get<std::string>().find("/bin/sh -c \"$$1\"") != std::string::npos);
 }
 
 TEST_CASE("compose: secrets by name in the planner only, never in the sandbox") {

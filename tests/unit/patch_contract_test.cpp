@@ -360,7 +360,11 @@ TEST_CASE("mutated patches never throw and yield only known reason codes", "[pat
                                        "duplicate_path",
                                        "not_allowed",
                                        "too_many_files",
-                                       "too_large"};
+                                       "too_large",
+                                       "bidi_control_in_path",
+                                       "invisible_char_in_path",
+                                       "bidi_control_in_content",
+                                       "invisible_char_in_content"};
   const std::string seed =
       R"({"files":[{"path":"calculator.py","content":"a\u00e9\ud83d\ude00\n"}]})";
   std::uint32_t state = 12345;

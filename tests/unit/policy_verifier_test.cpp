@@ -118,6 +118,12 @@ TEST_CASE("each planted violation is found, by name") {
     seed["options"] = {"bind", "rw"};
     CHECK(codes(d) == V{"mounts", "mounts"});
   }
+  SECTION("an extra tmpfs (the output plumbing needs none: it is anonymous pipes)") {
+    Docs d;
+    d.spec["mounts"].push_back({{"destination", "/run/lazyagent"}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                                {"options", {"nosuid", "nodev", "size=65536"}}});
+    CHECK(codes(d) == V{"mounts"});
+  }
   SECTION("a named volume") {
     Docs d;
     d.spec["mounts"].push_back({{"destination", "/data"}, {"type", "volume"}, {"source", "vol"}});

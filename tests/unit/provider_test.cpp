@@ -132,11 +132,12 @@ TEST_CASE("a reply carries content, usage, model and the request we sent", "[pro
   CHECK(r->model == "test-model");
   CHECK(r->finish_reason == "stop");
   CHECK(r->attempts == 1);
-  CHECK(r->used_json_format);
+  CHECK(r->response_format == ResponseFormat::kJsonObject);
+  CHECK(r->format_refusals.empty());
   CHECK(log.has("attempt 1: POST " + s.url() + "/chat/completions (model test-model, json_object)"));
 
   ChatRequest plain = ask("again");
-  plain.json_response_format = false;
+  plain.response_format = ResponseFormat::kNone;
   plain.max_tokens = 100;
   REQUIRE(chat_completion(settings(s.url() + "/"), plain).ok());
 
@@ -262,7 +263,9 @@ TEST_CASE("a 400 about response_format is retried once without it", "[provider]"
   REQUIRE(r.ok());
   CHECK(r->content == "fine");
   CHECK(r->attempts == 2);
-  CHECK_FALSE(r->used_json_format);
+  CHECK(r->response_format == ResponseFormat::kNone);
+  CHECK(r->format_refusals ==
+        std::vector<std::string>{"json_object: response_format json_object is not supported by this model"});
   const auto bodies = s.stub.request_log();
   REQUIRE(bodies.size() == 2);
   CHECK(json::parse(bodies[0]).contains("response_format"));
@@ -272,6 +275,72 @@ TEST_CASE("a 400 about response_format is retried once without it", "[provider]"
   Served other({reply(400, "messages: too long")});
   CHECK(failure(chat_completion(settings(other.url()), ask("x"))) ==
         "provider said 400: messages: too long (after 1 attempt)");
+}
+
+TEST_CASE("json_schema is sent strict, and each refused format steps down once", "[provider]") {
+  ChatRequest req = ask("x");
+  req.response_format = ResponseFormat::kJsonSchema;
+  req.json_schema = {{"name", "patch"}, {"schema", {{"type", "object"}}}};
+
+  SECTION("accepted") {
+    Served s({reply(200, "{}")});
+    auto r = chat_completion(settings(s.url()), req);
+    REQUIRE(r.ok());
+    CHECK(r->response_format == ResponseFormat::kJsonSchema);
+    const json body = json::parse(s.stub.request_log().at(0));
+    CHECK(body["response_format"] ==
+          json({{"type", "json_schema"},
+                {"json_schema", {{"name", "patch"}, {"schema", {{"type", "object"}}}, {"strict", true}}}}));
+  }
+  SECTION("json_schema refused (llama.cpp's words before it knew the type), then json_object accepted") {
+    // The body a llama-server gives for a response_format type it does not know
+    // (captured from build b11669 with type "xml"; older builds said so for json_schema).
+    StubReply refused;
+    refused.match = "\"json_schema\"";
+    refused.status = 400;
+    refused.raw_body = R"({"error":{"code":400,"message":"response_format type must be one of \"text\" or \"json_object\", but got: json_schema","type":"invalid_request_error"}})";
+    Served s({refused, reply(200, "{}")});
+    Log log;
+    auto r = chat_completion(settings(s.url()), req, log.fn());
+    REQUIRE(r.ok());
+    CHECK(r->response_format == ResponseFormat::kJsonObject);
+    CHECK(r->attempts == 2);
+    REQUIRE(r->format_refusals.size() == 1);
+    CHECK(r->format_refusals[0] ==
+          "json_schema: response_format type must be one of \"text\" or \"json_object\", but got: json_schema");
+    CHECK(log.has("HTTP 400 about response_format json_schema; retrying at once with json_object"));
+    const auto bodies = s.stub.request_log();
+    REQUIRE(bodies.size() == 2);
+    CHECK(json::parse(bodies[1])["response_format"] == json({{"type", "json_object"}}));
+  }
+  SECTION("both refused (a 422 too): the third request has no response_format") {
+    StubReply no_schema = reply(422, "json_schema: unsupported for key " + kKey);  // a provider echoing the key
+    no_schema.match = "\"json_schema\"";
+    StubReply no_object = reply(400, "response_format is not supported");
+    no_object.match = "json_object";
+    Served s({no_schema, no_object, reply(200, "{}")});
+    auto r = chat_completion(settings(s.url()), req);
+    REQUIRE(r.ok());
+    CHECK(r->response_format == ResponseFormat::kNone);
+    CHECK(r->attempts == 3);
+    REQUIRE(r->format_refusals.size() == 2);
+    CHECK(r->format_refusals[0] == "json_schema: json_schema: unsupported for key [redacted]");
+    CHECK_FALSE(json::parse(s.stub.request_log().at(2)).contains("response_format"));
+  }
+  SECTION("a request without a schema falls back to json_object at once") {
+    req.json_schema = nullptr;
+    Served s({reply(200, "{}")});
+    auto r = chat_completion(settings(s.url()), req);
+    REQUIRE(r.ok());
+    CHECK(r->response_format == ResponseFormat::kJsonObject);
+  }
+}
+
+TEST_CASE("response format names round-trip", "[provider]") {
+  for (ResponseFormat f : {ResponseFormat::kJsonSchema, ResponseFormat::kJsonObject, ResponseFormat::kNone}) {
+    CHECK(parse_response_format(response_format_name(f)) == f);
+  }
+  CHECK_FALSE(parse_response_format("json").has_value());
 }
 
 // A real signal, delivered to this thread by another one after `after_ms`,

@@ -68,6 +68,24 @@ TEST_CASE("the test command travels as an argument, never spliced into the scrip
   CHECK(sandbox_command("x", 8192)[5] == "4096");
 }
 
+TEST_CASE("the output plumbing leaves no node where the test looks") {
+  const std::string script = sandbox_command("python3 -m unittest -v", 1048576)[2];
+  // No FIFO, nothing under /work or /run; the one file (the tail's store, in
+  // /tmp) is unlinked before the test starts, and the test runs with every
+  // plumbing descriptor closed (3: status pipe, 4: the log, 5-7: the store).
+  CHECK(script.find("mkfifo") == std::string::npos);
+  CHECK(script.find("/work/.") == std::string::npos);
+  CHECK(script.find("/run") == std::string::npos);
+  const auto created = script.find("exec 5>\"$t\" 6<\"$t\" 7<\"$t\" && rm -f \"$t\"");
+  const auto test = script.find("/bin/sh -c \"$1\" </dev/null 2>&1 3>&- 4>&- 5>&- 6<&- 7<&-");
+  REQUIRE(created != std::string::npos);
+  REQUIRE(test != std::string::npos);
+  CHECK(created < test);
+  std::size_t tmp_mentions = 0;
+  for (auto at = script.find("/tmp/"); at != std::string::npos; at = script.find("/tmp/", at + 1)) ++tmp_mentions;
+  CHECK(tmp_mentions == 1);  // t=/tmp/.lazyagent-tail.$$
+}
+
 TEST_CASE("policy comes from config limits") {
   Config c;
   c.limits.memory_mib = 256;
