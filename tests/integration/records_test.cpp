@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <thread>
 
 #include "harness.h"
@@ -60,8 +61,17 @@ std::string config_file(const TempDir& dir, const std::string& name,
   return dir.file(name, text);
 }
 
+// The planner image: it runs this tree's `lazyagent-oci plan` (its attempts
+// count), so when the shared one was built from an older binary, name one
+// built from this tree (as in repair_test.cpp).
+std::string planner_image() {
+  const char* v = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  return v && *v ? v : "localhost/lazyagent-planner:latest";
+}
+
 // A scripted provider in this process behind podman secrets of unique names,
-// and a config naming them; all removed in the destructor.
+// and a config naming them (and planner_image() unless extra_yaml names
+// images); all removed in the destructor.
 class Provider {
  public:
   Provider(lazyagent::StubScript script, const std::string& extra_yaml = "") : stub_(std::move(script)) {
@@ -71,7 +81,10 @@ class Provider {
     names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
     config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
                                            "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
-                                           "\n  max_retries: 3\n" + extra_yaml);
+                                           "\n  max_retries: 3\n" +
+                                           (extra_yaml.find("images:") == std::string::npos
+                                                ? "images:\n  planner: " + planner_image() + "\n" : "") +
+                                           extra_yaml);
     configure("http://host.containers.internal:" + std::to_string(*port) + "/v1");
   }
   ~Provider() {
@@ -420,6 +433,75 @@ TEST_CASE("a missing or unreadable seed is refused before anything runs: test, r
   CHECK(parsed(e2)["line_errors"][0]["line"] == 0);
 
   CHECK(run_records(state.path()) == 0);  // no run record from any of them
+}
+
+// Item 7 ------------------------------------------------------------------------------------
+
+namespace {
+
+// The backticked names in `text`.
+std::set<std::string> backticked(const std::string& text) {
+  std::set<std::string> out;
+  for (std::size_t a = text.find('`'); a != std::string::npos; a = text.find('`', a + 1)) {
+    const std::size_t b = text.find('`', a + 1);
+    if (b == std::string::npos) break;
+    out.insert(text.substr(a + 1, b - a - 1));
+    a = b;
+  }
+  return out;
+}
+
+// README.md's "### Results": the fields its table lists (first column) and
+// the names in the paragraph on the error object.
+std::pair<std::set<std::string>, std::set<std::string>> readme_result_fields() {
+  const std::string readme = slurp(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");
+  const auto start = readme.find("\n### Results\n");
+  REQUIRE(start != std::string::npos);
+  const auto error_par = readme.find("\nWhen a command fails before it has a result", start);
+  REQUIRE(error_par != std::string::npos);
+  std::set<std::string> table;
+  std::istringstream lines(readme.substr(start, error_par - start));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    for (const auto& f : backticked(line.substr(0, line.find(" |", 2)))) table.insert(f);
+  }
+  const auto par_end = readme.find("\n\n", error_par + 1);
+  return {table, backticked(readme.substr(error_par, par_end - error_par))};
+}
+
+}  // namespace
+
+TEST_CASE("the README's --json field table names every field a result and an error object carry", "[records][docs]") {
+  const auto [table, error_fields] = readme_result_fields();
+  REQUIRE(table.count("tests_passed") == 1);  // the parser found the table
+  TempDir state, d;
+  CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", d.file("p.json", fixing_patch()), "--json"});
+  CHECK(r.exit_code == 0);
+  const json result = parsed(r);
+  for (const auto& [key, value] : result.items()) {
+    INFO("result field " << key);
+    CHECK(table.count(key) == 1);
+  }
+  // The error objects: a usage error, and one with ids (a provider error).
+  CliResult missing = run_cli({state.path()}, {"test", "--seed", d.path() + "/none", "--patch", d.path() + "/p.json", "--json"});
+  CHECK(missing.exit_code == 2);
+  lazyagent::StubScript s;
+  s.api_key = kKey;
+  lazyagent::StubReply broken;
+  broken.status = 400;
+  broken.content = "bad request";
+  s.replies = {broken};
+  Provider p(s);
+  CliResult provider = run_cli({p.state.path()}, {"run", "--config", p.config(), "--json"});
+  CHECK(provider.exit_code == 3);
+  for (const CliResult* e : {&missing, &provider}) {
+    const json j = parsed(*e);
+    for (const auto& [key, value] : j.items()) {
+      INFO("error field " << key);
+      CHECK(error_fields.count(key) == 1);
+    }
+  }
+  CHECK(parsed(provider).contains("planner_task_id"));
 }
 
 // Item 8 ------------------------------------------------------------------------------------
