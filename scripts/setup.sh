@@ -21,7 +21,8 @@ usage() {
 usage: $(basename "$0") [--no-build] [--cli-only] [--no-images] [--rebuild-images] [--no-k8s] [-h]
 
   --no-build         skip the cmake build
-  --cli-only         build only the lazyagent-oci binary, not the test executables
+  --cli-only         build only the lazyagent-oci binary and the images it runs (base,
+                     sandbox, planner): no test executables, no llama.cpp test image
   --no-images        skip building the container images
   --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
   --no-k8s           skip building the Kubernetes binaries (the [k8s] and k8s-cluster tests then fail)
@@ -42,7 +43,10 @@ IMAGE_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) DO_BUILD=0 ;;
-    --cli-only) BUILD_TARGETS=(--target lazyagent-oci) ;;
+    --cli-only)
+      BUILD_TARGETS=(--target lazyagent-oci)
+      # The llama.cpp image (a sid base, ~9 min cold) serves only the llama tests.
+      IMAGE_ARGS+=(--only base --only sandbox --only planner) ;;
     --no-images) DO_IMAGES=0 ;;
     --rebuild-images) IMAGE_ARGS+=(--rebuild) ;;
     --no-k8s) DO_K8S=0 ;;
