@@ -5,10 +5,9 @@
 #include <sstream>
 
 #include "ownership.h"
+#include "sandbox_run.h"
 #include "planner_run.h"
 #include "planner_task.h"
-#include "provenance.h"
-#include "reaper.h"
 #include "seed_snapshot.h"
 
 namespace lazyagent {
@@ -17,48 +16,21 @@ using nlohmann::json;
 
 namespace {
 
-void save_record(const RunStore& store, const std::string& run_id, const std::string& status,
+// The record of an attempt before (or instead of) its sandbox run.
+void save_record(const RunStore& store, const Engine& engine, const std::string& run_id, RunStatus status,
                  const Config& config, const json& planner, const std::string& error) {
-  const Owner o = current_owner();
-  json rec = {{"run_id", run_id},
-              {"kind", "run"},
-              {"status", status},
-              {"sandbox_id", ""},
-              {"tests_passed", false},
-              {"planner_task_id", planner.value("task_id", "")},
-              {"planner", planner},
-              {"seed", config.seed},
-              {"owner", {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}}},
-              {"updated_at", static_cast<long>(std::time(nullptr))}};
-  if (!error.empty()) {
-    rec["error"] = error;
-    rec["reason"] = error;
-  }
-  rec["provenance"] = build_provenance(rec);
-  (void)store.write(rec);
+  TestResult r;
+  r.run_id = run_id;
+  r.status = status;
+  r.planner = planner;
+  RecordInfo info;
+  info.kind = RunKind::kRun;
+  info.seed = config.seed;
+  info.test_command = config.test_command;
+  info.error = error;
+  info.backend = engine.name();
+  (void)store.write(run_record(r, info));
 }
-
-// What went wrong in the planner, for the user: its summary's error, else
-// its last log line (e.g. a missing secret), else its exit status.
-Error planner_error(const PlannerOutcome& o) {
-  std::string why = o.timed_out ? "the planner did not finish within its deadline"
-                    : o.summary.is_object() ? o.summary.value("error", "")
-                                            : "";
-  if (why.empty()) {
-    std::istringstream in(o.log);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("planner: ", 0) == 0) why = line.substr(9, 300);
-    }
-  }
-  if (why.empty()) why = "the planner exited " + std::to_string(o.exit_code);
-  return Error{ErrorKind::kPlanner, "planner task " + o.task_id + ": " + why +
-                                        " (see `lazyagent-oci task logs " + o.task_id + "`)"};
-}
-
-}  // namespace
-
-namespace {
 
 struct Attempt {
   TestResult result;
@@ -68,16 +40,17 @@ struct Attempt {
 
 // One planner + sandbox round. Errors: provider (exit 3), engine, interrupt.
 Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, const std::string& run_id,
-                             const AttemptFeedback& feedback, PodmanClient& podman, PodmanClient& sandbox_podman,
-                             const RunStore& store, const ProgressFn& progress) {
+                             const AttemptFeedback& feedback, Engine& engine, const RunStore& store,
+                             const ProgressFn& progress) {
   const std::string task_id = "t-" + run_id.substr(2);
   PlannerTask task = build_task(seed, req.config, req.instruction, task_id);
   task.feedback = feedback;
   json planner = {{"task_id", task_id}, {"status", "running"}};
-  save_record(store, run_id, "planning", req.config, planner, "");
-  auto outcome = run_planner(podman, store, req.config, task, run_id, progress);
+  save_record(store, engine, run_id, RunStatus::kPlanning, req.config, planner, "");
+  auto outcome = run_planner(engine, store, req.config, task, seed, run_id, progress);
   if (!outcome) {
-    save_record(store, run_id, outcome.error().kind == ErrorKind::kInterrupted ? "interrupted" : "error",
+    save_record(store, engine, run_id,
+                outcome.error().kind == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kError,
                 req.config, planner, outcome.error().message);
     return outcome.error().context("run " + run_id).with_id("run_id", run_id);
   }
@@ -88,21 +61,21 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   if (outcome->exit_code == 4) {  // the planner refused the model's reply: no sandbox
     TestResult& r = a.result;
     r.run_id = run_id;
-    r.status = "refused";
-    r.category = "refused";
+    r.status = RunStatus::kRefused;
+    r.category = Category::kRefused;
     r.planner = planner;
     r.reason = "patch refused by the planner";
     r.findings = findings_from_json(planner["findings"]);
     for (std::size_t i = 0; i < r.findings.size(); ++i)
       r.reason += (i == 0 ? ": " : "; ") + r.findings[i].code + " " + r.findings[i].message;
     r.timings.push_back({"plan", outcome->ms});
-    save_record(store, run_id, "refused", req.config, planner, r.reason);
+    save_record(store, engine, run_id, RunStatus::kRefused, req.config, planner, r.reason);
     return a;
   }
   if (outcome->exit_code != 0 || outcome->timed_out) {
     // The task record exists now (`task show`): the error names it.
     const Error e = planner_error(*outcome).with_id("run_id", run_id).with_id("planner_task_id", task_id);
-    save_record(store, run_id, "planner_error", req.config, planner, e.message);
+    save_record(store, engine, run_id, RunStatus::kPlannerError, req.config, planner, e.message);
     return e;
   }
 
@@ -113,7 +86,8 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.timeout_seconds = req.timeout_seconds;
   test.run_id = run_id;
   test.planner = planner;
-  auto result = run_judged_test(test, req.judge, sandbox_podman, store, progress);
+  test.engine_checked = true;
+  auto result = run_judged_test(test, req.judge, engine, store, progress);
   if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   a.result = std::move(*result);
@@ -136,14 +110,15 @@ AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::strin
 
 }  // namespace
 
-Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress, PodmanClient* sandbox_podman) {
+Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
+                             const ProgressFn& progress, bool engine_checked) {
   if (auto st = store.ensure(); !st) return st.error();
   if (progress) progress("plan");
   auto seed = snapshot_seed(req.config.seed);
   if (!seed) return seed.error().context("reading the seed");
-  if (auto v = podman.ping(); !v) return v.error();
-  if (auto reaped = reap_leftovers(podman, store, false); !reaped) return reaped.error();
+  if (!engine_checked) {
+    if (auto st = engine.check(progress); !st) return st.error();
+  }
 
   const int n = std::max(1, req.attempts);
   json attempts = json::array();
@@ -154,8 +129,7 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
   for (int i = 1; i <= n; ++i) {
     if (n > 1 && progress) progress("attempt " + std::to_string(i) + " of " + std::to_string(n));
     const std::string run_id = new_run_id();
-    auto a = attempt_once(req, *seed, run_id, feedback, podman,
-                          sandbox_podman != nullptr ? *sandbox_podman : podman, store, progress);
+    auto a = attempt_once(req, *seed, run_id, feedback, engine, store, progress);
     if (!a) {
       if (n == 1) return a.error();
       return a.error().context("attempt " + std::to_string(i) + " of " + std::to_string(n));
@@ -171,7 +145,8 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
                         {"patch_sha256", last.patch_sha256.empty() && last.planner.is_object()
                                              ? last.planner.value("patch_sha256", "")
                                              : last.patch_sha256},
-                        {"verdict", last.category.empty() ? last.status : last.category},
+                        {"verdict", last.category == Category::kNone ? status_name(last.status)
+                                                                     : category_name(last.category)},
                         {"test_exit_code", last.test_exit_code},
                         {"tokens", a->tokens},
                         {"reason", last.tests_passed ? "" : last.reason}});
@@ -198,7 +173,8 @@ Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const 
                    {"max_tokens", req.max_tokens}};
     TestRequest rec_req;
     rec_req.config = req.config;
-    (void)write_result_record(store, rec_req, last);
+    rec_req.planner = last.planner;
+    (void)write_result_record(store, engine, rec_req, last);
   }
   return last;
 }

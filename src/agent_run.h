@@ -1,6 +1,7 @@
-// `lazyagent-oci run`: the whole job. Ask the planner for a patch (in its own
-// container, the only one with the provider secrets), validate the patch
-// again with the same contract, prove it in a fresh sandbox, report.
+// `lazyagent-oci run`: the whole job, on any engine (engine.h). Ask the
+// planner for a patch (in its own container or pod, the only one with the
+// provider secrets), validate the patch again with the same contract, prove
+// it in a fresh sandbox, report.
 //
 //   plan      build the task from the seed; run the planner container
 //   (then the `test` pipeline of sandbox_run.h, with the planner's patch,
@@ -21,7 +22,7 @@
 #include <string>
 
 #include "config.h"
-#include "podman_client.h"
+#include "engine.h"
 #include "result.h"
 #include "run_store.h"
 #include "sandbox_run.h"
@@ -38,10 +39,8 @@ struct RunRequest {
   JudgeOptions judge;           // baseline, re-runs, infra retry
 };
 
-// `podman` runs the planner (the runc service: the planner needs a network);
-// `sandbox_podman`, when set, runs the sandbox (the service of the sandbox's
-// runtime, runtime_engine.h).
-Result<TestResult> run_agent(const RunRequest& req, PodmanClient& podman, const RunStore& store,
-                             const ProgressFn& progress, PodmanClient* sandbox_podman = nullptr);
+// `engine_checked`: the caller (eval) checked the engine and reaped already.
+Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
+                             const ProgressFn& progress, bool engine_checked = false);
 
 }  // namespace lazyagent

@@ -9,7 +9,11 @@
 
 #include "cli_args.h"
 #include "interrupt.h"
+#include "k8s_engine.h"
+#include "kubeconfig.h"
 #include "podman_client.h"
+#include "podman_engine.h"
+#include "run_result.h"
 #include "runtime_engine.h"
 #include "runtime_policy.h"
 #include "sandbox_policy.h"
@@ -80,7 +84,8 @@ int exit_code_for(const Error& e) {
     case ErrorKind::kPatch: return kExitRefused;
     case ErrorKind::kInterrupted: return 128 + (interrupted_signal() ? interrupted_signal() : 2);
     case ErrorKind::kEngine:
-    case ErrorKind::kTimeout: return kExitEngine;
+    case ErrorKind::kTimeout:
+    case ErrorKind::kIsolation: return kExitEngine;
   }
   return kExitEngine;
 }
@@ -138,19 +143,15 @@ int report_error(const Error& e, bool json, const std::string& removed_what) {
   Error shown = e;
   if (e.kind == ErrorKind::kInterrupted) shown.message = interrupted_message(removed_what);
   if (json) {
-    static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
     nlohmann::json j = {{"error", to_valid_utf8(shown.message)},
-                        {"error_kind", kinds[static_cast<int>(e.kind)]},
+                        {"error_kind", error_kind_name(e.kind)},
                         {"exit_code", code}};
     if (e.kind == ErrorKind::kInterrupted) j["detail"] = to_valid_utf8(e.message);
     // The ids that exist by then (run_id, planner_task_id, sandbox_id): what
     // `task show`, `task logs` and `verify` take.
     for (const auto& [k, v] : e.ids) j[k] = v;
     // An engine failure is not a test failure (triage_run.h).
-    if (e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout) {
-      j["category"] = e.message.find("the isolation probe inside the sandbox found: ") != std::string::npos
-                          ? "isolation_violation" : "infra_error";
-    }
+    if (const Category c = category_of(e); c != Category::kNone) j["category"] = category_name(c);
     std::cout << j.dump(2) << std::endl;
   }
   std::cerr << "lazyagent-oci: " << escape_for_terminal(shown.message) << "\n";
@@ -184,6 +185,30 @@ Result<Config> load_config_or_default(const std::string& path) {
   return load_config_file(chosen);
 }
 
+void add_project_options(ArgParser& p, ProjectOptions* o) {
+  p.option("--seed", &o->seed, "DIR", "the project (default: the config's seed)");
+  p.repeated("--allow", &o->allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
+  p.option("--test-command", &o->test_command, "CMD", "the command run in the project's copy (default: the config's)");
+  p.option("--config", &o->config, "FILE", kConfigOptionHelp);
+}
+
+Result<Config> project_config(const ProjectOptions& o, const std::string& command) {
+  auto config = load_config_or_default(o.config);
+  if (!config) return config.error();
+  if (!o.seed.empty()) config->seed = o.seed;
+  if (!o.allow.empty()) config->allow = o.allow;
+  if (!o.test_command.empty()) config->test_command = o.test_command;
+  if (config->seed.empty()) {
+    // Which config was read: the usual cause is a command run from another
+    // directory, where the default config is not found.
+    const std::string path = chosen_config_path(o.config);
+    return usage_error(command + ": no seed: pass --seed DIR or set `seed` in the config (" +
+                       (path.empty() ? std::string("no config file was found: pass --config FILE") : "read " + path) +
+                       ")");
+  }
+  return config;
+}
+
 Result<std::string> podman_socket_from_env() {
   return resolve_podman_socket(std::getenv("CONTAINER_HOST"), getuid(), std::getenv("XDG_RUNTIME_DIR"));
 }
@@ -202,6 +227,53 @@ Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Con
   }
   if (accept_weaker) config->engine.accept_weaker_policy = true;
   return check_policy_acceptable(*config);
+}
+
+void add_backend_options(ArgParser& p, BackendOptions* o) {
+  p.option("--backend", &o->backend, "BACKEND", "podman (default) or k8s: where sandboxes and planners run");
+  p.option("--namespace", &o->ns, "NS", "with --backend k8s: namespace (default: the config's k8s.namespace)");
+  p.option("--kubeconfig", &o->kubeconfig, "FILE",
+           "with --backend k8s: kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)");
+}
+
+Status check_backend_options(const BackendOptions& o) {
+  if (o.backend != "podman" && o.backend != "k8s") {
+    return usage_error("--backend must be podman or k8s, got '" + o.backend + "'");
+  }
+  if (o.backend == "podman" && (!o.ns.empty() || !o.kubeconfig.empty())) {
+    return usage_error("--namespace and --kubeconfig need --backend k8s");
+  }
+  return ok_status();
+}
+
+Result<EngineFactory> engine_factory(const BackendOptions& o, const Config& config, const RunStore& store) {
+  if (auto st = check_backend_options(o); !st) return st.error();
+  if (o.backend == "k8s") {
+    if (config.engine.runtime != kRuntimeRunc) {
+      return usage_error("--backend k8s: the runtime '" + config.engine.runtime +
+                         "' is podman's choice; on Kubernetes the sandbox pod's runtime is the config's "
+                         "k8s.runtime_class");
+    }
+    auto conn = resolve_k8s_connection(o.kubeconfig);
+    if (!conn) return conn.error();
+    K8sRunSettings settings = k8s_settings_from_config(config);
+    if (!o.ns.empty()) settings.ns = o.ns;
+    return EngineFactory([conn = *conn, settings, store] {
+      return std::unique_ptr<Engine>(std::make_unique<K8sEngine>(std::make_unique<K8sClient>(conn), settings, store));
+    });
+  }
+  auto sandbox = podman_socket_for_runtime(config);
+  if (!sandbox) return sandbox.error();
+  auto planner = podman_socket_from_env();
+  if (!planner) return planner.error();
+  return EngineFactory([sandbox = *sandbox, planner = *planner, store, runtime = config.engine.runtime,
+                        interval = o.podman_wait_interval] {
+    auto s = std::make_unique<PodmanClient>(sandbox);
+    if (!interval.empty()) s->set_wait_interval(interval);
+    // The planner needs a network: the runc service, a client of its own when the sandbox's is another.
+    auto p = planner == sandbox ? nullptr : std::make_unique<PodmanClient>(planner);
+    return std::unique_ptr<Engine>(std::make_unique<PodmanEngine>(std::move(s), std::move(p), store, runtime));
+  });
 }
 
 RunStore default_run_store() {

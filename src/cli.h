@@ -9,7 +9,9 @@
 //   128+N interrupted by signal N (130 for SIGINT, 143 for SIGTERM)
 #pragma once
 
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +62,21 @@ Result<Config> load_config_or_default(const std::string& path);
 // value itself, else the default search (config.h); "" when none was found
 // (the built-in defaults apply).
 std::string chosen_config_path(const std::string& path);
+
+class ArgParser;
+
+// --config FILE, --seed DIR, --allow PATH..., --test-command CMD: the project
+// a command works on (test, run, export), over the config's values.
+struct ProjectOptions {
+  std::string config;
+  std::string seed;
+  std::vector<std::string> allow;
+  std::string test_command;
+};
+void add_project_options(ArgParser& parser, ProjectOptions* options);
+// The config (--config, else the default one) with the flags applied; a
+// usage error "COMMAND: no seed: ..." when neither names a seed.
+Result<Config> project_config(const ProjectOptions& options, const std::string& command);
 Result<std::string> podman_socket_from_env();
 // The podman service for the sandbox's runtime (runtime_engine.h).
 Result<std::string> podman_socket_for_runtime(const Config& config);
@@ -84,6 +101,27 @@ struct TestResult;
 int finish_result(const Result<TestResult>& result, bool json,
                   const std::string& removed_what = "the sandbox was removed");
 
+// --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):
+// which engine (engine.h) runs the sandboxes and planners of test, run, eval
+// and reap. Everything else about those commands is the same on both.
+struct BackendOptions {
+  std::string backend = "podman";
+  std::string ns;          // k8s: default the config's k8s.namespace
+  std::string kubeconfig;  // k8s: default $KUBECONFIG, the pod's service account, ~/.kube/config
+  std::string podman_wait_interval;  // podman: how often wait polls ("" = the client's default)
+};
+void add_backend_options(ArgParser& parser, BackendOptions* options);
+// A backend name and flags that go together (usage errors); engine_factory checks this too.
+Status check_backend_options(const BackendOptions& options);
+class Engine;
+using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+// Checks the options and resolves the connection once; each call of the
+// factory then makes an engine with its own connection. Podman: sandboxes on
+// the service of config.engine.runtime, planners on the runc service.
+// Kubernetes: the config's k8s settings, --namespace over k8s.namespace; a
+// config asking for runsc is refused (the pod's runtime is k8s.runtime_class).
+Result<EngineFactory> engine_factory(const BackendOptions& options, const Config& config, const RunStore& store);
+
 // Command entry points (one file each).
 int cmd_test(const std::vector<std::string>& args);
 int cmd_sandboxes(const std::vector<std::string>& args);
@@ -99,11 +137,10 @@ int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
 
-// The Kubernetes backend (cmd_k8s.cpp). k8s_backend_args: when `args` ask
-// for `--backend k8s`, the args without it; nullopt otherwise.
+// `configure --backend k8s` (cmd_k8s.cpp): one Kubernetes Secret instead of
+// podman secrets. k8s_backend_args: when `args` ask for `--backend k8s`, the
+// args without it; nullopt otherwise.
 std::optional<std::vector<std::string>> k8s_backend_args(const std::vector<std::string>& args);
-int cmd_run_k8s(const std::vector<std::string>& args);
 int cmd_configure_k8s(const std::vector<std::string>& args);
-int cmd_reap_k8s(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

@@ -11,10 +11,12 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "eval_progress.h"
+#include "engine.h"
 #include "eval_runner.h"
 #include "eval_summary.h"
 #include "eval_tasks.h"
 #include "interrupt.h"
+#include "k8s_engine.h"
 #include "run_store.h"
 #include "seed_snapshot.h"
 #include "terminal_text.h"
@@ -33,8 +35,7 @@ struct EvalCliOptions {
   std::string config;
   bool json = false;
   bool no_baseline = false;
-  std::string backend = "podman";
-  std::string ns, kubeconfig;
+  BackendOptions backend;
 };
 
 std::string dir_of(const std::string& path) {
@@ -92,32 +93,25 @@ int cmd_eval(const std::vector<std::string>& args) {
               "bad line is refused whole, every bad line named. Exit: 0 every task has a verdict,\n"
               "5 some infrastructure error, 2 bad task file, 130/143 interrupted.\n"
               "--backend k8s runs each task as Jobs on a Kubernetes cluster (as `run --backend k8s`), N at\n"
-              "a time, with the same result files and summary; patch tasks need no provider Secret there.\n"
-              "Kubernetes connection: --kubeconfig FILE, else $KUBECONFIG, else the pod's service account.");
+              "a time, with the same result files and summary; patch tasks need no provider Secret there.");
   p.positional("TASKS.jsonl", &opt.tasks, true, "the task file");
   p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
   p.integer("--prepare", &opt.prepare, "M",
-            "sandboxes created and verified (or removed) while N run their tests (default N; 0 = no overlap)", 0, 64);
+            "sandboxes created and verified (or removed) while N run their tests (default N on podman, 0 on k8s; "
+            "0 = no overlap)", 0, 64);
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
-  p.option("--backend", &opt.backend, "BACKEND", "podman (default) or k8s");
-  p.option("--namespace", &opt.ns, "NS", "with --backend k8s: namespace (default: the config's k8s.namespace)");
-  p.option("--kubeconfig", &opt.kubeconfig, "FILE", "with --backend k8s: kubeconfig file");
+  add_backend_options(p, &opt.backend);
   p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
-  if (opt.backend != "podman" && opt.backend != "k8s") {
-    return report_error(usage_error("eval: --backend must be podman or k8s, got '" + opt.backend + "'"), opt.json);
-  }
-  if (opt.backend != "k8s" && (!opt.ns.empty() || !opt.kubeconfig.empty())) {
-    return report_error(usage_error("eval: --namespace and --kubeconfig need --backend k8s"), opt.json);
-  }
+  if (auto st = check_backend_options(opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
 
   auto config = load_config_or_default(opt.config);
   if (!config) return report_error(config.error(), opt.json);
-  if (opt.backend == "podman" && config->engine.runtime != "runc") {
+  if (opt.backend.backend == "podman" && config->engine.runtime != "runc") {
     // One podman service runs every task; gVisor's is another (runtime_engine.h).
     return report_error(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
                                     "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
@@ -177,32 +171,36 @@ int cmd_eval(const std::vector<std::string>& args) {
                    [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
   if (!parsed->ok()) return refuse_task_file(opt.tasks, *parsed, opt.json);
 
+  const RunStore store = default_run_store();
+  // Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
+  // waiting sandbox cost the podman service ~5% of a core in polling; 20 ms
+  // costs a quarter of that, for ~8 ms more latency on a run of hundreds.
+  opt.backend.podman_wait_interval = "20ms";
+  auto factory = engine_factory(opt.backend, *config, store);
+  if (!factory) return report_error(factory.error().context("eval"), opt.json);
+  const bool k8s = opt.backend.backend == "k8s";
+
   EvalOptions eo;
-  std::string socket_path;
-  if (opt.backend == "k8s") {
-    auto conn = resolve_k8s_connection(opt.kubeconfig);
-    if (!conn) return report_error(conn.error(), opt.json);
-    eo.k8s_connection = *conn;
-    eo.k8s = k8s_settings_from_config(*config);
-    if (!opt.ns.empty()) eo.k8s.ns = opt.ns;
-  } else {
-    auto socket = podman_socket_from_env();
-    if (!socket) return report_error(socket.error(), opt.json);
-    socket_path = *socket;
-  }
   eo.config = *config;
   eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
   eo.jobs = static_cast<int>(opt.jobs);
-  eo.prepare = static_cast<int>(opt.prepare);
+  // The cluster schedules the pods: by default no extra threads prepare ahead there.
+  eo.prepare = static_cast<int>(opt.prepare >= 0 ? opt.prepare : k8s ? 0 : opt.jobs);
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks) : opt.out;
-  eo.socket = socket_path;
   eo.seed_sha256 = std::move(seed_hashes);
-  const RunStore store = default_run_store();
+  eo.backend = opt.backend.backend;
+  if (k8s) {
+    const K8sRunSettings ks = k8s_settings_from_config(*config);
+    eo.k8s_namespace = opt.backend.ns.empty() ? ks.ns : opt.backend.ns;
+    eo.k8s_runtime_class = ks.runtime_class;
+  }
+  eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
-                " job(s), " + (eo.k8s_connection ? "Kubernetes namespace " + eo.k8s.ns + ", " : std::string()) +
+                " job(s), " + (k8s ? "Kubernetes namespace " + (opt.backend.ns.empty() ? config->k8s.ns : opt.backend.ns) + ", "
+                                  : std::string()) +
                 "results in " + eo.out_dir);
   EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
   progress.start();

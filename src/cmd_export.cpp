@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "cli_args.h"
+#include "elapsed.h"
 #include "export_compose.h"
 #include "export_k8s.h"
 #include "export_oci.h"
@@ -37,12 +38,9 @@ namespace {
 struct ExportOptions {
   std::string target;
   std::string out;
-  std::string seed;
+  ProjectOptions project;
   std::string patch;
-  std::vector<std::string> allow;
-  std::string test_command;
   long timeout = 0;
-  std::string config;
   std::string k8s_namespace = "default";
   std::string name = "lazyagent";
   std::string instruction;
@@ -59,21 +57,17 @@ struct ExportTarget {
 };
 
 Result<ExportBundle> build_oci(const ExportInput& in) { return export_oci(in); }
-Result<ExportBundle> build_compose(const ExportInput& in) { return export_compose(in); }
 
 const std::vector<ExportTarget>& targets() {
   static const std::vector<ExportTarget> table = {
       {"oci", build_oci, true, true},
-      {"compose", build_compose, true, false},
+      {"compose", export_compose, true, false},
       {"k8s", export_k8s, false, false},
   };
   return table;
 }
 
 using Clock = std::chrono::steady_clock;
-long ms_since(Clock::time_point t0) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
-}
 
 // Names end up in compose project names and Kubernetes resource names:
 // RFC 1123 labels, short enough for suffixes.
@@ -110,21 +104,12 @@ struct InputOrFindings {
 };
 
 Result<InputOrFindings> read_input(const ExportOptions& opt) {
-  auto config = load_config_or_default(opt.config);
+  auto config = project_config(opt.project, "export");
   if (!config) return config.error();
   ExportInput in;
   in.config = *config;
   std::error_code ec;  // absolute: the README and the marker name it for a re-export from anywhere
   if (!in.config.source.empty()) in.config.source = std::filesystem::absolute(in.config.source, ec).string();
-  if (!opt.seed.empty()) in.config.seed = opt.seed;
-  if (!opt.allow.empty()) in.config.allow = opt.allow;
-  if (!opt.test_command.empty()) in.config.test_command = opt.test_command;
-  if (in.config.seed.empty()) {
-    const std::string path = chosen_config_path(opt.config);
-    return usage_error("export: no seed: pass --seed DIR or set `seed` in the config (" +
-                       (path.empty() ? std::string("no config file was found: pass --config FILE")
-                                     : "read " + path) + ")");
-  }
   in.policy = policy_from_config(in.config, opt.timeout ? opt.timeout : in.config.timeouts.test_seconds);
   in.planner = planner_request_from_config(in.config);
   in.name = opt.name;
@@ -137,8 +122,7 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
     if (!text) return text.error();
-    const ContractLimits limits = contract_limits(in.config);
-    ContractResult c = validate_patch_json(*text, limits);
+    ContractResult c = validate_patch_json(*text, contract_limits(in.config));
     if (!c.ok()) {
       r.findings = std::move(c.findings);
       return r;
@@ -225,8 +209,8 @@ json previous_export_inputs(const std::string& out_dir) {
 json export_inputs(const ExportOptions& opt, const ExportInput& in, const std::vector<std::string>& given) {
   json flags = json::object();
   for (const auto& f : given) {
-    if (f == "--allow") flags[f] = opt.allow;
-    else if (f == "--test-command") flags[f] = opt.test_command;
+    if (f == "--allow") flags[f] = opt.project.allow;
+    else if (f == "--test-command") flags[f] = opt.project.test_command;
     else if (f == "--timeout") flags[f] = opt.timeout;
     else if (f == "--name") flags[f] = opt.name;
     else if (f == "--namespace") flags[f] = opt.k8s_namespace;
@@ -246,21 +230,21 @@ std::string reuse_previous_inputs(const json& prev, const ArgParser& p, ExportOp
   std::string said;
   auto note = [&](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
   if (!p.given("--seed") && prev.value("seed", "") != "") {
-    opt->seed = prev.value("seed", "");
-    note("seed " + opt->seed);
+    opt->project.seed = prev.value("seed", "");
+    note("seed " + opt->project.seed);
   }
   if (!p.given("--config") && prev.value("config", "") != "") {
-    opt->config = prev.value("config", "");
-    note("config " + opt->config);
+    opt->project.config = prev.value("config", "");
+    note("config " + opt->project.config);
   }
   const json flags = prev.value("flags", json::object());
   for (const char* f : kReusedFlags) {
     if (p.given(f) || !flags.contains(f)) continue;
     const json& v = flags[f];
-    if (std::string(f) == "--allow" && v.is_array()) opt->allow = v.get<std::vector<std::string>>();
+    if (std::string(f) == "--allow" && v.is_array()) opt->project.allow = v.get<std::vector<std::string>>();
     else if (std::string(f) == "--timeout" && v.is_number_integer()) opt->timeout = v.get<long>();
     else if (!v.is_string()) continue;
-    else if (std::string(f) == "--test-command") opt->test_command = v.get<std::string>();
+    else if (std::string(f) == "--test-command") opt->project.test_command = v.get<std::string>();
     else if (std::string(f) == "--name") opt->name = v.get<std::string>();
     else if (std::string(f) == "--namespace") opt->k8s_namespace = v.get<std::string>();
     else if (std::string(f) == "--instruction") opt->instruction = v.get<std::string>();
@@ -410,12 +394,9 @@ int cmd_export(const std::vector<std::string>& args) {
               "refused) and written into the export's private seed copy, never into the seed.");
   p.positional("TARGET", &opt.target, true, "oci, compose or k8s");
   p.option("--out", &opt.out, "DIR", "where to write (new, empty, or an earlier export, whose seed, config and flags are reused unless given)");
-  p.option("--seed", &opt.seed, "DIR", "the project (default: the config's seed)");
   p.option("--patch", &opt.patch, "FILE", "a patch to apply to the copy ('-' = stdin; default: none)");
-  p.repeated("--allow", &opt.allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
-  p.option("--test-command", &opt.test_command, "CMD", "the command run in the copy (default: the config's)");
+  add_project_options(p, &opt.project);
   p.integer("--timeout", &opt.timeout, "S", "the sandbox's deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
-  p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   p.option("--namespace", &opt.k8s_namespace, "NS", "Kubernetes namespace (k8s; default 'default')");
   p.option("--name", &opt.name, "NAME", "base name of the resources (default 'lazyagent')");
   p.option("--instruction", &opt.instruction, "TEXT", "the planner's instruction (default: fix calculator.add)");

@@ -1,16 +1,15 @@
-// `run`, `configure` and `reap` with `--backend k8s` (k8s_run.h).
+// `configure --backend k8s`: the provider settings as one Kubernetes Secret
+// (the planner Job mounts it, k8s_engine.h). `run`, `test`, `eval` and
+// `reap` take --backend as a choice of engine (cli.h, engine_factory).
 #include <cstdlib>
 #include <iostream>
 
 #include "cli.h"
 #include "cli_args.h"
 #include "k8s_client.h"
-#include "k8s_run.h"
 #include "kubeconfig.h"
 #include "planner_policy.h"
-#include "planner_task.h"
 #include "provider_client.h"
-#include "sandbox_run.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -47,48 +46,6 @@ Result<std::unique_ptr<K8sClient>> connect(const std::string& kubeconfig) {
 }
 
 }  // namespace
-
-int cmd_run_k8s(const std::vector<std::string>& args) {
-  std::string instruction, seed, test_command, config_path, ns, kubeconfig;
-  std::vector<std::string> allow;
-  long timeout = 0;
-  bool json_out = false;
-  ArgParser p("run --backend k8s",
-              "[INSTRUCTION] [--namespace NS] [--kubeconfig FILE] [--seed DIR] [--allow PATH]... [--test-command CMD] "
-              "[--timeout S] [--config FILE] [--json]",
-              std::string("The `run` flow on Kubernetes: a planner Job holding the provider Secret (as files),\n"
-                          "the patch validated again, then a sandbox Job with no secret, no token, no network\n"
-                          "(RuntimeClass k8s.runtime_class + a deny-all NetworkPolicy, checked by the isolation\n"
-                          "probe inside the pod). Jobs, pods and ConfigMaps are deleted on every path.\n") +
-                  kK8sOptionsHelp);
-  p.positional("INSTRUCTION", &instruction, false, std::string("what to do (default: \"") + kDefaultInstruction + "\")");
-  p.option("--namespace", &ns, "NS", "namespace (default: the config's k8s.namespace)");
-  p.option("--kubeconfig", &kubeconfig, "FILE", "kubeconfig file");
-  p.option("--seed", &seed, "DIR", "the project (default: the config's seed)");
-  p.repeated("--allow", &allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
-  p.option("--test-command", &test_command, "CMD", "the command run in the sandbox");
-  p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
-  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
-  p.flag("--json", &json_out, "print exactly one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto config = load_config_or_default(config_path);
-  if (!config) return report_error(config.error(), json_out);
-  K8sRunRequest req;
-  req.config = *config;
-  req.instruction = instruction;
-  if (!seed.empty()) req.config.seed = seed;
-  if (!allow.empty()) req.config.allow = allow;
-  if (!test_command.empty()) req.config.test_command = test_command;
-  req.timeout_seconds = timeout ? timeout : req.config.timeouts.test_seconds;
-  req.k8s = k8s_settings_from_config(req.config);
-  if (!ns.empty()) req.k8s.ns = ns;
-  if (req.config.seed.empty()) return report_error(usage_error("run: no seed: pass --seed DIR or set `seed` in the config"), json_out);
-  auto k8s = connect(kubeconfig);
-  if (!k8s) return report_error(k8s.error(), json_out);
-  return finish_result(run_agent_k8s(req, **k8s, default_run_store(),
-                                     [](const std::string& step) { progress_line(step); }),
-                       json_out);
-}
 
 int cmd_configure_k8s(const std::vector<std::string>& args) {
   std::string config_path, ns, kubeconfig, secret;
@@ -179,47 +136,6 @@ int cmd_configure_k8s(const std::vector<std::string>& args) {
     if (plain_http) std::cout << "plain http provider: " << out["plain_http_provider"].get<std::string>() << "\n";
   }
   return 0;
-}
-
-int cmd_reap_k8s(const std::vector<std::string>& args) {
-  std::string ns, kubeconfig, config_path;
-  bool all = false, as_json = false;
-  ArgParser p("reap --backend k8s", "[--namespace NS] [--kubeconfig FILE] [--config FILE] [--all] [--json]",
-              std::string("Deletes the Jobs, pods, ConfigMaps and NetworkPolicies (label io.lazyagent.run) of runs\n"
-                          "whose owning process on this host is gone, and closes those runs' records as\n"
-                          "`interrupted`. Runs in progress, and runs started on other hosts, are left alone\n"
-                          "unless --all is given (their records always).\n") +
-                  kK8sOptionsHelp);
-  p.option("--namespace", &ns, "NS", "namespace (default: the config's k8s.namespace)");
-  p.option("--kubeconfig", &kubeconfig, "FILE", "kubeconfig file");
-  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
-  p.flag("--all", &all, "also delete the objects of runs still in progress");
-  p.flag("--json", &as_json, "print one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto config = load_config_or_default(config_path);
-  if (!config) return report_error(config.error(), as_json);
-  if (ns.empty()) ns = config->k8s.ns;
-  auto k8s = connect(kubeconfig);
-  if (!k8s) return report_error(k8s.error(), as_json);
-  auto report = reap_k8s(**k8s, ns, all);
-  if (!report) return report_error(report.error(), as_json);
-  close_abandoned_records(default_run_store(), &*report);  // the run records of dead owners (reaper.h)
-  if (as_json) {
-    std::cout << json{{"backend", "k8s"},
-                      {"namespace", ns},
-                      {"removed", report->removed},
-                      {"left_running", report->left_running},
-                      {"records_closed", report->records_closed},
-                      {"errors", report->errors}}.dump(2)
-              << std::endl;
-  } else {
-    for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
-    for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
-    for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
-    for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
-    if (report->removed.empty() && report->records_closed.empty()) std::cout << "nothing to reap\n";
-  }
-  return report->errors.empty() ? 0 : kExitEngine;
 }
 
 }  // namespace lazyagent

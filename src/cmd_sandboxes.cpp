@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_args.h"
 #include "podman_client.h"
+#include "engine.h"
 #include "reaper.h"
 #include "terminal_text.h"
 
@@ -108,30 +109,37 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
 }
 
 int cmd_reap(const std::vector<std::string>& args) {
-  if (auto k8s = k8s_backend_args(args)) return cmd_reap_k8s(*k8s);  // --backend k8s
   bool all = false, as_json = false;
-  ArgParser p("reap", "[--all] [--json]",
-              "Removes lazyagent-oci containers (found by label) and private seed copies whose\n"
-              "owning process is gone, e.g. after `kill -9`, and closes those runs' records as\n"
-              "`interrupted`, with the reason. Runs in progress are left alone (their containers\n"
-              "unless --all is given; their records always). On Kubernetes: `lazyagent-oci reap\n"
-              "--backend k8s --help`.");
-  p.flag("--all", &all, "also remove containers of runs that are still in progress");
+  std::string config_path;
+  BackendOptions backend;
+  ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
+              "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
+              "lazyagent-oci containers (found by label), private seed copies and interrupted writes; on\n"
+              "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
+              "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
+              "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
+              "--all is given; their records always).");
+  p.flag("--all", &all, "also remove what runs still in progress use");
+  add_backend_options(p, &backend);
+  p.option("--config", &config_path, "FILE", "config file (Kubernetes: its k8s.namespace)");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
-  auto socket = podman_socket_from_env();
-  if (!socket) return report_error(socket.error(), as_json);
-  PodmanClient podman(*socket);
-  if (auto v = podman.ping(); !v) return report_error(v.error(), as_json);
-  auto report = reap_leftovers(podman, default_run_store(), all);
+  auto config = load_config_or_default(config_path);
+  if (!config) return report_error(config.error(), as_json);
+  auto factory = engine_factory(backend, *config, default_run_store());
+  if (!factory) return report_error(factory.error(), as_json);
+  auto report = (*factory)()->reap(all);
   if (!report) return report_error(report.error(), as_json);
   if (as_json) {
-    std::cout << json{{"removed", report->removed},
-                      {"left_running", report->left_running},
-                      {"work_dirs_removed", report->work_dirs_removed},
-                      {"temp_files_removed", report->temp_files_removed},
-                      {"records_closed", report->records_closed},
-                      {"errors", report->errors}}.dump(2) << std::endl;
+    json out = {{"backend", backend.backend},
+                {"removed", report->removed},
+                {"left_running", report->left_running},
+                {"work_dirs_removed", report->work_dirs_removed},
+                {"temp_files_removed", report->temp_files_removed},
+                {"records_closed", report->records_closed},
+                {"errors", report->errors}};
+    if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
+    std::cout << out.dump(2) << std::endl;
   } else {
     for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
     for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";

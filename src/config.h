@@ -94,7 +94,7 @@ struct RepairConfig {
   std::int64_t rerun = 0;       // re-runs of a failing verdict, to tell flaky tests
 };
 
-// The Kubernetes backend (`--backend k8s`, k8s_run.h). Names are checked
+// The Kubernetes backend (`--backend k8s`, k8s_engine.h). Names are checked
 // when a run uses them.
 struct K8sConfig {
   std::string ns = "default";                     // namespace of the run's objects

@@ -41,7 +41,8 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
       }
       v.attempts.push_back({"infra_error", r.error().message, ""});
       v.final = r.error();
-      if (infra_left-- > 0) continue;
+      // An isolation violation is a finding about the engine, never retried.
+      if (r.error().kind != ErrorKind::kIsolation && infra_left-- > 0) continue;
       // A task whose tests already failed stays a test failure: the
       // infrastructure broke only on a rerun.
       if (last_failed) {
@@ -53,7 +54,7 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
       return v;
     }
     const TestResult& t = *r;
-    if (t.status == "refused") {
+    if (t.status == RunStatus::kRefused) {
       v.attempts.push_back({"refused", t.reason, t.run_id});
       v.category = EvalCategory::kRefused;
       v.final = std::move(r);

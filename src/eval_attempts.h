@@ -6,7 +6,8 @@
 //   - an infrastructure failure (any Error from the pipeline: podman, the
 //     image, the seed, the planner) is retried `infra_retries` times; if it
 //     persists the task is `infra_error` (or `failed` when an earlier run of
-//     it already failed its tests), never a test failure;
+//     it already failed its tests), never a test failure; an isolation
+//     violation (kIsolation) is not retried;
 //   - a refused patch is `refused` (deterministic: never rerun);
 //   - failing tests are rerun up to `reruns` times; a pass on a rerun makes
 //     the task `flaky`, no pass leaves it `failed`;
@@ -19,7 +20,7 @@
 #include <vector>
 
 #include "result.h"
-#include "sandbox_run.h"
+#include "run_result.h"
 
 namespace lazyagent {
 

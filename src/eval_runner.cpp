@@ -20,9 +20,8 @@
 #include <thread>
 
 #include "agent_run.h"
+#include "elapsed.h"
 #include "interrupt.h"
-#include "podman_client.h"
-#include "reaper.h"
 #include "sandbox_run.h"
 #include "seed_snapshot.h"
 #include "terminal_text.h"
@@ -43,16 +42,11 @@ Status make_dir(const std::string& dir) {
   return ok_status();
 }
 
-const char* error_kind_name(ErrorKind k) {
-  static const char* kinds[] = {"usage", "planner", "patch", "engine", "timeout", "interrupted"};
-  return kinds[static_cast<int>(k)];
-}
-
 // A task's resume key before it runs (eval_resume.h). Seeds are read and
 // images inspected once per distinct path and image, before any task runs.
 class ResumeKeys {
  public:
-  ResumeKeys(const EvalOptions& opt, PodmanClient* podman) : opt_(opt), podman_(podman) {}
+  ResumeKeys(const EvalOptions& opt, Engine* engine) : opt_(opt), engine_(engine) {}
 
   ResumeKey of(const EvalTask& task) {
     const Config config = task_config(opt_.config, task);
@@ -69,8 +63,7 @@ class ResumeKeys {
     } else {
       k.config = configs_[overrides] = config_hash(task, config);
     }
-    k.image = image_part(image_id(config.images.sandbox, "images.sandbox"),
-                         task.is_instruction() ? image_id(config.images.planner, "images.planner") : "");
+    k.image = image_part(image_id(config.images.sandbox), planner_image(task));
     return k;
   }
 
@@ -79,13 +72,13 @@ class ResumeKeys {
     DecisiveSettings s;
     s.config = config;
     s.timeout_seconds = opt_.timeout_seconds;
-    s.baseline = opt_.baseline && !opt_.k8s_connection;  // no baseline on Kubernetes
+    s.baseline = opt_.baseline;
     s.reruns = opt_.attempts.reruns;
     s.instruction = task.is_instruction();
-    if (opt_.k8s_connection) {
-      s.backend = "k8s";
-      s.k8s_namespace = opt_.k8s.ns;
-      s.k8s_runtime_class = opt_.k8s.runtime_class;
+    s.backend = opt_.backend;
+    if (opt_.backend == "k8s") {
+      s.k8s_namespace = opt_.k8s_namespace;
+      s.k8s_runtime_class = opt_.k8s_runtime_class;
     }
     return decisive_settings_sha256(s);
   }
@@ -96,9 +89,18 @@ class ResumeKeys {
   static std::string image_part(const std::string& sandbox, const std::string& planner) {
     return planner.empty() ? sandbox : sandbox + " planner=" + planner;
   }
+  // An instruction task's planner image id ("" for a patch task).
   std::string planner_image(const EvalTask& task) {
-    return task.is_instruction() ? image_id(task_config(opt_.config, task).images.planner, "images.planner") : "";
+    if (!task.is_instruction()) return "";
+    const Config config = task_config(opt_.config, task);
+    const std::string& image = config.images.planner;
+    if (auto it = planners_.find(image); it != planners_.end()) return it->second;
+    auto d = engine_->planner_image_digest(config);
+    return planners_[image] = !d ? "missing:" + image : d->empty() ? "ref:" + image : *d;
   }
+  // Whether an image id is the engine's digest (podman), not a reference
+  // the nodes resolve when they pull (Kubernetes: known after the run).
+  static bool is_digest(const std::string& id) { return id.rfind("ref:", 0) != 0 && id.rfind("missing:", 0) != 0; }
 
  private:
   std::string seed_hash(const std::string& path) {
@@ -110,22 +112,15 @@ class ResumeKeys {
   }
   // podman's digest (a rebuilt image under the same tag has a new one); on
   // Kubernetes the nodes pull the image: its reference.
-  std::string image_id(const std::string& image, const std::string& key) {
-    if (!podman_) return "ref:" + image;
-    auto it = images_.find(image);
-    if (it != images_.end()) return it->second;
-    auto img = podman_->image_inspect(image, key);
-    std::string id = "missing:" + image;
-    if (img) {
-      const std::string digest = img->value("Digest", "");
-      id = digest.empty() ? img->value("Id", "") : digest;
-    }
-    return images_[image] = id;
+  std::string image_id(const std::string& image) {
+    if (auto it = images_.find(image); it != images_.end()) return it->second;
+    auto d = engine_->image_digest(image);
+    return images_[image] = !d ? "missing:" + image : d->empty() ? "ref:" + image : *d;
   }
 
   const EvalOptions& opt_;
-  PodmanClient* podman_;
-  std::map<std::string, std::string> seeds_, images_, configs_;
+  Engine* engine_;
+  std::map<std::string, std::string> seeds_, images_, planners_, configs_;
 };
 
 // The result file: what `test --json` / `run --json` prints for the final
@@ -173,9 +168,7 @@ class RunSlots {
   Status acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     while (free_ == 0) {
-      if (interrupted_signal() != 0) {
-        return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(interrupted_signal())};
-      }
+      if (auto st = check_interrupted(); !st) return st;
       cv_.wait_for(lock, std::chrono::milliseconds(20));
     }
     --free_;
@@ -194,20 +187,6 @@ class RunSlots {
   std::condition_variable cv_;
   int free_;
 };
-
-// Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
-// waiting sandbox cost the podman service ~5% of a core in polling; 20 ms
-// costs a quarter of that, for ~8 ms more latency on a run of hundreds.
-constexpr const char* kWaitInterval = "20ms";
-
-// Once per batch instead of once per task: podman answers, its API version
-// is supported, and containers of crashed runs are reaped.
-Status check_engine(PodmanClient& podman, const RunStore& store) {
-  if (auto v = podman.ping(); !v) return v.error().context("eval");
-  auto reaped = reap_leftovers(podman, store, false);
-  if (!reaped) return reaped.error().context("eval: reaping crashed runs");
-  return ok_status();
-}
 
 class Runner {
   // A task to run, with its resume key (eval_resume.h).
@@ -234,10 +213,14 @@ class Runner {
     }
     if (auto st = store_.ensure(); !st) return st.error();
 
+    // One engine (one connection) per worker, made here, before any thread
+    // starts; the first one also answers the resume keys' image digests.
+    std::vector<std::unique_ptr<Engine>> engines;
+    auto first = opt_.open_engine();
+    if (!first) return first.error();
+    engines.push_back(std::move(*first));
     {
-      std::unique_ptr<PodmanClient> podman;
-      if (!opt_.k8s_connection) podman = std::make_unique<PodmanClient>(opt_.socket);
-      ResumeKeys keys(opt_, podman.get());
+      ResumeKeys keys(opt_, engines.front().get());
       for (const auto& t : tasks_) {
         Pending p{&t, keys.of(t), {}, keys.planner_image(t)};
         ResumeCheck check = check_resume(opt_.out_dir, t, p.key);
@@ -250,74 +233,44 @@ class Runner {
         }
       }
     }
-    if (opt_.k8s_connection) return run_k8s(t0);
-    // One podman client (one connection) per worker, made here, before any
-    // thread starts (libcurl's handle set-up is not thread-safe the first time).
     const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
     const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
-    std::vector<std::unique_ptr<PodmanClient>> clients;
-    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<PodmanClient>(opt_.socket));
-    if (!clients.empty()) {
-      if (auto st = check_engine(*clients.front(), store_); !st) return st.error();
+    if (pending_.empty()) engines.clear();
+    for (int i = static_cast<int>(engines.size()); i < jobs && !pending_.empty(); ++i) {
+      auto e = opt_.open_engine();
+      if (!e) return e.error();
+      engines.push_back(std::move(*e));
     }
-    for (auto& c : clients) c->set_wait_interval(kWaitInterval);
+    // Once per batch instead of once per task: the engine answers, its
+    // version is supported, and what crashed runs left is reaped.
+    if (!engines.empty()) {
+      if (auto st = engines.front()->check(nullptr); !st) return st.error().context("eval");
+    }
     std::vector<std::thread> workers;
-    for (auto& c : clients) workers.emplace_back([this, client = c.get()] { work(*client); });
+    for (auto& e : engines) workers.emplace_back([this, engine = e.get()] { work(*engine); });
     for (auto& w : workers) w.join();
     return finish(t0);
   }
 
  private:
-  // `--backend k8s`: `jobs` workers, each with its own client, each running
-  // whole tasks (the cluster schedules the pods; there are no run slots).
-  Result<EvalReport> run_k8s(std::chrono::steady_clock::time_point t0) {
-    const int jobs = std::max(1, std::min<int>(opt_.jobs, static_cast<int>(pending_.size())));
-    std::vector<std::unique_ptr<K8sClient>> clients;
-    for (int i = 0; i < jobs && !pending_.empty(); ++i) clients.push_back(std::make_unique<K8sClient>(*opt_.k8s_connection));
-    std::vector<std::thread> workers;
-    for (auto& c : clients) {
-      workers.emplace_back([this, client = c.get()] {
-        for (;;) {
-          if (interrupted_signal() != 0) return;
-          const std::size_t i = next_.fetch_add(1);
-          if (i >= pending_.size()) return;
-          const EvalTask& task = *pending_[i].task;
-          run_one(pending_[i], [this, &task, client]() -> Result<TestResult> {
-            K8sRunRequest req;
-            req.config = task_config(opt_.config, task);
-            req.timeout_seconds = opt_.timeout_seconds;
-            req.k8s = opt_.k8s;
-            if (task.is_instruction()) req.instruction = task.instruction;
-            else req.patch_json = task.patch_json;
-            return run_agent_k8s(req, *client, store_, nullptr);
-          });
-        }
-      });
-    }
-    for (auto& w : workers) w.join();
-    return finish(t0);
-  }
-
   Result<EvalReport> finish(std::chrono::steady_clock::time_point t0) {
     report_.interrupted = interrupted_signal() != 0;
-    report_.wall_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::steady_clock::now() - t0)
-                                            .count());
+    report_.wall_ms = ms_since(t0);
     if (!write_error_.empty()) return engine_error(write_error_);
     return report_;
   }
 
-  void work(PodmanClient& podman) {
+  void work(Engine& engine) {
     for (;;) {
       if (interrupted_signal() != 0) return;
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
-      run_one(pending_[i], podman_attempt(*pending_[i].task, podman));
+      run_one(pending_[i], attempt(*pending_[i].task, engine));
     }
   }
 
-  AttemptFn podman_attempt(const EvalTask& task, PodmanClient& podman) {
-    return [this, &task, &podman]() -> Result<TestResult> {
+  AttemptFn attempt(const EvalTask& task, Engine& engine) {
+    return [this, &task, &engine]() -> Result<TestResult> {
       const Config config = task_config(opt_.config, task);
       if (task.is_instruction()) {
         RunRequest req;
@@ -326,7 +279,7 @@ class Runner {
         req.timeout_seconds = opt_.timeout_seconds;
         req.judge = judge_options();
         if (auto st = slots_.acquire(); !st) return st.error();
-        auto r = run_agent(req, podman, store_, nullptr);
+        auto r = run_agent(req, engine, store_, nullptr, true);
         slots_.release();
         return r;
       }
@@ -337,7 +290,7 @@ class Runner {
       req.engine_checked = true;
       req.acquire_run_slot = [this] { return slots_.acquire(); };
       req.release_run_slot = [this] { slots_.release(); };
-      return run_judged_test(req, judge_options(), podman, store_, nullptr);
+      return run_judged_test(req, judge_options(), engine, store_, nullptr);
     };
   }
 
@@ -349,8 +302,7 @@ class Runner {
     const auto t0 = std::chrono::steady_clock::now();
     const TaskVerdict v = run_attempts(attempt, opt_.attempts);
     if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
-    const long ms = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    const long ms = ms_since(t0);
     EvalRow row;
     row.id = task.id;
     row.category = v.category;
@@ -362,7 +314,11 @@ class Runner {
     // when it got that far (either may have changed since the key was made).
     ResumeKey key = p.key;
     if (v.final && !v.final->seed_sha256.empty()) key.seed = v.final->seed_sha256;
-    if (v.final && !v.final->image_digest.empty()) key.image = ResumeKeys::image_part(v.final->image_digest, p.planner_image);
+    // (Only where the key holds a digest: on Kubernetes the key names the
+    // image's reference, and the run's digest would never match it again.)
+    if (v.final && !v.final->image_digest.empty() && ResumeKeys::is_digest(p.key.image)) {
+      key.image = ResumeKeys::image_part(v.final->image_digest, p.planner_image);
+    }
     row.suspicious = v.final && result_has_suspicious(*v.final);
     const std::string text =
         result_document(task, v, ms, key, p.changed).dump(2, ' ', false, json::error_handler_t::replace) + "\n";

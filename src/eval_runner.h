@@ -1,10 +1,10 @@
-// `lazyagent-oci eval`: many tasks, run concurrently through one podman
-// service.
+// `lazyagent-oci eval`: many tasks, run concurrently on one engine (podman's
+// service or a Kubernetes cluster, engine.h).
 //
 // Threads in this one process, `jobs + prepare` of them; each owns its own
-// podman client (its own connection, kept open from task to task) and takes
-// the next task from a shared counter. Each task is the ordinary pipeline
-// (`test`'s, sandbox_run.h, or `run`'s, agent_run.h) with every isolation and
+// engine (its own connection, kept open from task to task) and takes the
+// next task from a shared counter. Each task is the ordinary pipeline
+// (`test`'s, triage_run.h, or `run`'s, agent_run.h) with every isolation and
 // verification step, attempted as eval_attempts.h decides.
 // At most `jobs` sandboxes run their tests at once (run slots); the other
 // threads meanwhile create and verify the next sandboxes and remove finished
@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,8 +43,7 @@
 #include "eval_resume.h"
 #include "eval_summary.h"
 #include "eval_tasks.h"
-#include "k8s_run.h"
-#include "kubeconfig.h"
+#include "engine.h"
 #include "result.h"
 #include "run_store.h"
 
@@ -60,16 +60,19 @@ struct EvalOptions {
   // with `attempts` (eval_attempts.h), so the judge does neither.
   bool baseline = true;
   std::string out_dir;
-  // Kubernetes (`eval --backend k8s`): when set, every task runs as Jobs on
-  // that cluster (k8s_run.h), `jobs` at a time, instead of through podman.
-  // No baseline there (the exit code and the probe judge).
-  std::optional<K8sConnection> k8s_connection;
-  K8sRunSettings k8s;
-  std::string socket;                // podman's socket
   // Seed snapshot hashes by path, when the caller has read the seeds already
   // (`eval` does, to refuse an unreadable one before anything runs); the
   // resume keys use them instead of reading the seeds again.
   std::map<std::string, std::string> seed_sha256;
+  // The backend and, on Kubernetes, where the sandboxes run: part of the
+  // resume key's config (eval_resume.h). open_engine makes the engines.
+  std::string backend = "podman";
+  std::string k8s_namespace;
+  std::string k8s_runtime_class;
+  // One engine per worker thread, each with its own connection; called on
+  // the main thread before any worker starts (libcurl's first handle set-up
+  // is not thread-safe).
+  std::function<Result<std::unique_ptr<Engine>>()> open_engine;
 };
 
 struct EvalEvent {

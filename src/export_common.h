@@ -7,6 +7,7 @@
 // mistakes a weaker policy for the same one.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "config.h"
 #include "patch_contract.h"
 #include "planner_policy.h"
+#include "planner_task.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 
@@ -28,6 +30,9 @@ struct ExportInput {
   std::string name = "lazyagent";        // base name of the resources
   std::string k8s_namespace = "default"; // Kubernetes only
   std::string instruction;               // the planner's instruction ("" = default)
+  std::optional<PlannerTask> task;       // the planner's task as built by the caller (the
+                                         // k8s backend: with the repair loop's feedback); absent =
+                                         // build_task(seed, config, instruction, name)
 };
 
 struct ExportedFile {
@@ -35,6 +40,12 @@ struct ExportedFile {
   std::string content;
   unsigned mode = 0644;
 };
+
+// A size for people: "64 MiB", or "1000 bytes" when not whole MiB.
+inline std::string size_text(std::int64_t bytes) {
+  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
 
 struct ExportBundle {
   std::vector<ExportedFile> files;

@@ -36,11 +36,6 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   return out;
 }
 
-std::string mib(std::int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes) + " bytes";
-}
-
 ordered_json ulimits(std::int64_t nofile, std::int64_t nproc) {
   return {{"nofile", {{"soft", nofile}, {"hard", nofile}}}, {"nproc", {{"soft", nproc}, {"hard", nproc}}}};
 }
@@ -130,7 +125,7 @@ std::string run_script(const std::string& service, const std::string& run_args, 
          service + "\n";
 }
 
-std::string readme(const ExportInput& in, const ExportBundle& b) {
+std::string compose_readme(const ExportInput& in, const ExportBundle& b) {
   std::ostringstream o;
   o << "lazyagent-oci export: podman-compose stack\n"
        "==========================================\n\n"
@@ -199,16 +194,16 @@ std::string planner_run_args(const PlannerRequest& r) {
          " --read-only-tmpfs=false --unsetenv-all --timeout=" + std::to_string(r.timeout_seconds);
 }
 
-ExportBundle export_compose(const ExportInput& in) {
+Result<ExportBundle> export_compose(const ExportInput& in) {
   const SandboxPolicy& p = in.policy;
   ExportBundle b;
   b.enforced = {
       "network: network_mode none, only the loopback interface",
       "privileges: cap_drop ALL, no-new-privileges, podman's default seccomp profile",
-      "filesystem: read-only root; /work (" + mib(p.work_tmpfs_bytes) + ") and /tmp (" +
-          mib(p.tmp_tmpfs_bytes) + ", noexec) size-capped tmpfs; /seed a read-only bind of seed/ "
+      "filesystem: read-only root; /work (" + size_text(p.work_tmpfs_bytes) + ") and /tmp (" +
+          size_text(p.tmp_tmpfs_bytes) + ", noexec) size-capped tmpfs; /seed a read-only bind of seed/ "
           "(a copy this export wrote, never your seed directory)",
-      "resources: memory " + mib(p.memory_bytes) + " (mem_limit), cpus, ulimits nofile " +
+      "resources: memory " + size_text(p.memory_bytes) + " (mem_limit), cpus, ulimits nofile " +
           std::to_string(p.nofile) + " / nproc " + std::to_string(p.nproc) + "; pids " +
           std::to_string(p.pids) + " and no swap through run-sandbox.sh",
       "time: podman kills the sandbox after " + std::to_string(p.timeout_seconds) +
@@ -239,10 +234,12 @@ ExportBundle export_compose(const ExportInput& in) {
       "./run-sandbox.sh > output.txt 2>&1; echo \"exit status $?\"; cat -v output.txt\n"
       "./run-planner.sh > patch.json        # needs the provider secrets and the planner image\n";
   const PlannerTask task = build_task(in.seed, in.config, in.instruction, "export-" + in.name);
+  auto yaml = to_yaml(compose_document(in));
+  if (!yaml) return yaml.error().context("compose export: compose.yaml");
   b.files.push_back({"compose.yaml",
                      yaml_comment("lazyagent-oci export compose: planner and sandbox services.\n"
                                   "Run the services with run-planner.sh / run-sandbox.sh (README.txt).") +
-                         to_yaml(compose_document(in)),
+                         *yaml,
                      0644});
   b.files.push_back({std::string(kComposeTaskDir) + "/task.json", task_to_json(task).dump(2) + "\n", 0644});
   b.files.push_back({"run-sandbox.sh",
@@ -251,7 +248,7 @@ ExportBundle export_compose(const ExportInput& in) {
                      run_script("planner", planner_run_args(in.planner),
                                 "Runs the planner service; the patch JSON arrives on stdout."),
                      0755});
-  b.files.push_back({"README.txt", readme(in, b), 0644});
+  b.files.push_back({"README.txt", compose_readme(in, b), 0644});
   return b;
 }
 

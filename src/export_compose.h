@@ -48,6 +48,6 @@ nlohmann::ordered_json compose_document(const ExportInput& in);
 std::string sandbox_run_args(const SandboxPolicy& p);
 std::string planner_run_args(const PlannerRequest& r);
 
-ExportBundle export_compose(const ExportInput& in);
+Result<ExportBundle> export_compose(const ExportInput& in);
 
 }  // namespace lazyagent

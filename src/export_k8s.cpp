@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export_k8s_configmap.h"
+#include "yaml_text.h"
 #include "planner_task.h"
 
 namespace lazyagent {
@@ -205,7 +206,7 @@ ordered_json network_policy(const Names& n) {
 }
 
 Result<ordered_json> task_configmap(const ExportInput& in, const Names& n) {
-  const PlannerTask task = build_task(in.seed, in.config, in.instruction, n.run);
+  const PlannerTask task = in.task ? *in.task : build_task(in.seed, in.config, in.instruction, n.run);
   // ASCII-only JSON (non-ASCII as \u escapes) keeps task.json a readable literal block.
   std::string text = task_to_json(task).dump(2, ' ', true) + "\n";
   // nlohmann leaves DEL raw, and YAML cannot carry it; in JSON text it can
@@ -282,7 +283,7 @@ std::string how_to_run(const Names& n) {
 }
 
 // README.txt: the user's instructions, with this export's names filled in.
-std::string readme(const ExportInput& in, const Names& n, const std::vector<std::string>& empty_dirs) {
+std::string k8s_readme(const ExportInput& in, const Names& n, const std::vector<std::string>& empty_dirs) {
   const std::string k = "kubectl -n " + n.ns + " ";
   const std::string wait_s = std::to_string(in.policy.timeout_seconds + 60);
   const std::string plan_wait_s = std::to_string(in.planner.timeout_seconds + 60);
@@ -392,13 +393,13 @@ Result<ExportBundle> export_k8s(const ExportInput& in) {
   };
   ExportBundle bundle;
   for (const auto& [path, doc] : docs) {
-    auto text = manifest_yaml(doc);
+    auto text = to_yaml(doc);
     if (!text) return text.error().context(std::string("kubernetes export: ") + path);
     bundle.files.push_back({path, *text, 0644});
   }
   bundle.enforced = d->enforced;
   bundle.not_enforced = d->not_enforced;
-  std::string text = readme(in, n, d->empty_dirs) + "\nEnforced:\n";
+  std::string text = k8s_readme(in, n, d->empty_dirs) + "\nEnforced:\n";
   for (const auto& l : bundle.enforced) text += "  - " + l + "\n";
   text += "\nNot enforced:\n";
   for (const auto& l : bundle.not_enforced) text += "  - " + l + "\n";

@@ -53,7 +53,7 @@ inline constexpr const char* kK8sSecretSuffix = "-provider";
 Result<ExportBundle> export_k8s(const ExportInput& input);
 
 // The same documents as objects, for a backend that creates them through the
-// API itself (k8s_run.h) instead of writing files: one policy, one builder.
+// API itself (k8s_engine.h) instead of writing files: one policy, one builder.
 struct K8sDocuments {
   nlohmann::ordered_json seed_configmap, task_configmap, network_policy, planner_job, sandbox_job;
   std::vector<std::string> empty_dirs;    // seed directories a ConfigMap cannot carry

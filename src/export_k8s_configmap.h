@@ -1,5 +1,5 @@
-// Files carried in a Kubernetes ConfigMap, and the YAML text of manifests,
-// byte for byte. Pure; part of the Kubernetes export (export_k8s.h).
+// Files carried in a Kubernetes ConfigMap, byte for byte. Pure; part of the
+// Kubernetes export (export_k8s.h); the manifests' YAML is yaml_text.h's.
 //
 // A ConfigMap key may not contain '/', so file i gets the key "f0000",
 // "f0001", ... and the volume that mounts the ConfigMap lists
@@ -8,15 +8,7 @@
 // a file that is not valid UTF-8, or holds a character YAML cannot carry as
 // it is (NUL and other C0 controls except tab/LF/CR, DEL, C1 controls, BOM,
 // U+2028/2029, noncharacters), goes to `binaryData` as base64. So every
-// file reaches /seed unchanged.
-//
-// The YAML writer picks each scalar's style so that any YAML reader (yaml-cpp
-// here, go-yaml in kubectl and the API server) reads back exactly the value
-// written: plain only for words that cannot be read as a number, boolean or
-// null; a literal block (`|`) for readable multi-line text (file contents,
-// the sandbox script, task.json) when it survives one exactly; double-quoted
-// with escapes otherwise. A string no YAML reader could get back (invalid
-// UTF-8, DEL) is an error naming where it is, never a silent change.
+// file reaches /seed unchanged (yaml_safe_text decides, base64.h encodes).
 #pragma once
 
 #include <cstddef>
@@ -68,16 +60,5 @@ inline constexpr unsigned kConfigMapDefaultMode = 0644;
 // error when the files exceed kConfigMapMaxBytes.
 Result<FileConfigMap> files_configmap(const nlohmann::ordered_json& metadata,
                                       const std::vector<K8sFile>& files);
-
-// True when `s` can be a ConfigMap `data` value: valid UTF-8 made only of
-// characters every YAML reader takes as they are (see the top of this file).
-bool yaml_safe_text(std::string_view s);
-
-std::string base64_encode(std::string_view bytes);
-
-// One manifest (a JSON object) as a YAML document, ending in a newline.
-// kUsage error naming the value's path (e.g. "spec.template.spec.containers[0].command[4]")
-// when a string cannot be written so that it reads back unchanged.
-Result<std::string> manifest_yaml(const nlohmann::ordered_json& doc);
 
 }  // namespace lazyagent

@@ -30,11 +30,6 @@ void to_json(json& j, const OciRlimit& r) {
   j = json{{"type", r.type}, {"hard", r.limit}, {"soft", r.limit}};
 }
 
-std::string mib(std::int64_t bytes) {
-  if (bytes % (1 << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes) + " bytes";
-}
-
 std::string cpus(const SandboxPolicy& p) {
   std::ostringstream o;
   o << static_cast<double>(p.cpu_quota) / static_cast<double>(p.cpu_period);
@@ -80,7 +75,7 @@ const std::vector<std::string>& readonly_paths() {
   return paths;
 }
 
-std::string readme(const ExportInput& in, const ExportBundle& b) {
+std::string oci_readme(const ExportInput& in, const ExportBundle& b) {
   std::ostringstream o;
   o << "lazyagent-oci export: OCI runtime bundle for runc\n"
        "==================================================\n\n"
@@ -164,9 +159,9 @@ ExportBundle export_oci(const ExportInput& in) {
       "fail with ENOSYS; namespaces (unshare, setns, clone with CLONE_NEW*), the mount API, "
       "keyrings, ptrace, bpf, perf_event_open, userfaultfd, modules, kexec with EPERM; clone3 and "
       "io_uring with ENOSYS",
-      "filesystem: read-only root; /work (" + mib(p.work_tmpfs_bytes) + ") and /tmp (" +
-          mib(p.tmp_tmpfs_bytes) + ", noexec) size-capped tmpfs; /seed a read-only bind of seed/",
-      "resources (cgroups): memory " + mib(p.memory_bytes) + " with no swap, " + std::to_string(p.pids) +
+      "filesystem: read-only root; /work (" + size_text(p.work_tmpfs_bytes) + ") and /tmp (" +
+          size_text(p.tmp_tmpfs_bytes) + ", noexec) size-capped tmpfs; /seed a read-only bind of seed/",
+      "resources (cgroups): memory " + size_text(p.memory_bytes) + " with no swap, " + std::to_string(p.pids) +
           " pids, " + cpus(p) + " CPU",
       "rlimits: nofile " + std::to_string(p.nofile) + ", nproc " + std::to_string(p.nproc),
       "environment: exactly " + env_names(p),
@@ -203,7 +198,7 @@ ExportBundle export_oci(const ExportInput& in) {
       "runc delete --force \"$id\" 2>/dev/null\n"
       "cat -v output.txt\n";
   b.files.push_back({"config.json", oci_runtime_spec(in).dump(2) + "\n", 0644});
-  b.files.push_back({"README.txt", readme(in, b), 0644});
+  b.files.push_back({"README.txt", oci_readme(in, b), 0644});
   return b;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "elapsed.h"
 #include "ownership.h"
 #include "sandbox_policy.h"
 
@@ -16,21 +17,6 @@ extern char** environ;
 namespace lazyagent {
 
 namespace {
-
-// The export container: removed when this goes out of scope (STYLE.md
-// principle 13), whatever happened in between.
-class ScopedContainer {
- public:
-  ScopedContainer(PodmanClient& podman, std::string id) : podman_(podman), id_(std::move(id)) {}
-  ~ScopedContainer() { (void)podman_.remove(id_); }
-  ScopedContainer(const ScopedContainer&) = delete;
-  ScopedContainer& operator=(const ScopedContainer&) = delete;
-  const std::string& id() const { return id_; }
-
- private:
-  PodmanClient& podman_;
-  std::string id_;
-};
 
 // `tar -x` reading from a pipe; its stderr goes to an unlinked temp file so a
 // chatty tar can never block on a full pipe.
@@ -140,9 +126,7 @@ Status extract_image_rootfs(PodmanClient& podman, RootfsInfo& image, const std::
     return streamed.error();
   }
   if (!extracted) return extracted.error().context("extracting " + image.image + " into " + dest);
-  image.milliseconds = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                             std::chrono::steady_clock::now() - t0)
-                                             .count());
+  image.milliseconds = ms_since(t0);
   return ok_status();
 }
 

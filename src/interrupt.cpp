@@ -1,6 +1,7 @@
 #include "interrupt.h"
 
 #include <csignal>
+#include <string>
 
 namespace lazyagent {
 namespace {
@@ -23,6 +24,12 @@ void install_interrupt_handlers() {
 }
 
 int interrupted_signal() { return g_signal; }
+
+Status check_interrupted() {
+  const int sig = g_signal;
+  if (sig == 0) return ok_status();
+  return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(sig)};
+}
 
 void set_interrupted_for_test(int sig) { g_signal = sig; }
 

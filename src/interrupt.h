@@ -8,12 +8,17 @@
 // else to write.
 #pragma once
 
+#include "result.h"
+
 namespace lazyagent {
 
 void install_interrupt_handlers();
 
 // 0 when no signal arrived, else the signal number (SIGINT, SIGTERM).
 int interrupted_signal();
+
+// An kInterrupted error ("interrupted by signal N") once a signal arrived; ok before.
+Status check_interrupted();
 
 // For tests: pretend a signal arrived (0 clears).
 void set_interrupted_for_test(int sig);

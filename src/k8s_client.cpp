@@ -1,7 +1,5 @@
 #include "k8s_client.h"
 
-#include <curl/curl.h>
-
 #include <chrono>
 
 #include "interrupt.h"
@@ -13,38 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Transfer {
-  K8sResponse* resp;
-  const K8sRequestOptions* opts;
-  bool stopped_by_caller = false;
-};
-
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const size_t len = size * n;
-  if (t->opts->on_chunk) {
-    if (!t->opts->on_chunk(std::string(data, len))) {
-      t->stopped_by_caller = true;
-      return 0;
-    }
-    return len;
-  }
-  const size_t have = t->resp->body.size();
-  const size_t room = t->opts->max_body > have ? t->opts->max_body - have : 0;
-  if (len > room) {
-    t->resp->body.append(data, room);
-    t->resp->truncated = true;
-    return 0;
-  }
-  t->resp->body.append(data, len);
-  return len;
-}
-
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* t = static_cast<Transfer*>(user);
-  return (t->opts->interruptible && interrupted_signal() != 0) ? 1 : 0;
-}
-
 long remaining_ms(std::chrono::steady_clock::time_point deadline) {
   return static_cast<long>(
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
@@ -52,20 +18,7 @@ long remaining_ms(std::chrono::steady_clock::time_point deadline) {
 
 }  // namespace
 
-std::string k8s_url_escape(const std::string& s) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
+std::string k8s_url_escape(const std::string& s) { return url_escape(s); }
 
 std::string k8s_path(const K8sKind& kind, const std::string& ns, const std::string& name) {
   std::string p = std::string(kind.api);
@@ -120,79 +73,46 @@ std::vector<json> WatchDecoder::feed(const std::string& bytes) {
   return events;
 }
 
-K8sClient::K8sClient(K8sConnection conn) : conn_(std::move(conn)) { curl_ = curl_easy_init(); }
+K8sClient::K8sClient(K8sConnection conn) : conn_(std::move(conn)) {}
 
-K8sClient::~K8sClient() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
-}
+K8sClient::~K8sClient() = default;
 
 Result<K8sResponse> K8sClient::call(const std::string& method, const std::string& path, const std::string& body,
                                     const K8sRequestOptions& opts) {
-  CURL* c = static_cast<CURL*>(curl_);
-  if (!c) return engine_error("libcurl could not be initialised");
-  curl_easy_reset(c);
-  K8sResponse resp;
-  Transfer t{&resp, &opts};
-  const std::string url = conn_.server + path;
-  curl_slist* headers = nullptr;
-  if (!body.empty()) headers = curl_slist_append(headers, ("Content-Type: " + opts.content_type).c_str());
-  headers = curl_slist_append(headers, "Accept: application/json");
-  headers = curl_slist_append(headers, "Expect:");
-  std::string auth;
-  if (!conn_.token.empty()) {
-    auth = "Authorization: Bearer " + conn_.token;
-    headers = curl_slist_append(headers, auth.c_str());
+  TransferRequest t;
+  t.method = method;
+  t.url = conn_.server + path;
+  t.web = true;
+  if (!body.empty()) t.headers.push_back("Content-Type: " + opts.content_type);
+  t.headers.push_back("Accept: application/json");
+  if (!conn_.token.empty()) t.headers.push_back("Authorization: Bearer " + conn_.token);
+  if (method == "POST" || method == "PUT" || method == "PATCH" || !body.empty()) t.body = &body;
+  t.ca_pem = &conn_.ca_pem;
+  t.insecure_skip_tls_verify = conn_.insecure_skip_tls_verify;
+  t.client_cert_pem = &conn_.client_cert_pem;
+  t.client_key_pem = &conn_.client_key_pem;
+  t.connect_timeout_ms = 10000;
+  t.timeout_ms = opts.timeout_ms;
+  t.max_body = opts.max_body;
+  t.interruptible = opts.interruptible;
+  if (opts.on_chunk) {
+    t.on_chunk = [&opts](const char* data, std::size_t len, long) { return opts.on_chunk(std::string(data, len)); };
   }
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  if (method == "POST" || method == "PUT" || method == "PATCH" || !body.empty()) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  }
-  curl_blob ca{}, cert{}, key{};
-  if (!conn_.ca_pem.empty()) {
-    ca = {const_cast<char*>(conn_.ca_pem.data()), conn_.ca_pem.size(), CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
-  }
-  if (conn_.insecure_skip_tls_verify) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  if (!conn_.client_cert_pem.empty()) {
-    cert = {const_cast<char*>(conn_.client_cert_pem.data()), conn_.client_cert_pem.size(), CURL_BLOB_NOCOPY};
-    key = {const_cast<char*>(conn_.client_key_pem.data()), conn_.client_key_pem.size(), CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
-  }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, opts.timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
-  curl_slist_free_all(headers);
-
+  TransferReply x = http_transfer(curl_, t);
   const std::string what = method + " " + path;
-  if (rc == CURLE_WRITE_ERROR && (resp.truncated || t.stopped_by_caller)) return resp;
-  if (rc == CURLE_ABORTED_BY_CALLBACK) {
+  if (x.interrupted()) {
     return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
   }
-  if (rc == CURLE_OPERATION_TIMEDOUT) {
-    return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(opts.timeout_ms) + " ms: " + what};
-  }
-  if (rc == CURLE_COULDNT_CONNECT) {
+  if (x.timed_out()) return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(opts.timeout_ms) + " ms: " + what};
+  if (x.connection_refused()) {
     return engine_error("cannot reach the Kubernetes API at " + conn_.server + " (" + conn_.source +
                         "): connection refused; is the cluster running? (local: scripts/k8s-cluster.sh start)");
   }
-  if (rc != CURLE_OK) return engine_error(what + " at " + conn_.server + ": " + curl_easy_strerror(rc));
+  if (!x.ok()) return engine_error(what + " at " + conn_.server + ": " + x.curl_error());
+  K8sResponse resp;
+  resp.status = x.status;
+  resp.body = std::move(x.body);
+  resp.truncated = x.truncated;
   return resp;
 }
 
@@ -255,6 +175,16 @@ Result<json> K8sClient::replace(const K8sKind& kind, const std::string& ns, cons
   const std::string what = std::string("replacing ") + kind.name + " " + ns + "/" + name;
   auto r = call("PUT", k8s_path(kind, ns, name), object.dump());
   if (auto st = expect(r, {200, 201}, what); !st) return st.error();
+  return parse_reply(*r, what);
+}
+
+Result<json> K8sClient::merge_patch(const K8sKind& kind, const std::string& ns, const std::string& name,
+                                    const json& patch) {
+  const std::string what = std::string("patching ") + kind.name + " " + ns + "/" + name;
+  K8sRequestOptions opts;
+  opts.content_type = "application/merge-patch+json";
+  auto r = call("PATCH", k8s_path(kind, ns, name), patch.dump(), opts);
+  if (auto st = expect(r, {200}, what); !st) return st.error();
   return parse_reply(*r, what);
 }
 

@@ -1,8 +1,8 @@
-// The Kubernetes API over HTTPS, with libcurl (the only HTTP client the
-// project links; the podman client uses it the same way).
+// The Kubernetes API over HTTPS, with libcurl (http_transfer.h, the one
+// transfer helper the podman and provider clients use too).
 //
 // What the k8s backend needs and nothing more: namespaces; create, get, list
-// by label, watch and delete for Jobs, Pods, ConfigMaps and Secrets; a pod's
+// by label, merge-patch, watch and delete for Jobs, Pods, ConfigMaps and Secrets; a pod's
 // log. Paths and query strings are built by pure functions (tested without a
 // server). Every failure carries the API's own Status message:
 //   "kubernetes said 404 NotFound: jobs.batch \"x\" not found".
@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http_transfer.h"
 #include "kubeconfig.h"
 #include "result.h"
 
@@ -109,6 +110,9 @@ class K8sClient {
   Result<std::optional<nlohmann::json>> get(const K8sKind& kind, const std::string& ns, const std::string& name);
   // PUT (replace); the object must carry metadata.resourceVersion.
   Result<nlohmann::json> replace(const K8sKind& kind, const std::string& ns, const nlohmann::json& object);
+  // PATCH with a JSON merge patch (RFC 7386): only the fields it names change.
+  Result<nlohmann::json> merge_patch(const K8sKind& kind, const std::string& ns, const std::string& name,
+                                     const nlohmann::json& patch);
   // {"items": [...], "metadata": {"resourceVersion": ...}}
   Result<nlohmann::json> list(const K8sKind& kind, const std::string& ns, const std::string& label_selector);
   // DELETE one object; one already gone is fine. grace_seconds < 0 = the object's own.
@@ -133,7 +137,7 @@ class K8sClient {
   Status expect(const Result<K8sResponse>& r, std::initializer_list<long> ok, const std::string& what);
 
   K8sConnection conn_;
-  void* curl_ = nullptr;  // CURL*, reused so the connection stays open
+  CurlHandle curl_;  // reused so the connection stays open
 };
 
 }  // namespace lazyagent

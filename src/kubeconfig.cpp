@@ -6,6 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base64.h"
 
 namespace lazyagent {
 namespace {
@@ -16,25 +17,6 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-bool base64_decode(const std::string& in, std::string* out) {
-  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  out->clear();
-  unsigned val = 0;
-  int bits = -8;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    const auto pos = chars.find(c);
-    if (pos == std::string::npos) return false;
-    val = (val << 6) + static_cast<unsigned>(pos);
-    bits += 6;
-    if (bits >= 0) {
-      out->push_back(static_cast<char>((val >> bits) & 0xff));
-      bits -= 8;
-    }
-  }
-  return true;
 }
 
 std::string resolve(const std::string& base_dir, const std::string& p) {
@@ -60,9 +42,9 @@ std::string str(const YAML::Node& n, const char* key) {
 Result<std::string> pem_field(const YAML::Node& n, const char* data_key, const char* file_key,
                               const std::string& base_dir, const std::string& where) {
   if (const std::string d = str(n, data_key); !d.empty()) {
-    std::string out;
-    if (!base64_decode(d, &out)) return usage_error(where + "." + data_key + ": not valid base64");
-    return out;
+    auto out = base64_decode(d);
+    if (!out) return usage_error(where + "." + data_key + ": not valid base64");
+    return *out;
   }
   if (const std::string f = str(n, file_key); !f.empty()) return read_file(resolve(base_dir, f), where + "." + file_key);
   return std::string();

@@ -58,12 +58,6 @@ constexpr std::size_t kMaxShownPathBytes = 256;
 // like the format controls.
 bool is_line_separator(long cp) { return cp == 0x2028 || cp == 0x2029; }
 
-std::string hex_byte(unsigned char b) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\x%02x", b);
-  return buf;
-}
-
 // C0 and DEL as \xNN, C1 and format controls as \u{NN}, invalid bytes as \xNN,
 // '\' as "\\" (so a literal "\x01" in a path cannot pass for an escape).
 std::string shown(std::string_view s, std::size_t max_bytes = kMaxShownPathBytes) {

@@ -1,11 +1,10 @@
 #include "planner_run.h"
 
 #include <chrono>
+#include <ctime>
+#include <sstream>
 
-#include "log_stream.h"
-#include "ownership.h"
-#include "planner_policy.h"
-#include "tar_writer.h"
+#include "elapsed.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -15,41 +14,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::size_t kMaxPlannerOutput = 1 << 20;
-
-// Removes the planner container on every path out of run_planner.
-class PlannerGuard {
- public:
-  explicit PlannerGuard(PodmanClient& p) : podman_(p) {}
-  ~PlannerGuard() {
-    if (!id_.empty()) (void)podman_.remove(id_);
-  }
-  void hold(const std::string& id) { id_ = id; }
-  Status remove_now() {
-    auto st = id_.empty() ? ok_status() : podman_.remove(id_);
-    if (st) id_.clear();
-    return st;
-  }
-
- private:
-  PodmanClient& podman_;
-  std::string id_;
-};
-
-Status check_secrets(PodmanClient& podman, const Config& config) {
-  std::vector<std::string> missing;
-  for (const auto& name : {config.provider.base_url_secret, config.provider.model_secret,
-                           config.provider.api_key_secret}) {
-    auto exists = podman.secret_exists(name);
-    if (!exists) return exists.error();
-    if (!*exists) missing.push_back(name);
-  }
-  if (missing.empty()) return ok_status();
-  std::string names;
-  for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-  return usage_error("the provider is not configured (missing podman secrets: " + names +
-                     "): export CODING_AGENT_BASE_URL, CODING_AGENT_MODEL and CODING_AGENT_API_KEY, "
-                     "then run `lazyagent-oci configure`");
-}
 
 }  // namespace
 
@@ -70,7 +34,7 @@ json task_record(const PlannerOutcome& o, const std::string& run_id) {
                              : o.exit_code == 4 ? "refused"
                                                 : "error";
   json s = o.summary.is_object() ? o.summary : json::object();
-  return json{{"task_id", o.task_id},
+  json rec = {{"task_id", o.task_id},
               {"run_id", run_id},
               {"status", status},
               {"exit_code", o.exit_code},
@@ -90,51 +54,64 @@ json task_record(const PlannerOutcome& o, const std::string& run_id) {
               {"error", s.value("error", o.timed_out ? "the planner did not finish in time" : "")},
               {"findings", s.value("findings", json::array())},
               {"updated_at", static_cast<long>(std::time(nullptr))}};
+  if (o.objects.is_object()) {
+    for (const auto& [k, v] : o.objects.items()) rec[k] = v;
+  }
+  return rec;
 }
 
-Result<PlannerOutcome> run_planner(PodmanClient& podman, const RunStore& store,
-                                   const Config& config, const PlannerTask& task,
-                                   const std::string& run_id, const ProgressFn& progress) {
+Error planner_error(const PlannerOutcome& o) {
+  std::string why = o.timed_out ? "the planner did not finish within its deadline"
+                    : o.summary.is_object() ? o.summary.value("error", "")
+                                            : "";
+  if (why.empty()) {
+    std::istringstream in(o.log);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("planner: ", 0) == 0) why = line.substr(9, 300);
+    }
+  }
+  if (why.empty()) why = "the planner exited " + std::to_string(o.exit_code);
+  return Error{ErrorKind::kPlanner, "planner task " + o.task_id + ": " + why +
+                                        " (see `lazyagent-oci task logs " + o.task_id + "`)"};
+}
+
+Result<PlannerOutcome> run_planner(Engine& engine, const RunStore& store, const Config& config,
+                                   const PlannerTask& task, const SeedSnapshot& seed, const std::string& run_id,
+                                   const ProgressFn& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   PlannerOutcome o;
   o.task_id = task.task_id;
-  if (auto st = check_secrets(podman, config); !st) return st.error();
-  auto image = podman.image_inspect(config.images.planner, "images.planner");
-  if (!image) return image.error().context("the planner image");
-  o.image_digest = image->value("Digest", image->value("Id", ""));
+  if (auto st = engine.check_planner(config); !st) return st.error();
+  auto digest = engine.planner_image_digest(config);
+  if (!digest) return digest.error();
+  o.image_digest = *digest;
 
-  PlannerRequest req = planner_request_from_config(config);
-  req.name = "lazyagent-planner-" + run_id;
-  req.labels = owner_labels(current_owner(), "planner", run_id);
-  PlannerGuard guard(podman);
-  auto created = podman.create(build_planner_spec(req));
-  if (!created) return created.error().context("creating the planner");
-  guard.hold(created->id);
-  o.container_id = created->id;
-
-  auto tar = write_tar({{"task.json", task_to_json(task).dump(), 0644, false}});
-  if (!tar) return tar.error();
-  if (auto st = podman.put_archive(created->id, kTaskDir, *tar); !st) return st.error().context("uploading the task");
+  PlannerSpec spec;
+  spec.run_id = run_id;
+  spec.config = &config;
+  spec.task = &task;
+  spec.seed = &seed;
+  auto prepared = engine.prepare_planner(spec);
+  if (!prepared) return prepared.error().context("creating the planner");
+  Container& planner = **prepared;  // removes itself on every path out
+  if (auto st = planner.create(); !st) return st.error().context("creating the planner");
+  o.container_id = planner.id();
   if (progress) progress("planner: asking the provider (task " + task.task_id + ")");
-  if (auto st = podman.start(created->id); !st) return st.error().context("starting the planner");
-  auto code = podman.wait(created->id, static_cast<long>(req.timeout_seconds) * 1000);
-  if (!code && code.error().kind == ErrorKind::kTimeout) {
-    o.timed_out = true;
-    (void)podman.kill(created->id);
-  } else if (!code) {
-    return code.error();
-  } else {
-    o.exit_code = *code;
-  }
-  auto raw = podman.logs(created->id, 2 * kMaxPlannerOutput);
-  if (!raw) return raw.error().context("reading the planner's output");
-  DemuxedLogs d = demux_logs(raw->body, 2 * kMaxPlannerOutput);
-  o.patch_json = d.out;
-  o.log = to_valid_utf8(d.err);
+  if (auto st = planner.start(); !st) return st.error().context("starting the planner");
+  auto exit = planner.wait(static_cast<long>(config.timeouts.planner_seconds) * 1000);
+  if (!exit) return exit.error();
+  o.timed_out = exit->timed_out;
+  if (!o.timed_out) o.exit_code = exit->exit_code;
+  auto logs = planner.logs(2 * kMaxPlannerOutput);
+  if (!logs) return logs.error().context("reading the planner's output");
+  o.patch_json = logs->out;
+  o.log = to_valid_utf8(logs->err);
   o.summary = parse_planner_summary(o.log);
-  if (auto st = guard.remove_now(); !st) return st.error();
-  o.ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - t0).count());
+  o.container_id = planner.id();
+  o.objects = planner.describe();
+  if (auto st = planner.remove(); !st) return st.error();
+  o.ms = ms_since(t0);
   (void)store.write_text("tasks", task.task_id + ".log", o.log);
   (void)store.write_in("tasks", task.task_id, task_record(o, run_id));
   return o;

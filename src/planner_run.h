@@ -1,12 +1,14 @@
-// Running the planner container for one task, from the orchestrator.
+// Running the planner for one task, from the orchestrator, on any engine
+// (engine.h: a podman container, or a Kubernetes Job).
 //
-// Steps: check the image and the three provider secrets exist; create the
-// container (planner_policy.h); upload the task as a tar into /task; start;
-// wait with the host-side deadline; read stdout (the patch) and stderr (the
-// task log) separately; remove the container on every path. The task log is
-// kept in the run store as the task record (tasks/<task-id>.log, .json).
-// Nothing from the planner is trusted: the patch it returns is validated
-// again by the caller.
+// Steps: check the provider settings exist (podman secrets, a Secret) and
+// the image; create the planner with its task (planner_policy.h; podman
+// uploads the task as a tar into /task, Kubernetes mounts a ConfigMap);
+// start; wait with the host-side deadline; read stdout (the patch) and stderr
+// (the task log) separately; remove it on every path. The task log is kept in
+// the run store as the task record (tasks/<task-id>.log, .json). Nothing from
+// the planner is trusted: the patch it returns is validated again by the
+// caller.
 #pragma once
 
 #include <string>
@@ -16,10 +18,10 @@
 
 #include "config.h"
 #include "planner_task.h"
-#include "podman_client.h"
+#include "engine.h"
 #include "result.h"
 #include "run_store.h"
-#include "sandbox_run.h"
+#include "run_result.h"
 
 namespace lazyagent {
 
@@ -33,13 +35,19 @@ struct PlannerOutcome {
   nlohmann::json summary;  // the planner-summary line
   std::string image_digest;
   long ms = 0;
+  nlohmann::json objects;  // the engine's names for it (Kubernetes: job, pod)
 };
 
 // Runs the planner; an engine failure is an Error, a provider failure or a
 // refused reply is an outcome with exit_code 3 or 4.
-Result<PlannerOutcome> run_planner(PodmanClient& podman, const RunStore& store,
-                                   const Config& config, const PlannerTask& task,
-                                   const std::string& run_id, const ProgressFn& progress);
+Result<PlannerOutcome> run_planner(Engine& engine, const RunStore& store, const Config& config,
+                                   const PlannerTask& task, const SeedSnapshot& seed, const std::string& run_id,
+                                   const ProgressFn& progress);
+
+// What went wrong in a planner that did not give a patch, for the user: its
+// summary's error, else its last log line (e.g. a missing secret), else its
+// exit status (kPlanner).
+Error planner_error(const PlannerOutcome& o);
 
 // The task record: what `task show` prints.
 nlohmann::json task_record(const PlannerOutcome& o, const std::string& run_id);

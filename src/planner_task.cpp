@@ -16,13 +16,6 @@ bool is_text(const std::string& s) {
 }
 
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 // The last `max` bytes, starting on a UTF-8 boundary.
 std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
   cut = s.size() > max;
@@ -201,7 +194,7 @@ json patch_json_schema(const ContractLimits& contract) {
 }
 
 Result<std::string> extract_patch_json(const std::string& reply) {
-  const std::string body = trim(reply);
+  const std::string body = trim_space(reply);
   if (!body.empty() && body.front() == '{') return body;
   std::vector<std::string> blocks;
   std::size_t pos = 0;
@@ -210,7 +203,7 @@ Result<std::string> extract_patch_json(const std::string& reply) {
     if (eol == std::string::npos) break;
     const auto end = body.find("```", eol + 1);
     if (end == std::string::npos) break;
-    blocks.push_back(trim(body.substr(eol + 1, end - eol - 1)));
+    blocks.push_back(trim_space(body.substr(eol + 1, end - eol - 1)));
     pos = end + 3;
   }
   if (blocks.size() == 1 && !blocks[0].empty() && blocks[0].front() == '{') return blocks[0];

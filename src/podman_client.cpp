@@ -1,6 +1,5 @@
 #include "podman_client.h"
 
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,51 +13,6 @@ namespace lazyagent {
 namespace {
 
 using nlohmann::json;
-
-struct Transfer {
-  HttpResponse* resp;
-  std::size_t max_body;
-  bool interruptible;
-};
-
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const size_t len = size * n;
-  const size_t room = t->max_body > t->resp->body.size() ? t->max_body - t->resp->body.size() : 0;
-  if (len > room) {
-    t->resp->body.append(data, room);
-    t->resp->body_truncated = true;
-    return 0;  // stop the transfer: we have all we will keep
-  }
-  t->resp->body.append(data, len);
-  return len;
-}
-
-size_t on_header(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  const size_t len = size * n;
-  std::string line(data, len);
-  static const char kName[] = "libpod-api-version:";
-  if (line.size() > sizeof kName - 1 && strncasecmp(line.c_str(), kName, sizeof kName - 1) == 0) {
-    std::string v = line.substr(sizeof kName - 1);
-    const auto b = v.find_first_not_of(" \t");
-    const auto e = v.find_last_not_of(" \t\r\n");
-    t->resp->api_version = (b == std::string::npos) ? "" : v.substr(b, e - b + 1);
-  }
-  return len;
-}
-
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* t = static_cast<Transfer*>(user);
-  return (t->interruptible && interrupted_signal() != 0) ? 1 : 0;
-}
-
-std::string escape(const std::string& s) {
-  char* e = curl_easy_escape(nullptr, s.c_str(), static_cast<int>(s.size()));
-  std::string out = e ? e : "";
-  curl_free(e);
-  return out;
-}
 
 }  // namespace
 
@@ -107,67 +61,41 @@ std::string podman_error_text(long status, const std::string& body) {
   return "podman said " + std::to_string(status) + ": " + msg;
 }
 
-PodmanClient::PodmanClient(std::string socket_path) : socket_path_(std::move(socket_path)) {
-  curl_ = curl_easy_init();
-}
+PodmanClient::PodmanClient(std::string socket_path) : socket_path_(std::move(socket_path)) {}
 
-PodmanClient::~PodmanClient() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
-}
+PodmanClient::~PodmanClient() = default;
 
-Result<HttpResponse> PodmanClient::call(const std::string& method, const std::string& path,
-                                        const std::string& body, const RequestOptions& opts) {
-  CURL* c = static_cast<CURL*>(curl_);
-  if (!c) return engine_error("libcurl could not be initialised");
-  curl_easy_reset(c);
-  HttpResponse resp;
-  Transfer t{&resp, opts.max_body, opts.interruptible};
-  const std::string url = std::string("http://d") + kApiPrefix + path;
-  curl_slist* headers = nullptr;
-  if (!body.empty()) headers = curl_slist_append(headers, ("Content-Type: " + opts.content_type).c_str());
-  headers = curl_slist_append(headers, "Expect:");
-  curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  if (method == "POST" || method == "PUT" || !body.empty()) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  }
-  if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, opts.timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
-  curl_slist_free_all(headers);
-
-  if (rc == CURLE_WRITE_ERROR && resp.body_truncated) return resp;  // our own cut-off
-  if (rc == CURLE_ABORTED_BY_CALLBACK) {
-    return Error{ErrorKind::kInterrupted, method + " " + path + ": interrupted by signal " +
-                                              std::to_string(interrupted_signal())};
-  }
-  if (rc == CURLE_OPERATION_TIMEDOUT) {
-    return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(opts.timeout_ms) +
-                                          " ms: " + method + " " + path};
-  }
-  if (rc == CURLE_COULDNT_CONNECT) {
+Error PodmanClient::transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const {
+  if (x.interrupted()) return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
+  if (x.timed_out()) return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(timeout_ms) + " ms: " + what};
+  if (x.connection_refused()) {
     return engine_error("cannot reach podman at " + socket_path_ +
                         " (connection refused or no such socket): start the service with "
                         "scripts/setup.sh, or `podman system service --time=0 unix://" +
                         socket_path_ + " &`, or set CONTAINER_HOST");
   }
-  if (rc != CURLE_OK) {
-    return engine_error(method + " " + path + " via " + socket_path_ + ": " +
-                        curl_easy_strerror(rc));
-  }
+  return engine_error(what + " via " + socket_path_ + ": " + x.curl_error());
+}
+
+Result<HttpResponse> PodmanClient::call(const std::string& method, const std::string& path,
+                                        const std::string& body, const RequestOptions& opts) {
+  TransferRequest t;
+  t.method = method;
+  t.url = std::string("http://d") + kApiPrefix + path;
+  t.unix_socket = socket_path_;
+  if (!body.empty()) t.headers.push_back("Content-Type: " + opts.content_type);
+  if (method == "POST" || method == "PUT" || !body.empty()) t.body = &body;
+  t.connect_timeout_ms = 5000;
+  t.timeout_ms = opts.timeout_ms;
+  t.max_body = opts.max_body;
+  t.interruptible = opts.interruptible;
+  TransferReply x = http_transfer(curl_, t);
+  if (!x.ok()) return transport_error(x, method + " " + path, opts.timeout_ms);
+  HttpResponse resp;
+  resp.status = x.status;
+  resp.body = std::move(x.body);
+  resp.body_truncated = x.truncated;
+  resp.api_version = x.header("Libpod-Api-Version");
   return resp;
 }
 
@@ -203,7 +131,7 @@ Result<json> PodmanClient::info() {
 
 Result<json> PodmanClient::image_inspect(const std::string& image, const std::string& config_key) {
   const std::string what = "inspecting image " + image + " (" + config_key + ")";
-  auto r = call("GET", "/images/" + escape(image) + "/json");
+  auto r = call("GET", "/images/" + url_escape(image) + "/json");
   if (r && r->status == 404) {
     return engine_error(what + ": image not found; build it with scripts/build-images.sh "
                                "(or set " + config_key + " in the config to an image that exists)");
@@ -278,7 +206,7 @@ Status PodmanClient::kill(const std::string& id, const std::string& signal) {
 Status PodmanClient::put_archive(const std::string& id, const std::string& dest,
                                  const std::string& tar) {
   RequestOptions opts{.timeout_ms = 60000, .content_type = "application/x-tar"};
-  return expect(call("PUT", "/containers/" + id + "/archive?path=" + escape(dest), tar, opts),
+  return expect(call("PUT", "/containers/" + id + "/archive?path=" + url_escape(dest), tar, opts),
                 {200}, "uploading into container " + id.substr(0, 12));
 }
 
@@ -322,13 +250,13 @@ Status PodmanClient::remove(const std::string& id) {
 
 Result<json> PodmanClient::list_by_label(const std::string& label) {
   const json filters = {{"label", json::array({label})}};
-  auto r = call("GET", "/containers/json?all=true&filters=" + escape(filters.dump()));
+  auto r = call("GET", "/containers/json?all=true&filters=" + url_escape(filters.dump()));
   if (auto st = expect(r, {200}, "listing containers"); !st) return st.error();
   return parse_json_reply(r, "listing containers");
 }
 
 Result<bool> PodmanClient::secret_exists(const std::string& name) {
-  auto r = call("GET", "/secrets/" + escape(name) + "/json");
+  auto r = call("GET", "/secrets/" + url_escape(name) + "/json");
   if (r && r->status == 404) return false;
   if (auto st = expect(r, {200}, "looking up secret " + name); !st) return st.error();
   return true;
@@ -337,12 +265,12 @@ Result<bool> PodmanClient::secret_exists(const std::string& name) {
 Status PodmanClient::secret_create(const std::string& name, const std::string& value) {
   RequestOptions opts;
   opts.content_type = "application/octet-stream";
-  auto r = call("POST", "/secrets/create?name=" + escape(name), value, opts);
+  auto r = call("POST", "/secrets/create?name=" + url_escape(name), value, opts);
   return expect(r, {200, 201}, "creating secret " + name);
 }
 
 Status PodmanClient::secret_delete(const std::string& name) {
-  auto r = call("DELETE", "/secrets/" + escape(name));
+  auto r = call("DELETE", "/secrets/" + url_escape(name));
   if (r && r->status == 404) return usage_error("no secret named " + name);
   return expect(r, {204, 200}, "deleting secret " + name);
 }
@@ -353,81 +281,38 @@ Result<nlohmann::json> PodmanClient::secret_list() {
   return parse_json_reply(r, "listing secrets");
 }
 
-}  // namespace lazyagent
-
-// ---- export_filesystem (added for `lazyagent-oci export oci`) ---------------
-
-namespace lazyagent {
-namespace {
-
-struct ExportTransfer {
-  CURL* curl;
-  int fd;
-  std::string error_body;  // a non-200 reply's body (podman's error JSON)
-  int write_errno = 0;
-};
-
-size_t on_export_body(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<ExportTransfer*>(user);
-  const size_t len = size * n;
-  long status = 0;
-  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 200) {
-    if (t->error_body.size() < 64 * 1024) t->error_body.append(data, len);
-    return len;
-  }
-  size_t done = 0;
-  while (done < len) {
-    const ssize_t w = ::write(t->fd, data + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      t->write_errno = errno;
-      return 0;  // stops the transfer
-    }
-    done += static_cast<size_t>(w);
-  }
-  return len;
-}
-
-int on_export_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return interrupted_signal() != 0 ? 1 : 0;
-}
-
-}  // namespace
-
 Status PodmanClient::export_filesystem(const std::string& id, int fd) {
   const std::string what = "exporting the filesystem of container " + id.substr(0, 12);
-  CURL* c = static_cast<CURL*>(curl_);
-  if (!c) return engine_error("libcurl could not be initialised");
-  curl_easy_reset(c);
-  ExportTransfer t{c, fd, "", 0};
-  const std::string url = std::string("http://d") + kApiPrefix + "/containers/" + id + "/export";
-  curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_export_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_export_progress);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-  // No overall deadline (an image may be large); a stalled stream fails.
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  if (rc == CURLE_ABORTED_BY_CALLBACK) {
-    return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
-  }
-  if (rc == CURLE_WRITE_ERROR && t.write_errno != 0) {
-    return engine_error(what + ": writing the stream: " + std::strerror(t.write_errno));
-  }
-  if (rc == CURLE_COULDNT_CONNECT) {
-    return engine_error("cannot reach podman at " + socket_path_ + " (connection refused or no such "
-                        "socket): start the service with scripts/setup.sh, or set CONTAINER_HOST");
-  }
-  if (rc != CURLE_OK) return engine_error(what + ": " + curl_easy_strerror(rc));
-  if (status != 200) return engine_error(what + ": " + podman_error_text(status, t.error_body));
+  std::string error_body;  // a non-200 reply's body (podman's error JSON)
+  int write_errno = 0;
+  TransferRequest t;
+  t.url = std::string("http://d") + kApiPrefix + "/containers/" + id + "/export";
+  t.unix_socket = socket_path_;
+  t.connect_timeout_ms = 5000;
+  t.timeout_ms = 0;            // no overall deadline (an image may be large) ...
+  t.low_speed_seconds = 60;    // ... but a stalled stream fails
+  t.interruptible = true;
+  t.on_chunk = [&](const char* data, std::size_t len, long status) {
+    if (status != 200) {
+      if (error_body.size() < 64 * 1024) error_body.append(data, len);
+      return true;
+    }
+    std::size_t done = 0;
+    while (done < len) {
+      const ssize_t w = ::write(fd, data + done, len - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        write_errno = errno;
+        return false;  // stops the transfer
+      }
+      done += static_cast<std::size_t>(w);
+    }
+    return true;
+  };
+  TransferReply x = http_transfer(curl_, t);
+  if (x.stopped && write_errno != 0) return engine_error(what + ": writing the stream: " + std::strerror(write_errno));
+  if (!x.ok()) return transport_error(x, what, 0);
+  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
   return ok_status();
 }
 

@@ -1,8 +1,8 @@
 // Podman's libpod REST API over its unix socket, with libcurl.
 //
 // Debian 12's cpp-httplib (0.11) cannot dial a unix socket, so this client uses
-// libcurl's CURLOPT_UNIX_SOCKET_PATH. One curl handle is reused for every
-// call, so the connection stays open between steps. Every failure carries
+// libcurl's CURLOPT_UNIX_SOCKET_PATH (through http_transfer.h). One curl
+// handle is reused for every call, so the connection stays open between steps. Every failure carries
 // podman's own message: "podman said 404: no such container".
 #pragma once
 
@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "http_transfer.h"
 #include "result.h"
 
 namespace lazyagent {
@@ -108,10 +109,37 @@ class PodmanClient {
  private:
   Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
                 const std::string& what);
+  Error transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const;
 
   std::string socket_path_;
   std::string wait_interval_ = "5ms";
-  void* curl_ = nullptr;  // CURL*, reused so the connection stays open
+  CurlHandle curl_;  // reused so the connection stays open
+};
+
+// Owns one container: removes it when it goes out of scope unless it was
+// removed already (STYLE.md principle 13). Every container we create is held
+// by one from the moment podman names it.
+class ScopedContainer {
+ public:
+  explicit ScopedContainer(PodmanClient& podman, std::string id = "") : podman_(podman), id_(std::move(id)) {}
+  ~ScopedContainer() {
+    if (!id_.empty()) (void)podman_.remove(id_);
+  }
+  ScopedContainer(const ScopedContainer&) = delete;
+  ScopedContainer& operator=(const ScopedContainer&) = delete;
+  void hold(std::string id) { id_ = std::move(id); }
+  const std::string& id() const { return id_; }
+  // Removes it now; on success it is no longer held.
+  Status remove_now() {
+    if (id_.empty()) return ok_status();
+    auto st = podman_.remove(id_);
+    if (st) id_.clear();
+    return st;
+  }
+
+ private:
+  PodmanClient& podman_;
+  std::string id_;
 };
 
 }  // namespace lazyagent

@@ -16,7 +16,7 @@ std::string str(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
-std::string shown(const std::string& s) { return s.empty() ? "(none)" : s; }
+std::string or_none(const std::string& s) { return s.empty() ? "(none)" : s; }
 
 json without(json j, const char* key) {
   if (j.is_object()) j.erase(key);
@@ -111,7 +111,7 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
   // The patch: the stored bytes against the recorded hash.
   const std::string patch_sha = str(p, "patch_sha256");
   if (str(rec, "patch_sha256") != patch_sha) {
-    fail("patch", "the record's patch_sha256 " + shown(str(rec, "patch_sha256")) + " differs from provenance's " + shown(patch_sha));
+    fail("patch", "the record's patch_sha256 " + or_none(str(rec, "patch_sha256")) + " differs from provenance's " + or_none(patch_sha));
   }
   if (!patch_sha.empty()) {
     if (!stored.patch) {
@@ -124,7 +124,7 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
   // The seed: recomputed from the stored manifest.
   const std::string seed_sha = str(p, "seed_sha256");
   if (str(rec, "seed_sha256") != seed_sha) {
-    fail("seed", "the record's seed_sha256 " + shown(str(rec, "seed_sha256")) + " differs from provenance's " + shown(seed_sha));
+    fail("seed", "the record's seed_sha256 " + or_none(str(rec, "seed_sha256")) + " differs from provenance's " + or_none(seed_sha));
   }
   if (!seed_sha.empty()) {
     if (!stored.seed_manifest) {
@@ -139,11 +139,11 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
   // The effective policy, and the runtime it names.
   const json policy = policy_of(rec);
   if (const std::string got = canonical_sha256(policy); got != str(p, "policy_sha256")) {
-    fail("policy", "the stored policy hashes to " + got + ", the record says " + shown(str(p, "policy_sha256")));
+    fail("policy", "the stored policy hashes to " + got + ", the record says " + or_none(str(p, "policy_sha256")));
   }
   if (policy.value("runtime", "runc") != str(p, "runtime")) {
     fail("runtime", "the policy names runtime " + policy.value("runtime", std::string("runc")) + ", provenance " +
-                        shown(str(p, "runtime")));
+                        or_none(str(p, "runtime")));
   }
 
   // The verdict.
@@ -156,12 +156,12 @@ std::vector<ProvenanceMismatch> check_provenance(const json& record, const Store
   }
 
   if (str(rec, "image_digest") != str(p, "image_digest")) {
-    fail("image", "the record's image digest " + shown(str(rec, "image_digest")) + " differs from provenance's " +
-                      shown(str(p, "image_digest")));
+    fail("image", "the record's image digest " + or_none(str(rec, "image_digest")) + " differs from provenance's " +
+                      or_none(str(p, "image_digest")));
   }
   if (str(rec, "planner_task_id") != str(p, "planner_task_id")) {
-    fail("planner_task", "the record's planner task " + shown(str(rec, "planner_task_id")) + " differs from provenance's " +
-                             shown(str(p, "planner_task_id")));
+    fail("planner_task", "the record's planner task " + or_none(str(rec, "planner_task_id")) + " differs from provenance's " +
+                             or_none(str(p, "planner_task_id")));
   }
   if (canonical_sha256(rec) != str(p, "result_sha256")) {
     fail("result", "the record's content does not hash to result_sha256 (some field was changed)");

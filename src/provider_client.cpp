@@ -1,6 +1,6 @@
 #include "provider_client.h"
 
-#include <curl/curl.h>
+#include <curl/curl.h>  // curl_getdate (Retry-After)
 #include <strings.h>
 
 #include <algorithm>
@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "elapsed.h"
+#include "http_transfer.h"
 #include "interrupt.h"
 #include "terminal_text.h"
 
@@ -38,22 +40,13 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
-}
-
-long ms_since(Clock::time_point t) {
-  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
-}
-
 // Untrusted text for a one-line message: at most max_bytes, no line breaks,
 // control characters shown as escapes (ARCHITECTURE invariant 8).
 std::string one_line(std::string_view text, std::size_t max_bytes) {
   bool cut = false;
   std::string s = truncate_utf8(text, max_bytes, cut);
   for (char& c : s) c = (c == '\n' || c == '\r' || c == '\t') ? ' ' : c;
-  return escape_for_terminal(trim(s)) + (cut ? "..." : "");
+  return escape_for_terminal(trim_space(s)) + (cut ? "..." : "");
 }
 
 // 127.0.0.0/8 as a strict dotted quad ("127.1" and "0127.0.0.1" are not).
@@ -166,7 +159,7 @@ std::string redact(const std::string& text, const std::string& secret) {
 }
 
 long retry_after_ms(const std::string& header_value, long fallback_ms) {
-  const std::string v = trim(header_value);
+  const std::string v = trim_space(header_value);
   long ms = fallback_ms;
   if (all_digits(v)) {
     ms = v.size() > 6 ? kMaxRetryAfterMs : std::stol(v) * 1000;
@@ -233,71 +226,21 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
 
 namespace {
 
-// One HTTP exchange ----------------------------------------------------------
+// One HTTP exchange (http_transfer.h) ----------------------------------------
 
-struct Exchange {
-  CURLcode rc = CURLE_OK;
-  long status = 0, os_errno = 0;
-  std::string body, retry_after;
-  bool truncated = false;  // longer than kMaxReplyBytes
-  bool connected = false;  // the request went out (so a timeout was the answer's)
-};
-
-size_t provider_on_body(char* data, size_t size, size_t n, void* user) {
-  auto* x = static_cast<Exchange*>(user);
-  const size_t len = size * n;
-  if (x->body.size() + len > kMaxReplyBytes) {
-    x->truncated = true;
-    return 0;  // abort: the reply is larger than any patch we would accept
-  }
-  x->body.append(data, len);
-  return len;
-}
-
-size_t provider_on_header(char* data, size_t size, size_t n, void* user) {
-  auto* x = static_cast<Exchange*>(user);
-  const size_t len = size * n;
-  const std::string line(data, len);
-  if (line.rfind("HTTP/", 0) == 0) x->retry_after.clear();  // a new response (after 100 Continue)
-  if (strncasecmp(line.c_str(), "retry-after:", 12) == 0) x->retry_after = line.substr(12);
-  return len;
-}
-
-int on_connected(void* user, char*, char*, int, int) {  // new or reused connection
-  static_cast<Exchange*>(user)->connected = true;
-  return CURL_PREREQFUNC_OK;
-}
-
-int provider_on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  return interrupted_signal() != 0 ? 1 : 0;  // CURLE_ABORTED_BY_CALLBACK
-}
-
-Exchange post(CURL* c, const std::string& url, curl_slist* headers, const std::string& body,
-              const ProviderSettings& s) {
-  Exchange x;
-  curl_easy_reset(c);  // keeps the connection cache: later attempts may reuse it
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(c, CURLOPT_USERAGENT, "lazyagent-oci/" LAZYAGENT_VERSION);
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, provider_on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, provider_on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
-  curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_connected);
-  curl_easy_setopt(c, CURLOPT_PREREQDATA, &x);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, provider_on_progress);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, s.connect_timeout_ms);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, s.total_timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  x.rc = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
-  curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &x.os_errno);
-  return x;
+TransferReply post(const CurlHandle& curl, const std::string& url, const std::vector<std::string>& headers,
+                   const std::string& body, const ProviderSettings& s) {
+  TransferRequest t;
+  t.method = "POST";
+  t.url = url;
+  t.web = true;
+  t.headers = headers;
+  t.body = &body;
+  t.connect_timeout_ms = s.connect_timeout_ms;
+  t.timeout_ms = s.total_timeout_ms;
+  t.max_body = kMaxReplyBytes;  // larger than any patch we would accept: the transfer stops
+  t.interruptible = true;
+  return http_transfer(curl, t);
 }
 
 std::string request_body(const ProviderSettings& s, const ChatRequest& r, ResponseFormat format) {
@@ -359,13 +302,10 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
   const std::string base = s.base_url.back() == '/' ? s.base_url.substr(0, s.base_url.size() - 1) : s.base_url;
   const std::string url = base + "/chat/completions";
 
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return planner_error("libcurl could not be initialised");
-  curl_slist* raw = curl_slist_append(nullptr, "Content-Type: application/json");
-  raw = curl_slist_append(raw, "Accept: application/json");
-  raw = curl_slist_append(raw, "Expect:");
-  if (!s.api_key.empty()) raw = curl_slist_append(raw, ("Authorization: Bearer " + s.api_key).c_str());
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(raw, curl_slist_free_all);
+  const CurlHandle curl;  // one connection for every attempt
+  if (!curl.get()) return planner_error("libcurl could not be initialised");
+  std::vector<std::string> headers = {"Content-Type: application/json", "Accept: application/json"};
+  if (!s.api_key.empty()) headers.push_back("Authorization: Bearer " + s.api_key);
 
   const auto start = Clock::now();
   ResponseFormat format = request.response_format;
@@ -379,27 +319,24 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
     say("provider: attempt " + std::to_string(attempts) + ": POST " + url + " (model " + s.model +
         (format == ResponseFormat::kNone ? std::string() : std::string(", ") + response_format_name(format)) + ")");
     const auto t0 = Clock::now();
-    const Exchange x = post(curl.get(), url, headers.get(), request_body(s, request, format), s);
+    const TransferReply x = post(curl, url, headers, request_body(s, request, format), s);
     const long took = ms_since(t0);
     std::string problem;
     bool retryable = true;
-    if (x.rc == CURLE_ABORTED_BY_CALLBACK) break;
-    if (x.rc == CURLE_WRITE_ERROR && x.truncated) {
+    if (x.interrupted()) break;
+    if (x.truncated) {
       return fail(ErrorKind::kPlanner, "provider reply is larger than 8 MiB", attempts);
-    } else if (x.rc == CURLE_OPERATION_TIMEDOUT) {
+    } else if (x.timed_out()) {
       problem = x.connected ? "provider did not answer within " + std::to_string(s.total_timeout_ms) + " ms"
                             : "cannot connect to the provider at " + base + ": timed out";
-    } else if (x.rc == CURLE_COULDNT_CONNECT || x.rc == CURLE_COULDNT_RESOLVE_HOST ||
-               x.rc == CURLE_COULDNT_RESOLVE_PROXY) {
-      const std::string why = x.rc == CURLE_COULDNT_CONNECT && x.os_errno != 0
-                                  ? std::strerror(static_cast<int>(x.os_errno)) : curl_easy_strerror(x.rc);
+    } else if (x.could_not_connect()) {
+      const std::string why = x.connection_refused() && x.os_errno != 0
+                                  ? std::strerror(static_cast<int>(x.os_errno)) : x.curl_error();
       problem = "cannot connect to the provider at " + base + ": " + why;
-    } else if (x.rc == CURLE_RECV_ERROR || x.rc == CURLE_SEND_ERROR || x.rc == CURLE_GOT_NOTHING ||
-               x.rc == CURLE_PARTIAL_FILE) {
-      problem = "the connection to the provider at " + base + " broke: " + curl_easy_strerror(x.rc);
-    } else if (x.rc != CURLE_OK) {  // TLS, protocol, ...: retrying would not help
-      const std::string why = curl_easy_strerror(x.rc);
-      return fail(ErrorKind::kPlanner, "cannot talk to the provider at " + base + ": " + why, attempts);
+    } else if (x.connection_broke()) {
+      problem = "the connection to the provider at " + base + " broke: " + x.curl_error();
+    } else if (!x.ok()) {  // TLS, protocol, ...: retrying would not help
+      return fail(ErrorKind::kPlanner, "cannot talk to the provider at " + base + ": " + x.curl_error(), attempts);
     } else if (x.status >= 200 && x.status < 300) {
       auto reply = parse_chat_response(x.body);
       if (!reply) return fail(ErrorKind::kPlanner, reply.error().message, attempts);
@@ -427,8 +364,9 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
     say("provider: " + problem + " after " + std::to_string(took) + " ms");
     if (!retryable || retries >= s.max_retries) return fail(ErrorKind::kPlanner, problem, attempts);
     ++retries;
-    const bool told = !x.retry_after.empty() && x.rc == CURLE_OK;
-    const long wait = told ? retry_after_ms(x.retry_after, backoff) : std::min(backoff, kMaxRetryAfterMs);
+    const std::string retry_after = x.header("Retry-After");
+    const bool told = !retry_after.empty() && x.ok();
+    const long wait = told ? retry_after_ms(retry_after, backoff) : std::min(backoff, kMaxRetryAfterMs);
     say("provider: retrying in " + std::to_string(wait) + " ms" + (told ? " (Retry-After)" : ""));
     if (!sleep_unless_interrupted(wait)) break;
     backoff = std::min(backoff * 2, kMaxRetryAfterMs);

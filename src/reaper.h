@@ -15,20 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "engine.h"
 #include "podman_client.h"
 #include "result.h"
 #include "run_store.h"
 
 namespace lazyagent {
-
-struct ReapReport {
-  std::vector<std::string> removed;       // "lazyagent-sandbox-r-... (3f2a...)"
-  std::vector<std::string> left_running;  // owned by a live process
-  std::vector<std::string> work_dirs_removed;
-  std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
-  std::vector<std::string> records_closed;      // run ids whose records now say "interrupted"
-  std::vector<std::string> errors;
-};
 
 Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all);
 

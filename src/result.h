@@ -19,8 +19,23 @@ enum class ErrorKind {
   kPatch,      // patch refused by the contract: exit 4
   kEngine,     // podman / infrastructure: exit 5
   kTimeout,    // a deadline passed (callers usually handle it; else exit 5)
-  kInterrupted // SIGINT/SIGTERM: exit 130
+  kInterrupted, // SIGINT/SIGTERM: exit 130
+  kIsolation   // the sandbox's isolation probe saw a violation: exit 5, never retried
 };
+
+// The one name of each kind ("usage", ..., "isolation"): `error_kind` in JSON.
+inline const char* error_kind_name(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::kUsage: return "usage";
+    case ErrorKind::kPlanner: return "planner";
+    case ErrorKind::kPatch: return "patch";
+    case ErrorKind::kEngine: return "engine";
+    case ErrorKind::kTimeout: return "timeout";
+    case ErrorKind::kInterrupted: return "interrupted";
+    case ErrorKind::kIsolation: return "isolation";
+  }
+  return "engine";
+}
 
 struct Error {
   Error() = default;

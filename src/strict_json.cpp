@@ -8,12 +8,6 @@
 namespace lazyagent {
 namespace {
 
-std::string hex_byte(unsigned char b) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\x%02x", b);
-  return buf;
-}
-
 class JsonReader {
  public:
   explicit JsonReader(std::string_view text) : text_(text) {}

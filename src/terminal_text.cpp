@@ -74,4 +74,10 @@ std::string truncate_utf8(std::string_view text, std::size_t max_bytes, bool& cu
   return std::string(text.substr(0, end));
 }
 
+std::string trim_space(std::string_view text) {
+  const auto b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  return std::string(text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1));
+}
+
 }  // namespace lazyagent

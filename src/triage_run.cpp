@@ -9,20 +9,21 @@ namespace lazyagent {
 using nlohmann::json;
 
 std::string baseline_key(const std::string& seed_sha256, const std::string& test_command,
-                         const std::string& image_digest) {
-  return sha256_hex(seed_sha256 + "\n" + test_command + "\n" + image_digest);
+                         const std::string& image_digest, const std::string& runtime) {
+  return sha256_hex(seed_sha256 + "\n" + test_command + "\n" + image_digest +
+                    (runtime.empty() ? "" : "\n" + runtime));
 }
 
 namespace {
 
 // One sandbox run, retried once (by default) after an infrastructure failure.
-Result<TestResult> run_with_retry(TestRequest req, int retries, PodmanClient& podman, const RunStore& store,
+Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, const RunStore& store,
                                   const ProgressFn& progress) {
-  auto r = run_test(req, podman, store, progress);
+  auto r = run_test(req, engine, store, progress);
   for (int i = 0; i < retries && !r && is_infra_error(r.error()); ++i) {
     if (progress) progress("infra_error, retrying once in a fresh sandbox: " + r.error().message);
     req.run_id.clear();  // a new run id: the failed run keeps its record
-    r = run_test(req, podman, store, progress);
+    r = run_test(req, engine, store, progress);
   }
   if (!r && is_infra_error(r.error())) {
     const std::string retried = retries > 0 ? ", retried " + std::to_string(retries) + "x" : "";
@@ -41,9 +42,10 @@ struct Baseline {
 };
 
 Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
-                      PodmanClient& podman, const RunStore& store, const ProgressFn& progress) {
+                      Engine& engine, const RunStore& store, const ProgressFn& progress) {
   Baseline b;
-  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command, patched.image_digest);
+  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command, patched.image_digest,
+                                       patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) {
     b.ok = b.cached = true;
     b.summary = *cached;
@@ -57,7 +59,7 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
   breq.patch_json.clear();
   breq.run_id.clear();
   breq.planner = nullptr;
-  auto r = run_with_retry(breq, opt.infra_retries, podman, store, progress);
+  auto r = run_with_retry(breq, opt.infra_retries, engine, store, progress);
   if (!r) {
     b.summary = {{"error", r.error().message}};
     return b;
@@ -87,14 +89,11 @@ std::string joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, PodmanClient& podman,
+Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
                                    const RunStore& store, const ProgressFn& progress) {
-  auto first = run_with_retry(req, opt.infra_retries, podman, store, progress);
+  auto first = run_with_retry(req, opt.infra_retries, engine, store, progress);
   if (!first) return first;
-  if (first->status == "refused") {
-    first->category = "refused";
-    return first;
-  }
+  if (first->status == RunStatus::kRefused) return first;
 
   std::vector<TestResult> runs = {*first};
   std::string rerun_note;
@@ -102,9 +101,9 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
     if (progress) progress("rerun " + std::to_string(i + 1) + " of " + std::to_string(opt.rerun) + ": the verdict was a failure");
     TestRequest again = req;
     again.run_id.clear();
-    auto r = run_with_retry(again, opt.infra_retries, podman, store, progress);
+    auto r = run_with_retry(again, opt.infra_retries, engine, store, progress);
     if (!r) {
-      if (r.error().kind == ErrorKind::kInterrupted || is_isolation_violation(r.error())) return r.error();
+      if (r.error().kind == ErrorKind::kInterrupted || r.error().kind == ErrorKind::kIsolation) return r.error();
       rerun_note = r.error().message;  // the runs so far still stand
       break;
     }
@@ -120,10 +119,8 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
   TestResult res = runs[deciding];
 
   Baseline base;
-  if (opt.baseline) base = baseline_for(req, *first, opt, podman, store, progress);
-  if (const int sig = interrupted_signal(); sig != 0) {
-    return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(sig)};
-  }
+  if (opt.baseline) base = baseline_for(req, *first, opt, engine, store, progress);
+  if (auto st = check_interrupted(); !st) return st.error();
   std::vector<TestCases> cases;
   for (const auto& r : runs) cases.push_back(r.tests);
   const Triage t = triage(base.ok ? base.cases : TestCases{}, cases);
@@ -146,15 +143,15 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
 
   if (res.tests_passed && t.available && !(t.newly_broken.empty() && t.still_failing.empty())) {
     res.tests_passed = false;
-    res.status = "failed";
+    res.status = RunStatus::kFailed;
     res.reason = !t.newly_broken.empty()
                      ? "newly broken: " + joined(t.newly_broken) + " passed before the patch and not after"
                      : "not fixed: " + joined(t.still_failing) + " failed before the patch and is skipped now";
   }
-  res.category = res.tests_passed ? (flaky.empty() ? "passed" : "flaky") : "failed";
-  tj["verdict"] = res.category;
+  res.category = res.tests_passed ? (flaky.empty() ? Category::kPassed : Category::kFlaky) : Category::kFailed;
+  tj["verdict"] = category_name(res.category);
   res.triage = tj;
-  (void)write_result_record(store, req, res);
+  (void)write_result_record(store, engine, req, res);
   return res;
 }
 

@@ -1,4 +1,4 @@
-// Judging a patch with evidence: one sandbox run (sandbox_run.h) plus
+// Judging a patch with evidence, on any engine: one sandbox run (sandbox_run.h) plus
 //   infra retry  an infrastructure failure (podman error, podman timeout,
 //                missing image) is retried once with a fresh sandbox; if it
 //                fails again it is an Error (exit 5, category infra_error),
@@ -9,8 +9,8 @@
 //                category "flaky" (the patch is not blamed for a coin toss)
 //   baseline     the seed's tests unpatched, in a sandbox, cached in the run
 //                store (baselines/<key>.json, key = sha256 of the seed
-//                snapshot's content hash, the test command and the image
-//                digest)
+//                snapshot's content hash, the test command, the image
+//                digest and the runtime: runc, runsc, k8s:<RuntimeClass>)
 //   triage       per test (test_report.h): fixed, still failing, newly
 //                broken, passing, flaky. A pass that leaves a test newly
 //                broken or a failing test skipped is not a pass.
@@ -19,7 +19,7 @@
 // the baseline, every run, and the per-test lists.
 #pragma once
 
-#include "podman_client.h"
+#include "engine.h"
 #include "result.h"
 #include "run_store.h"
 #include "sandbox_run.h"
@@ -32,11 +32,11 @@ struct JudgeOptions {
   int infra_retries = 1;
 };
 
-Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, PodmanClient& podman,
+Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
                                    const RunStore& store, const ProgressFn& progress);
 
 // The baseline cache key (pure).
 std::string baseline_key(const std::string& seed_sha256, const std::string& test_command,
-                         const std::string& image_digest);
+                         const std::string& image_digest, const std::string& runtime = "");
 
 }  // namespace lazyagent

@@ -1,5 +1,7 @@
 #include "utf8.h"
 
+#include <cstdio>
+
 namespace lazyagent {
 
 long decode_utf8(std::string_view s, std::size_t pos, std::size_t& len) {
@@ -52,6 +54,12 @@ bool is_format_control(long cp) {
          is_bidi_control(cp) ||             // embeddings, overrides, isolates
          (cp >= 0x2060 && cp <= 0x2064) ||  // word joiner, invisible operators
          cp == 0xfeff;                      // BOM / zero-width no-break space
+}
+
+std::string hex_byte(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", b);
+  return buf;
 }
 
 bool is_bidi_control(long cp) {

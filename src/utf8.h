@@ -26,6 +26,8 @@ bool is_control_char(long cp);
 // messages show them as escapes.
 bool is_format_control(long cp);
 
+// One byte as the escape "\xNN" (lower-case hex), for messages about untrusted text.
+std::string hex_byte(unsigned char b);
 // The explicit bidirectional controls of "Trojan Source" (CVE-2021-42574):
 // embeddings and overrides U+202A..U+202E, isolates U+2066..U+2069. They make
 // text display in an order other than the one a compiler reads it in.

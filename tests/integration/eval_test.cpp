@@ -28,29 +28,12 @@ std::string task_line(const std::string& id, const std::string& patch_field, con
 
 std::string quoted(const std::string& s) { return json(s).dump(); }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> ids_of(const json& group) { return group["ids"].get<std::vector<std::string>>(); }
 
 long long mtime_ns(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return -1;
   return static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-}
-
-std::size_t files_in(const std::string& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    (void)e;
-    ++n;
-  }
-  return n;
 }
 
 struct Spawned {
@@ -63,8 +46,8 @@ Spawned eval_cli(const CliEnv& env, const std::vector<std::string>& args) {
   Spawned s;
   s.pid = spawn_cli(env, args, io.path());
   s.result.exit_code = wait_cli(s.pid, 600);
-  s.result.out = slurp(io.path() + "/stdout");
-  s.result.err = slurp(io.path() + "/stderr");
+  s.result.out = read_file(io.path() + "/stdout");
+  s.result.err = read_file(io.path() + "/stderr");
   return s;
 }
 
@@ -74,7 +57,7 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   TempDir state, dir;
   dir.file("fix.json", fixing_patch());
   dir.file("wrong.json", wrong_patch());
-  dir.file("traversal.json", slurp(std::string(LAZYAGENT_SOURCE_DIR) + "/examples/patches/traversal.json"));
+  dir.file("traversal.json", read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/examples/patches/traversal.json"));
   // (A seed that cannot be read is the user's input, refused with the task
   // file before anything runs: records_test.cpp.)
   const std::string tasks = dir.file(
@@ -96,12 +79,12 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   CHECK(s["flaky"]["count"] == 0);
   CHECK(s["skipped"]["count"] == 0);
   CHECK(s["interrupted"] == false);
-  CHECK(json::parse(slurp(out + "/summary.json"))["passed"] == s["passed"]);
+  CHECK(json::parse(read_file(out + "/summary.json"))["passed"] == s["passed"]);
   // Every container it made is gone.
   CHECK(containers_with_label("io.lazyagent.pid=" + std::to_string(first.pid)).empty());
 
   // Result files: the JSON of `test --json`, plus the eval's fields.
-  const json fix = json::parse(slurp(out + "/results/fix-inline.json"));
+  const json fix = json::parse(read_file(out + "/results/fix-inline.json"));
   CHECK(fix["tests_passed"] == true);
   CHECK(fix["test_exit_code"] == 0);
   CHECK(fix["changed_paths"] == json{"calculator.py"});
@@ -111,14 +94,14 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   // Judged against the unpatched seed (triage_run.h): the test the patch fixes is named.
   CHECK(fix["triage"]["verdict"] == "passed");
   CHECK_FALSE(fix["triage"]["fixed"].empty());
-  const json wrong = json::parse(slurp(out + "/results/wrong.json"));
+  const json wrong = json::parse(read_file(out + "/results/wrong.json"));
   CHECK(wrong["tests_passed"] == false);
   CHECK(wrong["eval"]["attempts"].size() == 2);  // --rerun 1: run again, failed again
   CHECK(wrong["eval"]["attempts"][0]["run_id"] != wrong["eval"]["attempts"][1]["run_id"]);
-  const json refused = json::parse(slurp(out + "/results/refused.json"));
+  const json refused = json::parse(read_file(out + "/results/refused.json"));
   CHECK(refused["findings"][0]["code"] == "dot_component");
   CHECK(refused["eval"]["attempts"].size() == 1);
-  const json no_image = json::parse(slurp(out + "/results/no-image.json"));
+  const json no_image = json::parse(read_file(out + "/results/no-image.json"));
   CHECK(no_image["error_kind"] == "engine");
   CHECK(no_image["error"].get<std::string>().find("lazyagent-no-such-image") != std::string::npos);
   CHECK(no_image["eval"]["attempts"].size() == 2);  // retried once
@@ -167,7 +150,7 @@ TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container, and a rerun
     const std::string label = "io.lazyagent.pid=" + std::to_string(pid);
     bool running = false;
     for (int i = 0; i < 1200 && !running; ++i) {
-      running = files_in(out + "/results") >= 1 &&
+      running = entries_in(out + "/results") >= 1 &&
                 !sh("podman ps --filter label=" + label + " --filter status=running --format '{{.ID}}'").empty();
       if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -180,14 +163,14 @@ TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container, and a rerun
     kill(pid, sig);
     CHECK(wait_cli(pid, 60) == 128 + sig);
     CHECK(containers_with_label(label).empty());
-    CHECK(files_in(state.path() + "/lazyagent-oci/work") == 0);
-    const json s = json::parse(slurp(io.path() + "/stdout"));
+    CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
+    const json s = json::parse(read_file(io.path() + "/stdout"));
     CHECK(s["interrupted"] == true);
-    const std::size_t done = files_in(out + "/results");
+    const std::size_t done = entries_in(out + "/results");
     CHECK(done >= 1);
     CHECK(done < 6);
     CHECK(s["not_run"]["count"] == 6 - done);
-    CHECK(slurp(io.path() + "/stderr").find("rerun with the same --out to finish") != std::string::npos);
+    CHECK(read_file(io.path() + "/stderr").find("rerun with the same --out to finish") != std::string::npos);
 
     CliResult rerun = run_cli({state.path()}, {"eval", tasks, "--jobs", "2", "--out", out, "--json"});
     INFO(rerun.err);
@@ -195,7 +178,7 @@ TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container, and a rerun
     const json s2 = json::parse(rerun.out);
     CHECK(s2["passed"]["count"] == 6);
     CHECK(s2["skipped"]["count"] == done);
-    CHECK(files_in(out + "/results") == 6);
+    CHECK(entries_in(out + "/results") == 6);
   }
 }
 
@@ -255,26 +238,10 @@ TEST_CASE("eval: instruction tasks go through the planner, patch tasks beside th
   wrong.content = json::parse(wrong_patch()).dump();
   fix.content = json::parse(fixing_patch()).dump();
   script.replies = {wrong, fix};
-  lazyagent::ProviderStub stub(script);
-  auto port = stub.listen("0.0.0.0", 0);
-  REQUIRE(port.ok());
-  TempDir state, dir;
-  const std::string prefix = "LAZYAGENT_EVAL_IT_" + std::to_string(getpid());
-  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-  struct SecretsGone {
-    std::vector<std::string> names;
-    ~SecretsGone() {
-      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
-    }
-  } gone{names};
-  const std::string config = dir.file(
-      "config.yaml", "seed: " + seed_dir() + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
-                         "\n    model: " + names[1] + "\n    api_key: " + names[2] + "\n  max_retries: 0\n");
-  CliResult conf = run_cli({state.path(), {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
-                                           {names[1], "lazyagent-stub"}, {names[2], key}}},
-                           {"configure", "--config", config});
-  INFO(conf.err);
-  REQUIRE(conf.exit_code == 0);
+  PodmanProvider provider(script, key, 0);
+  TempDir dir;
+  const TempDir& state = provider.state;
+  const std::string config = provider.config();
 
   const std::string tasks = dir.file("tasks.jsonl",
                                      "{\"id\":\"ask-fix\",\"instruction\":\"Fix calculator.add.\"}\n"
@@ -287,13 +254,13 @@ TEST_CASE("eval: instruction tasks go through the planner, patch tasks beside th
   const json s = json::parse(r.result.out);
   CHECK(ids_of(s["passed"]) == std::vector<std::string>{"ask-fix", "patch-fix"});
   CHECK(ids_of(s["failed"]) == std::vector<std::string>{"ask-wrong"});
-  const json ask = json::parse(slurp(out + "/results/ask-fix.json"));
+  const json ask = json::parse(read_file(out + "/results/ask-fix.json"));
   CHECK(ask["tests_passed"] == true);
   CHECK(ask["planner_task_id"].get<std::string>().rfind("t-", 0) == 0);
   CHECK(ask["usage"].is_object());
   CHECK(containers_with_label("io.lazyagent.pid=" + std::to_string(r.pid)).empty());
   for (const char* f : {"ask-fix", "ask-wrong", "patch-fix"}) {
-    CHECK(slurp(out + "/results/" + f + ".json").find(key) == std::string::npos);
+    CHECK(read_file(out + "/results/" + f + ".json").find(key) == std::string::npos);
   }
   CHECK(r.result.err.find(key) == std::string::npos);
 }

@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string unique(const std::string& what) {
   static int n = 0;
   return "lazyagent-it-" + what + "-" + std::to_string(getpid()) + "-" + std::to_string(++n);
@@ -69,7 +62,7 @@ class RuncRun {
     Outcome o;
     o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     o.exit_code = std::stoi(rc);
-    o.output = read(bundle_ + "/output.txt");
+    o.output = read_file(bundle_ + "/output.txt");
     return o;
   }
   bool exists() const { return sh("runc state " + id_ + " >/dev/null 2>&1 && echo yes") == "yes\n"; }
@@ -88,7 +81,7 @@ class ComposeProject {
     Outcome o;
     const std::string rc = sh("cd " + dir_ + " && ./run-sandbox.sh >output.txt 2>&1; echo $?");
     o.exit_code = std::stoi(rc);
-    o.output = read(dir_ + "/output.txt");
+    o.output = read_file(dir_ + "/output.txt");
     return o;
   }
 
@@ -291,15 +284,15 @@ TEST_CASE("export compose: the planner service reads its secrets by name, and it
   CHECK(exported.find(script.api_key) == std::string::npos);  // never its value
   ComposeProject compose(out);
   const std::string rc = sh("cd " + out + " && ./run-planner.sh >patch.json 2>planner.log; echo $?");
-  INFO(read(out + "/planner.log"));
+  INFO(read_file(out + "/planner.log"));
   CHECK(rc == "0\n");
   CHECK(stub.requests() == 1);
-  const json patch = json::parse(read(out + "/patch.json"), nullptr, false);
+  const json patch = json::parse(read_file(out + "/patch.json"), nullptr, false);
   CHECK(patch == json::parse(fixing_patch()));
-  CHECK(read(out + "/planner.log").find(script.api_key) == std::string::npos);
+  CHECK(read_file(out + "/planner.log").find(script.api_key) == std::string::npos);
 
   // The patch goes in by a re-export (validated), then the sandbox passes.
-  export_to("compose", out, read(out + "/patch.json"), {"--config", config, "--name", project});
+  export_to("compose", out, read_file(out + "/patch.json"), {"--config", config, "--name", project});
   const Outcome o = compose.run_sandbox();
   INFO(o.output);
   CHECK(o.exit_code == 0);

@@ -77,24 +77,11 @@ std::vector<Forgery> forgery_family() {
   };
 }
 
-struct Run {
-  CliResult cli;
-  json result;
-};
+using Run = TestRun;
 
-Run test_patch(const std::string& state, const std::string& patch, const std::string& config_yaml = "") {
-  TempDir io;
-  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", io.file("patch.json", patch), "--json"};
-  if (!config_yaml.empty()) {
-    args.push_back("--config");
-    args.push_back(io.file("config.yaml", config_yaml));
-  }
-  Run r;
-  r.cli = run_cli({state}, args);
-  r.result = json::parse(r.cli.out, nullptr, false);
-  INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
-  REQUIRE(r.result.is_object());
-  return r;
+// `test --json` of the demo seed in `state` (harness.h), with config_yaml when given.
+Run test_in(const std::string& state, const std::string& patch, const std::string& config_yaml = "") {
+  return test_patch({state}, patch, {}, config_yaml);
 }
 
 std::vector<std::string> codes_of(const json& findings) {
@@ -109,7 +96,7 @@ TEST_CASE("forgery: bidirectional controls are refused before any sandbox, namin
           "[sandbox][forgery][hidden_text]") {
   TempDir state;
   // The Trojan Source "commenting-out" shape: the RLO/LRI make the check look commented out.
-  const Run r = test_patch(state.path(), fixed_plus("def is_admin(level):\n"
+  const Run r = test_in(state.path(), fixed_plus("def is_admin(level):\n"
                                                     "    return level == 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'\n"));
   INFO(r.result.dump(2));
   CHECK(r.cli.exit_code == 4);
@@ -126,7 +113,7 @@ TEST_CASE("forgery: bidirectional controls are refused before any sandbox, namin
                                              std::to_string(lines + 2)) != std::string::npos);
   CHECK(r.cli.err.find("==> create") == std::string::npos);
   // The same file with non-ASCII text and a leading BOM passes.
-  const Run ok = test_patch(state.path(), patch_json("calculator.py", "\xef\xbb\xbf# café, 计算, שלום\n" +
+  const Run ok = test_in(state.path(), patch_json("calculator.py", "\xef\xbb\xbf# café, 计算, שלום\n" +
                                                                           json::parse(fixing_patch())["files"][0]["content"].get<std::string>()));
   CHECK(ok.cli.exit_code == 0);
   CHECK(ok.result["tests_passed"] == true);
@@ -137,7 +124,7 @@ TEST_CASE("forgery: the family is flagged suspicious by default, and what each v
   TempDir state;
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {
-      const Run r = test_patch(state.path(), fg.patch);
+      const Run r = test_in(state.path(), fg.patch);
       INFO(r.result.dump(2));
       REQUIRE(r.result["suspicious"].is_array());
       CHECK_FALSE(r.result["suspicious"].empty());
@@ -160,7 +147,7 @@ TEST_CASE("forgery: with patch.suspicious: refuse every member of the family is 
   TempDir state;
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {
-      const Run r = test_patch(state.path(), fg.patch, "patch:\n  suspicious: refuse\n");
+      const Run r = test_in(state.path(), fg.patch, "patch:\n  suspicious: refuse\n");
       INFO(r.result.dump(2));
       CHECK(r.cli.exit_code == 4);
       CHECK(r.result["status"] == "refused");
@@ -184,7 +171,7 @@ TEST_CASE("forgery: a legitimate patch that calls sys.exit inside a function pas
                           "    sys.exit(main(sys.argv))\n";
   for (const char* mode : {"flag", "refuse"}) {
     DYNAMIC_SECTION(mode) {
-      const Run r = test_patch(state.path(), fixed_plus(cli), std::string("patch:\n  suspicious: ") + mode + "\n");
+      const Run r = test_in(state.path(), fixed_plus(cli), std::string("patch:\n  suspicious: ") + mode + "\n");
       INFO(r.result.dump(2));
       CHECK(r.cli.exit_code == 0);
       CHECK(r.result["tests_passed"] == true);

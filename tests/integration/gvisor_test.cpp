@@ -13,32 +13,10 @@ using namespace it;
 
 namespace {
 
-struct Run {
-  CliResult cli;
-  json result;
-};
+using Run = TestRun;
 
 // A config without limits: it demands nothing runsc cannot enforce.
 const char* kRunscConfig = "engine:\n  runtime: runsc\n";
-
-Run test_patch(const CliEnv& env, const std::string& patch, const std::string& config_text,
-               std::vector<std::string> extra = {}) {
-  TempDir dir;
-  const std::string p = dir.file("patch.json", patch);
-  const std::string c = dir.file("config.yaml", config_text);
-  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", p, "--config", c, "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  Run r;
-  r.cli = run_cli(env, args);
-  r.result = json::parse(r.cli.out, nullptr, false);
-  INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
-  REQUIRE(r.result.is_object());
-  return r;
-}
-
-bool container_gone(const std::string& id) {
-  return !id.empty() && sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
-}
 
 const json kNotEnforced = json::array({"memory", "pids", "cpu", "masked_paths", "user_namespace"});
 
@@ -55,7 +33,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
                                     "print('KERNEL=' + open('/proc/version').read().split()[2])\n"
                                     "libc = ctypes.CDLL(None)\n"
                                     "print('NNP=%d SECCOMP=%d' % (libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0)))"),
-                       kRunscConfig);
+                       {}, kRunscConfig);
   INFO(fix.cli.err << fix.result.dump(2));
   CHECK(fix.cli.exit_code == 0);
   CHECK(fix.result["tests_passed"] == true);
@@ -81,7 +59,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
   CHECK(probe["not_observable"][0] == "no_new_privs (not reported in /proc/self/status)");
   CHECK(container_gone(fix.result["sandbox_id"]));
 
-  Run wrong = test_patch({state.path()}, wrong_patch(), kRunscConfig);
+  Run wrong = test_patch({state.path()}, wrong_patch(), {}, kRunscConfig);
   CHECK(wrong.cli.exit_code == 1);
   CHECK(wrong.result["tests_passed"] == false);
   CHECK(wrong.result["reason"].get<std::string>().rfind("tests failed: the test command exited 1", 0) == 0);
@@ -89,7 +67,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
   CHECK(container_gone(wrong.result["sandbox_id"]));
 
   // The same patch under runc: everything enforced.
-  Run runc = test_patch({state.path()}, fixing_patch(), "engine:\n  runtime: runc\n");
+  Run runc = test_patch({state.path()}, fixing_patch(), {}, "engine:\n  runtime: runc\n");
   CHECK(runc.cli.exit_code == 0);
   CHECK(runc.result["policy"]["runtime"] == "runc");
   CHECK(runc.result["policy"]["not_enforced"].empty());
@@ -98,7 +76,7 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
 TEST_CASE("runsc: a config demanding a memory limit is refused unless the weaker policy is accepted", "[gvisor]") {
   TempDir state;
   const std::string demanding = std::string(kRunscConfig) + "limits:\n  memory_mib: 256\n";
-  Run refused = test_patch({state.path()}, fixing_patch(), demanding);
+  Run refused = test_patch({state.path()}, fixing_patch(), {}, demanding);
   CHECK(refused.cli.exit_code == 2);
   CHECK(refused.result["error_kind"] == "usage");
   const std::string msg = refused.result["error"];
@@ -107,14 +85,14 @@ TEST_CASE("runsc: a config demanding a memory limit is refused unless the weaker
   // Refused before the pipeline starts: no run record, hence no container.
   CHECK(sh("ls -A " + state.path() + "/lazyagent-oci/runs 2>/dev/null") == "");
 
-  Run accepted = test_patch({state.path()}, fixing_patch(), demanding, {"--accept-weaker-policy"});
+  Run accepted = test_patch({state.path()}, fixing_patch(), {"--accept-weaker-policy"}, demanding);
   CHECK(accepted.cli.exit_code == 0);
   CHECK(accepted.result["tests_passed"] == true);
   CHECK(accepted.result["policy"]["memory_bytes"] == 256LL << 20);
   CHECK(accepted.result["policy"]["not_enforced"] == kNotEnforced);
   CHECK(accepted.result["policy"]["weaker_policy_accepted"] == true);
 
-  Run by_config_ok = test_patch({state.path()}, fixing_patch(),
+  Run by_config_ok = test_patch({state.path()}, fixing_patch(), {},
                                 "engine:\n  runtime: runsc\n  accept_weaker_policy: true\nlimits:\n  memory_mib: 256\n");
   CHECK(by_config_ok.cli.exit_code == 0);
   CHECK(by_config_ok.result["policy"]["weaker_policy_accepted"] == true);

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include <catch2/catch.hpp>
+
 #include "digest.h"
 #include "patch_contract.h"
 #include "seed_snapshot.h"
@@ -78,13 +80,6 @@ pid_t spawn(const CliEnv& env, const std::vector<std::string>& args, int out_fd,
   return pid;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 pid_t spawn_cli(const CliEnv& env, const std::vector<std::string>& args, const std::string& out_dir) {
@@ -116,8 +111,8 @@ CliResult run_cli(const CliEnv& env, const std::vector<std::string>& args, int t
   const pid_t pid = spawn_cli(env, args, io.path());
   CliResult r;
   r.exit_code = wait_cli(pid, timeout_s);
-  r.out = slurp(io.path() + "/stdout");
-  r.err = slurp(io.path() + "/stderr");
+  r.out = read_file(io.path() + "/stdout");
+  r.err = read_file(io.path() + "/stderr");
   return r;
 }
 
@@ -199,6 +194,97 @@ HostListener::~HostListener() {
   shutdown(fd_, SHUT_RDWR);
   close(fd_);
   thread_.join();
+}
+
+TestRun test_patch(const CliEnv& env, const std::string& patch, std::vector<std::string> extra,
+                   const std::string& config_text) {
+  TempDir dir;
+  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", dir.file("patch.json", patch), "--json"};
+  if (!config_text.empty()) {
+    args.push_back("--config");
+    args.push_back(dir.file("config.yaml", config_text));
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  TestRun r;
+  r.cli = run_cli(env, args);
+  r.result = nlohmann::json::parse(r.cli.out, nullptr, false);
+  INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
+  REQUIRE(r.result.is_object());
+  return r;
+}
+
+bool container_gone(const std::string& id) {
+  return !id.empty() && sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
+}
+
+nlohmann::json json_out(const CliResult& r) {
+  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string read_tree(const std::string& dir) {
+  std::string all;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file()) all += e.path().string() + "\n" + read_file(e.path().string());
+  }
+  return all;
+}
+
+std::size_t entries_in(const std::string& dir) {
+  std::size_t n = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++n;
+  return n;
+}
+
+std::string planner_image() {
+  const char* v = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
+  return v && *v ? v : "localhost/lazyagent-planner:latest";
+}
+
+PodmanProvider::PodmanProvider(lazyagent::StubScript script, const std::string& key, int max_retries,
+                               const std::string& extra_yaml)
+    : stub_(std::move(script)) {
+  static std::atomic<int> counter{0};
+  auto port = stub_.listen("0.0.0.0", 0);
+  REQUIRE(port.ok());
+  const std::string prefix = "LAZYAGENT_IT_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+  names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
+  config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nimages:\n  planner: " + planner_image() +
+                                         "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
+                                         "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
+                                         "\n  max_retries: " + std::to_string(max_retries) + "\n" + extra_yaml);
+  url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
+  configure(url_, key);
+}
+
+PodmanProvider::~PodmanProvider() {
+  for (const auto& n : names_) sh("podman secret rm " + n + " >/dev/null 2>&1");
+  stub_.stop();
+}
+
+void PodmanProvider::configure(const std::string& url, const std::string& key) {
+  CliResult r = run_cli({state.path(), {{names_[0], url}, {names_[1], "lazyagent-stub"}, {names_[2], key}}},
+                        {"configure", "--config", config_});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(key) == std::string::npos);
+}
+
+CliResult PodmanProvider::run(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"run", "--config", config_, "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_cli({state.path()}, args);
 }
 
 }  // namespace it

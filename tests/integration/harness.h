@@ -10,6 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "provider_stub.h"
+
 namespace it {
 
 struct CliResult {
@@ -54,6 +58,28 @@ std::string wrong_patch();
 std::string attack_patch(const std::string& python_prelude);
 std::string patch_json(const std::string& path, const std::string& content);
 
+// One `lazyagent-oci test --seed <demo seed> --patch P --json` run (with the
+// config `config_text` when given, and `extra` arguments): what the CLI did
+// and the one JSON object it printed (required).
+struct TestRun {
+  CliResult cli;
+  nlohmann::json result;
+};
+TestRun test_patch(const CliEnv& env, const std::string& patch, std::vector<std::string> extra = {},
+                   const std::string& config_text = "");
+
+// True when podman no longer has the container (false for an empty id).
+bool container_gone(const std::string& id);
+
+// The one JSON object a `--json` run printed on stdout (required).
+nlohmann::json json_out(const CliResult& r);
+
+// A file's bytes ("" when unreadable); every regular file under `dir`, each
+// as its path, a newline and its bytes; how many entries `dir` holds.
+std::string read_file(const std::string& path);
+std::string read_tree(const std::string& dir);
+std::size_t entries_in(const std::string& dir);
+
 // podman CLI helpers for checking what exists.
 std::string sh(const std::string& command);  // runs via /bin/sh, returns stdout
 std::vector<std::string> containers_with_label(const std::string& label);
@@ -76,6 +102,39 @@ class HostListener {
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::thread thread_;
+};
+
+// The planner image the run tests use: $LAZYAGENT_IT_PLANNER_IMAGE (a build
+// of this branch needs an image with this binary), else
+// localhost/lazyagent-planner:latest (scripts/build-images.sh rebuilds it).
+std::string planner_image();
+
+// The scripted provider (lazyagent-oci's provider-stub, in this process, on
+// an ephemeral port on every address), podman secrets with unique names
+// pointing the planner at it (made with the real `configure`, the API key
+// `key`), and a config naming them (provider.max_retries, then `extra_yaml`
+// appended). The secrets are removed at the end.
+class PodmanProvider {
+ public:
+  PodmanProvider(lazyagent::StubScript script, const std::string& key, int max_retries,
+                 const std::string& extra_yaml = "");
+  ~PodmanProvider();
+  PodmanProvider(const PodmanProvider&) = delete;
+  PodmanProvider& operator=(const PodmanProvider&) = delete;
+  // (Re)stores the secrets: the provider's URL and `key`.
+  void configure(const std::string& url, const std::string& key);
+  // `lazyagent-oci run --config C --json extra...` in `state`.
+  CliResult run(const std::vector<std::string>& extra = {});
+  const std::string& config() const { return config_; }
+  const std::string& url() const { return url_; }
+  lazyagent::ProviderStub& stub() { return stub_; }
+  TempDir state;
+
+ private:
+  TempDir dir_;
+  lazyagent::ProviderStub stub_;
+  std::vector<std::string> names_;
+  std::string config_, url_;
 };
 
 }  // namespace it

@@ -13,13 +13,6 @@ using namespace it;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void spill(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 std::vector<std::string> parts(const json& verdict) {
@@ -46,7 +39,7 @@ TEST_CASE("verify: a fresh record matches, and edits to the stored patch, the po
   const std::string patch_path = store + "/artifacts/" + id + ".patch.json";
 
   // The record links the planner task, patch, seed, image, runtime, policy and verdict.
-  const json rec = json::parse(slurp(record_path));
+  const json rec = json::parse(read_file(record_path));
   const json& pv = rec["provenance"];
   CHECK(pv["patch_sha256"] == result["patch_sha256"]);
   CHECK(pv["seed_sha256"] == result["seed_sha256"]);
@@ -64,8 +57,8 @@ TEST_CASE("verify: a fresh record matches, and edits to the stored patch, the po
   CHECK(human.exit_code == 0);
   CHECK(human.out.rfind("run " + id + ": MATCHES\n", 0) == 0);
 
-  const std::string original_patch = slurp(patch_path);
-  const std::string original_record = slurp(record_path);
+  const std::string original_patch = read_file(patch_path);
+  const std::string original_record = read_file(record_path);
 
   SECTION("the stored patch") {
     std::string edited = original_patch;

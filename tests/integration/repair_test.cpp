@@ -26,33 +26,14 @@ namespace {
 
 const std::string kKey = "sk-lazyagent-repair-it-0123456789abcdef";
 
-std::string planner_image() {
-  const char* v = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
-  return v && *v ? v : "localhost/lazyagent-planner:latest";
-}
-
 std::string fixture_seed(const std::string& name) {
   return std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/seeds/" + name;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   const auto pos = s.find(from);
   REQUIRE(pos != std::string::npos);
   return s.replace(pos, from.size(), to);
-}
-
-json parse(const CliResult& r) {
-  INFO("exit " << r.exit_code << "\nstdout: " << r.out << "\nstderr: " << r.err);
-  json j = json::parse(r.out, nullptr, false);
-  REQUIRE(j.is_object());
-  return j;
 }
 
 std::vector<json> records(const std::string& state) {
@@ -63,43 +44,9 @@ std::vector<json> records(const std::string& state) {
   return out;
 }
 
-// The scripted provider in this process, podman secrets with unique names
-// pointing the planner at it, and a config naming them. Removed at the end.
-class Provider {
- public:
-  explicit Provider(lazyagent::StubScript script) : stub_(std::move(script)) {
-    auto port = stub_.listen("0.0.0.0", 0);
-    REQUIRE(port.ok());
-    const std::string prefix = "LAZYAGENT_REPAIR_IT_" + std::to_string(getpid()) + "_" + std::to_string(++counter_);
-    names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-    config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nimages:\n  planner: " + planner_image() +
-                                           "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
-                                           "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
-                                           "\n  max_retries: 0\n");
-    CliResult r = run_cli({state.path(), {{names_[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
-                                          {names_[1], "lazyagent-stub"}, {names_[2], kKey}}},
-                          {"configure", "--config", config_});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-  }
-  ~Provider() {
-    for (const auto& n : names_) sh("podman secret rm " + n + " >/dev/null 2>&1");
-    stub_.stop();
-  }
-  CliResult run(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"run", "--config", config_, "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_cli({state.path()}, args);
-  }
-  lazyagent::ProviderStub& stub() { return stub_; }
-  TempDir state;
-
- private:
-  static inline int counter_ = 0;
-  TempDir dir_;
-  lazyagent::ProviderStub stub_;
-  std::vector<std::string> names_;
-  std::string config_;
+// The scripted provider behind podman secrets (harness.h), no retries.
+struct Provider : PodmanProvider {
+  explicit Provider(lazyagent::StubScript script) : PodmanProvider(std::move(script), kKey, 0) {}
 };
 
 lazyagent::StubReply reply(const std::string& patch, std::vector<std::string> require = {}) {
@@ -115,10 +62,6 @@ std::string wrong_noisy_patch() {
   std::string content = p["files"][0]["content"];
   p["files"][0]["content"] = "print('\\x1b]0;pwned\\x07 noisy import')\n" + content;
   return p.dump();
-}
-
-bool gone(const std::string& id) {
-  return sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
 }
 
 std::string triage_patch(const std::string& total_fix, const std::string& label_body) {
@@ -150,7 +93,7 @@ TEST_CASE("run --attempts 2: a wrong patch, its failure output goes back, the se
   s.replies[1].usage = {100, 20, 120};
   Provider p(s);
   CliResult r = p.run({"--attempts", "3"});
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["stop_reason"] == "passed");
@@ -171,7 +114,7 @@ TEST_CASE("run --attempts 2: a wrong patch, its failure output goes back, the se
   CHECK(j["usage"]["total_tokens"] == 120);  // the last attempt's, as before
   // Both attempts' sandboxes existed and are gone; each attempt has a record.
   CHECK(j["sandbox_id"].get<std::string>().size() == 64);
-  CHECK(gone(j["sandbox_id"]));
+  CHECK(container_gone(j["sandbox_id"]));
   CHECK(p.stub().requests() == 2);
   const auto bodies = p.stub().request_log();
   REQUIRE(bodies.size() == 2);
@@ -194,7 +137,7 @@ TEST_CASE("run --attempts: --max-tokens stops the loop with the reason", "[repai
   s.replies = {reply(wrong_patch())};  // always wrong, 46 tokens each
   Provider p(s);
   CliResult r = p.run({"--attempts", "5", "--max-tokens", "50"});
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 1);
   CHECK(j["tests_passed"] == false);
   CHECK(j["stop_reason"] == "max_tokens");
@@ -208,7 +151,7 @@ TEST_CASE("run --attempts: --max-tokens stops the loop with the reason", "[repai
 
   // Without a ceiling the same script runs every attempt.
   CliResult all = p.run({"--attempts", "3"});
-  json k = parse(all);
+  json k = json_out(all);
   CHECK(all.exit_code == 1);
   CHECK(k["stop_reason"] == "attempts_exhausted");
   CHECK(k["attempts"].size() == 3);
@@ -218,7 +161,7 @@ TEST_CASE("test: triage names what a patch fixed, left failing and newly broke",
   TempDir state;
   const std::string seed = fixture_seed("triage");
   CliResult r = test_cli({state.path()}, seed, "pricing.py", triage_patch("return sum(prices)", "return name.upper()"));
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 1);
   CHECK(j["category"] == "failed");
   const json& t = j["triage"];
@@ -237,7 +180,7 @@ TEST_CASE("test: triage names what a patch fixed, left failing and newly broke",
   // The baseline is cached by the seed's content hash: the next patch reuses it.
   CliResult again = test_cli({state.path()}, seed, "pricing.py",
                              triage_patch("return sum(prices)", "return name.title()"));
-  json k = parse(again);
+  json k = json_out(again);
   CHECK(k["triage"]["baseline"]["cached"] == true);
   CHECK(k["triage"]["baseline"]["run_id"] == t["baseline"]["run_id"]);
   CHECK(again.err.find("==> baseline") == std::string::npos);
@@ -249,7 +192,7 @@ TEST_CASE("test: a patch that skips every test exits 0 but is not a pass", "[rep
   TempDir state;
   CliResult r = test_cli({state.path()}, fixture_seed("triage"), "pricing.py",
                          patch_json("pricing.py", "import unittest\nraise unittest.SkipTest('nothing to see')\n"));
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(j["test_exit_code"] == 0);  // the runner itself says OK (skipped=1)
   CHECK(r.exit_code == 1);
   CHECK(j["tests_passed"] == false);
@@ -267,7 +210,7 @@ TEST_CASE("test --rerun: a test that fails at random is marked flaky, the patch 
   CliResult r;
   for (int i = 0; i < 12; ++i) {
     r = test_cli({state.path()}, seed, "counter.py", fix, {"--rerun", "10"});
-    j = parse(r);
+    j = json_out(r);
     if (j["triage"]["runs"].size() > 1) break;
     CHECK(j["category"] == "passed");  // a first run that passed needs no re-run
   }
@@ -287,7 +230,7 @@ TEST_CASE("test --rerun: a test that fails at random is marked flaky, the patch 
   // Without re-runs, the same failure is a plain failure.
   for (int i = 0; i < 12; ++i) {
     r = test_cli({state.path()}, seed, "counter.py", fix);
-    j = parse(r);
+    j = json_out(r);
     if (!j["tests_passed"].get<bool>()) break;
   }
   CHECK(r.exit_code == 1);
@@ -300,7 +243,7 @@ TEST_CASE("test: an engine error is infra_error, retried once, never a test fail
   const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
                                                  "\nimages:\n  sandbox: localhost/lazyagent-no-such-image-repair:latest\n");
   CliResult r = run_cli({state.path()}, {"test", "--config", cfg, "--patch", dir.file("p.json", fixing_patch()), "--json"});
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 5);
   CHECK(j["category"] == "infra_error");
   CHECK(j["error_kind"] == "engine");
@@ -327,7 +270,7 @@ TEST_CASE("test: an isolation probe that cannot report aborts the run, is stored
   seed.file("big.txt", std::string(2 << 20, 'x'));
   const std::string cfg = dir.file("c.yaml", "seed: " + seed.path() + "\nlimits:\n  work_tmpfs_mib: 1\n");
   CliResult r = run_cli({state.path()}, {"test", "--config", cfg, "--patch", dir.file("p.json", fixing_patch()), "--json"});
-  json j = parse(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 5);
   CHECK(j["category"] == "isolation_violation");
   CHECK(j["error"].get<std::string>().find("the isolation probe inside the sandbox found: the isolation probe did not report") !=
@@ -337,5 +280,5 @@ TEST_CASE("test: an isolation probe that cannot report aborts the run, is stored
   REQUIRE(recs.size() == 1);
   CHECK(recs[0]["category"] == "isolation_violation");
   CHECK(recs[0]["isolation_probe"]["violations"].size() == 1);
-  CHECK(gone(recs[0]["sandbox_id"]));
+  CHECK(container_gone(recs[0]["sandbox_id"]));
 }

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,51 +26,11 @@ std::string content_of(const std::string& patch_json) {
   return json::parse(patch_json).dump();  // the reply content: the patch as JSON text
 }
 
-// A scripted provider in this process, plus podman secrets (unique names)
-// pointing the planner at it, plus a config naming those secrets. All of it
-// is removed in the destructor.
-class Provider {
- public:
+// The scripted provider behind podman secrets (harness.h), 2 retries.
+struct Provider : PodmanProvider {
   explicit Provider(lazyagent::StubScript script, const std::string& key_to_configure = kKey,
                     const std::string& extra_yaml = "")
-      : stub_(std::move(script)) {
-    auto port = stub_.listen("0.0.0.0", 0);
-    REQUIRE(port.ok());
-    const std::string prefix = "LAZYAGENT_IT_" + std::to_string(getpid()) + "_" + std::to_string(++counter_);
-    names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-    config_ = dir_.file("config.yaml",
-                        "seed: " + seed_dir() + "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
-                            "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
-                            "\n  max_retries: 2\n" + extra_yaml);
-    url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
-    configure(url_, key_to_configure);
-  }
-  ~Provider() {
-    for (const auto& n : names_) sh("podman secret rm " + n + " >/dev/null 2>&1");
-    stub_.stop();
-  }
-  void configure(const std::string& url, const std::string& key) {
-    CliResult r = run_cli({state.path(), {{names_[0], url}, {names_[1], "lazyagent-stub"}, {names_[2], key}}},
-                          {"configure", "--config", config_});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    CHECK(r.out.find(key) == std::string::npos);
-  }
-  CliResult run(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {"run", "--config", config_, "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_cli({state.path()}, args);
-  }
-  const std::string& config() const { return config_; }
-  lazyagent::ProviderStub& stub() { return stub_; }
-  TempDir state;
-
- private:
-  static inline int counter_ = 0;
-  TempDir dir_;
-  lazyagent::ProviderStub stub_;
-  std::vector<std::string> names_;
-  std::string config_, url_;
+      : PodmanProvider(std::move(script), key_to_configure, 2, extra_yaml) {}
 };
 
 lazyagent::StubScript tagged_script() {
@@ -101,26 +60,6 @@ lazyagent::StubScript tagged_script() {
   return s;
 }
 
-json parse_result(const CliResult& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  json j = json::parse(r.out, nullptr, false);
-  REQUIRE(j.is_object());
-  return j;
-}
-
-std::string read_tree(const std::string& dir) {
-  std::string all;
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream f(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    all += ss.str();
-  }
-  return all;
-}
-
 // No container of any run recorded in this test's own run store (planner,
 // sandbox, baseline) remains. The podman service is shared with concurrent
 // tests, so a global count would blame them.
@@ -142,7 +81,7 @@ bool no_containers_of_runs_in(const std::string& state) {
 TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key is nowhere", "[run]") {
   Provider p(tagged_script());
   CliResult r = p.run();
-  json j = parse_result(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["test_exit_code"] == 0);
@@ -177,15 +116,15 @@ TEST_CASE("run: wrong, fenced, refused and non-patch replies", "[run]") {
   Provider p(tagged_script());
   CliResult wrong = p.run({"[wrong] fix add"});
   CHECK(wrong.exit_code == 1);
-  CHECK(parse_result(wrong)["tests_passed"] == false);
+  CHECK(json_out(wrong)["tests_passed"] == false);
 
   CliResult fenced = p.run({"[fenced] fix add"});
   CHECK(fenced.exit_code == 0);
-  CHECK(parse_result(fenced)["tests_passed"] == true);
+  CHECK(json_out(fenced)["tests_passed"] == true);
 
   for (const char* tag : {"[traversal]", "[prose]"}) {
     CliResult refused = p.run({std::string(tag) + " fix add"});
-    json j = parse_result(refused);
+    json j = json_out(refused);
     CHECK(refused.exit_code == 4);
     CHECK(j["sandbox_id"] == "");  // refused before any sandbox existed
     CHECK_FALSE(j["findings"].empty());
@@ -197,7 +136,7 @@ TEST_CASE("run: wrong, fenced, refused and non-patch replies", "[run]") {
 TEST_CASE("run: a patch hunting for secrets inside the sandbox finds none", "[run]") {
   Provider p(tagged_script());
   CliResult r = p.run({"[hunt] fix add"});
-  json j = parse_result(r);
+  json j = json_out(r);
   CHECK(j["test_output"].get<std::string>().find("NO_SECRET_FOUND") != std::string::npos);
   CHECK(j["tests_passed"] == true);
 }
@@ -208,7 +147,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
     CHECK(no_containers_of_runs_in(p.state.path()));
-    CHECK(parse_result(r)["error"].get<std::string>().find("provider said 401: invalid api key") != std::string::npos);
+    CHECK(json_out(r)["error"].get<std::string>().find("provider said 401: invalid api key") != std::string::npos);
     CHECK(r.err.find("sk-wrong-key") == std::string::npos);
     CHECK(r.err.find("==> create") == std::string::npos);
   }
@@ -224,7 +163,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     s.replies = {busy, ok};
     Provider p(s);
     CliResult r = p.run();
-    json j = parse_result(r);
+    json j = json_out(r);
     CHECK(r.exit_code == 0);
     CHECK(j["planner"]["attempts"] == 2);
   }
@@ -239,7 +178,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
     CHECK(no_containers_of_runs_in(p.state.path()));
-    CHECK(parse_result(r)["error"].get<std::string>().find("provider said 500: the model server fell over") != std::string::npos);
+    CHECK(json_out(r)["error"].get<std::string>().find("provider said 500: the model server fell over") != std::string::npos);
   }
   SECTION("a reply slower than the timeout") {
     lazyagent::StubScript s;
@@ -252,7 +191,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
     CHECK(no_containers_of_runs_in(p.state.path()));
-    CHECK(parse_result(r)["error"].get<std::string>().find("did not answer within 1000 ms") != std::string::npos);
+    CHECK(json_out(r)["error"].get<std::string>().find("did not answer within 1000 ms") != std::string::npos);
   }
   SECTION("a refused connection") {
     Provider p(tagged_script());
@@ -260,7 +199,7 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     CliResult r = p.run();
     CHECK(r.exit_code == 3);
     CHECK(no_containers_of_runs_in(p.state.path()));
-    CHECK(parse_result(r)["error"].get<std::string>().find("cannot connect to the provider") != std::string::npos);
+    CHECK(json_out(r)["error"].get<std::string>().find("cannot connect to the provider") != std::string::npos);
   }
   SECTION("a malformed body") {
     lazyagent::StubScript s;
@@ -285,11 +224,9 @@ TEST_CASE("run: a provider that refuses json_schema gets json_object, and the re
   lazyagent::StubReply ok;
   ok.content = content_of(fixing_patch());
   s.replies = {refuse, ok};
-  // The planner image must hold this binary (see repair_test.cpp).
-  const char* image = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
-  Provider p(s, kKey, std::string("images:\n  planner: ") + (image && *image ? image : "localhost/lazyagent-planner:latest") + "\n");
+  Provider p(s);  // the planner image must hold this binary: planner_image() (harness.h)
   CliResult r = p.run({"--no-baseline"});
-  json j = parse_result(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 0);
   CHECK(j["planner"]["response_format"] == "json_object");
   CHECK(j["planner"]["attempts"] == 2);
@@ -346,7 +283,7 @@ TEST_CASE("run: SIGINT while the planner waits on the provider removes the plann
 TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVisor, and verify links the task", "[run][gvisor]") {
   Provider p(tagged_script(), kKey, "engine:\n  runtime: runsc\n");
   CliResult r = p.run();
-  json j = parse_result(r);
+  json j = json_out(r);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
@@ -370,12 +307,9 @@ TEST_CASE("run: a reply with bidirectional controls is refused by the planner's 
   lazyagent::StubReply trojan;
   trojan.content = content_of(attack_patch("ACCESS = 'user\xe2\x80\xae \xe2\x81\xa6# admin\xe2\x81\xa9 \xe2\x81\xa6'"));
   s.replies = {trojan};
-  // The planner image must hold this build's binary (setup rebuilds it after a build);
-  // LAZYAGENT_IT_PLANNER_IMAGE names another one, e.g. built from this tree under a private tag.
-  const char* planner = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
-  Provider p(std::move(s), kKey, planner ? std::string("images:\n  planner: ") + planner + "\n" : "");
+  Provider p(std::move(s));  // the planner image must hold this binary: planner_image() (harness.h)
   CliResult r = p.run();
-  json j = parse_result(r);
+  json j = json_out(r);
   CHECK(r.exit_code == 4);
   CHECK(j["sandbox_id"] == "");
   // The planner refused it (the first validation): the orchestrator never got a patch.

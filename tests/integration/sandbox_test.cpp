@@ -14,27 +14,7 @@ using namespace it;
 
 namespace {
 
-struct Run {
-  CliResult cli;
-  json result;
-};
-
-Run test_patch(const CliEnv& env, const std::string& patch, std::vector<std::string> extra = {}) {
-  TempDir dir;
-  const std::string p = dir.file("patch.json", patch);
-  std::vector<std::string> args = {"test", "--seed", seed_dir(), "--patch", p, "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  Run r;
-  r.cli = run_cli(env, args);
-  r.result = json::parse(r.cli.out, nullptr, false);
-  INFO("stdout: " << r.cli.out << "\nstderr: " << r.cli.err);
-  REQUIRE(r.result.is_object());
-  return r;
-}
-
-bool container_gone(const std::string& id) {
-  return sh("podman container exists " + id + " && echo yes || echo no") == "no\n";
-}
+using Run = TestRun;
 
 }  // namespace
 

@@ -170,13 +170,6 @@ StubReply reply(const std::string& patch) {
   return r;
 }
 
-json parse_result(const CliResult& r) {
-  INFO("stdout: " << r.out << "\nstderr: " << r.err);
-  json j = json::parse(r.out, nullptr, false);
-  REQUIRE(j.is_object());
-  return j;
-}
-
 }  // namespace
 
 TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
@@ -184,14 +177,27 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   K8sClient k = client();
   Recorder pods(kK8sPods, "io.lazyagent.role=sandbox");
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["status"] == "passed");
   CHECK(j["test_exit_code"] == 0);
   CHECK(j["changed_paths"] == json::array({"calculator.py"}));
-  CHECK(j["planner_task_id"] == j["run_id"]);
+  const std::string run_id = j["run_id"];
+  CHECK(j["planner_task_id"] == "t-" + run_id.substr(2));  // as on podman: one pipeline names the task
+  // The same judged result as on podman: per-test results, the category, and
+  // the triage against the seed's unpatched tests (run as a Job too).
+  CHECK(j["category"] == "passed");
+  CHECK(j["tests"]["format"] == "unittest");
+  CHECK(j["tests"]["tests"].size() == 4);
+  CHECK(j["triage"]["verdict"] == "passed");
+  CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add",
+                                             "test_calculator.CalculatorTest.test_add_negative"}));
+  CHECK(j["triage"]["baseline"]["tests_passed"] == false);
+  CHECK(j["triage"]["baseline"]["run_id"] != j["run_id"]);
+  CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["triage"]["baseline"]["run_id"].get<std::string>()) == 0);
+  CHECK(j["image_digest"].get<std::string>().find("sha256:") != std::string::npos);  // the pod's imageID
   const json k8s = j["policy"]["k8s"];
   CHECK(k8s["objects"]["sandbox_job"] == j["run_id"].get<std::string>() + "-sandbox");
   CHECK(j["sandbox_id"].get<std::string>().rfind("default/" + j["run_id"].get<std::string>() + "-sandbox-", 0) == 0);
@@ -227,7 +233,7 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
 TEST_CASE("k8s: a wrong patch fails with the runner's report", "[k8s]") {
   Provider p({reply(wrong_patch())});
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(r.exit_code == 1);
   CHECK(j["tests_passed"] == false);
   CHECK(j["test_exit_code"] != 0);
@@ -238,7 +244,7 @@ TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
   Provider p({reply(patch_json("test_calculator.py", "print('rigged')\n"))});
   Recorder jobs(kK8sJobs, "io.lazyagent.role");
   CliResult r = p.run();
-  const json j = parse_result(r);
+  const json j = json_out(r);
   CHECK(r.exit_code == 4);
   CHECK(j["status"] == "refused");
   const auto seen = jobs.stop();
@@ -309,7 +315,7 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   const long before = p.stub().requests();
   CliResult r = p.run();
   INFO(r.out << r.err);
-  const json j = parse_result(r);
+  const json j = json_out(r);
   const std::string out = j["test_output"];
   INFO(out);
   CHECK(out.find("LZ-EGRESS host: BLOCKED") != std::string::npos);
@@ -329,13 +335,44 @@ TEST_CASE("k8s: the sandbox cannot reach the host, the planner's provider, or re
   CHECK(accepted == 1);  // only the control connection
 }
 
-TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface and no run passes", "[k8s]") {
+TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's interface: an isolation violation, "
+          "not infra_error, never retried", "[k8s]") {
   Provider p({reply(fixing_patch())}, "  runtime_class: none\n");
+  K8sClient k = client();
   CliResult r = p.run();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 5);
-  CHECK(r.out.find("isolation probe") != std::string::npos);
+  const json j = json_out(r);
+  CHECK(j["category"] == "isolation_violation");
+  CHECK(j["error_kind"] == "isolation");
+  const std::string e = j["error"];
+  CHECK(e.find("the isolation probe inside the sandbox found: ") != std::string::npos);
+  CHECK(e.find("eth0") != std::string::npos);
+  CHECK(e.find("infra_error") == std::string::npos);
+  CHECK(r.err.find("retrying") == std::string::npos);
   CHECK(r.out.find("\"tests_passed\": true") == std::string::npos);
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: run --attempts 2 repairs: a wrong patch, its failure goes back to the planner Job, the fix passes",
+          "[k8s]") {
+  StubReply fix = reply(fixing_patch());
+  // Refused (HTTP 400) unless the request carries the first attempt's failure.
+  fix.require = {"Previous attempt 1 did not pass: tests failed", "still_failing: test_calculator.CalculatorTest.test_add"};
+  Provider p({reply(wrong_patch()), fix});
+  K8sClient k = client();
+  CliResult r = p.run({"--attempts", "2"});
+  const json j = json_out(r);
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["stop_reason"] == "passed");
+  REQUIRE(j["attempts"].size() == 2);
+  CHECK(j["attempts"][0]["verdict"] == "failed");
+  CHECK(j["attempts"][1]["verdict"] == "passed");
+  CHECK(j["attempts"][0]["run_id"] != j["attempts"][1]["run_id"]);
+  CHECK(j["category"] == "passed");
+  CHECK(p.stub().requests() == 2);
+  for (const auto& a : j["attempts"]) CHECK(leftovers(k, "io.lazyagent.run=" + a["run_id"].get<std::string>()) == 0);
 }
 
 TEST_CASE("k8s: SIGINT mid-run leaves no Job, pod or ConfigMap", "[k8s]") {

@@ -36,16 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::size_t entries(const std::string& dir) {
-  std::size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    (void)e;
-    ++n;
-  }
-  return n;
-}
-
 bool wait_for(const std::function<bool()>& cond, int timeout_s) {
   const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   while (Clock::now() < deadline) {
@@ -165,14 +155,14 @@ TEST_CASE("chaos: SIGKILL at each step of a run, then the next start reaps every
     CHECK(wait_cli(pid, 10) == 128 + SIGKILL);
     const std::size_t left = containers_with_label(label).size();
     CHECK(left == s.containers_left);  // the crash really left what it should
-    CHECK(entries(state.path() + "/lazyagent-oci/work") == 1);
+    CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 1);
 
     CliResult next = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", io.file("fix.json", fixing_patch()), "--json"});
     INFO(next.err);
     CHECK(next.exit_code == 0);
     if (s.containers_left) CHECK(has(next.err, "reaped 1 container(s) left by crashed runs"));
     CHECK(containers_with_label(label).empty());
-    CHECK(entries(state.path() + "/lazyagent-oci/work") == 0);
+    CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
     std::vector<std::string> torn;
     // The crashed run, the next one and its baseline (the seed unpatched,
     // triage_run.h; the crashed run died before it got that far).
@@ -200,7 +190,7 @@ TEST_CASE("chaos: SIGTERM to the CLI while the sandboxed test ignores SIGTERM", 
   CHECK(code == 128 + SIGTERM);
   CHECK(ms < 15000);
   CHECK(containers_with_label(label).empty());
-  CHECK(entries(state.path() + "/lazyagent-oci/work") == 0);
+  CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
   evidence("SIGTERM to the CLI, the test inside ignores SIGTERM: CLI exit " + std::to_string(code) + " after " +
            std::to_string(ms) + " ms, containers left " + std::to_string(containers_with_label(label).size()));
 }
@@ -246,7 +236,7 @@ TEST_CASE("chaos: the podman service restarted in the middle of a run", "[chaos]
   INFO(next.err);
   CHECK(next.exit_code == 0);
   CHECK(containers_with_label(label).empty());
-  CHECK(entries(state.path() + "/lazyagent-oci/work") == 0);
+  CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
   std::vector<std::string> torn;
   check_records(state.path(), &torn);
   CHECK(torn.empty());
@@ -303,7 +293,7 @@ TEST_CASE("chaos: 50 runs at once, fixing and wrong patches", "[chaos]") {
   std::size_t left = 0;
   for (pid_t p : pids) left += containers_with_label("io.lazyagent.pid=" + std::to_string(p)).size();
   CHECK(left == 0);
-  CHECK(entries(state.path() + "/lazyagent-oci/work") == 0);
+  CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
   std::vector<std::string> torn;
   // The 50, the single run and its baseline, which the 50 then found cached.
   CHECK(check_records(state.path(), &torn) == kRuns + 2);

@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> tree_names(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -138,7 +131,7 @@ TEST_CASE("attack: a seed whose allowed paths are symlinks out of it", "[attack]
   CHECK(has(a.out, "\"code\": \"through_symlink\""));
   CHECK(has(b.out, "\"code\": \"through_symlink\""));
   CHECK(hash_tree(outside.path()) == outside_before);
-  CHECK(slurp(victim) == "# the host file a symlink points at\n");
+  CHECK(read_file(victim) == "# the host file a symlink points at\n");
   CHECK_FALSE(fs::exists(outside.path() + "/pkg/evil.py"));
   CHECK(hash_tree(seed) == seed_before);
   evidence("seed/calculator.py -> host file: exit " + std::to_string(a.exit_code) + " (refused, through_symlink); "

@@ -63,19 +63,6 @@ std::string hunt(const std::vector<std::string>& needles) {
 
 std::string content_of(const std::string& patch_json) { return json::parse(patch_json).dump(); }
 
-std::string read_tree(const std::string& dir) {
-  std::string all;
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream f(e.path(), std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    all += e.path().string() + "\n" + ss.str();
-  }
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("attack: hunt for the configured provider key and host secrets from the sandbox", "[attack][secrets]") {

@@ -13,7 +13,7 @@ using namespace lazyagent;
 
 namespace {
 
-TestResult result(const std::string& status, bool passed, const std::string& run_id) {
+TestResult result(RunStatus status, bool passed, const std::string& run_id) {
   TestResult r;
   r.status = status;
   r.tests_passed = passed;
@@ -31,8 +31,8 @@ struct Script {
   }
 };
 
-Result<TestResult> pass(const std::string& id = "r-p") { return result("passed", true, id); }
-Result<TestResult> fail(const std::string& id = "r-f") { return result("failed", false, id); }
+Result<TestResult> pass(const std::string& id = "r-p") { return result(RunStatus::kPassed, true, id); }
+Result<TestResult> fail(const std::string& id = "r-f") { return result(RunStatus::kFailed, false, id); }
 Result<TestResult> infra() { return engine_error("podman said 500: boom"); }
 
 }  // namespace
@@ -63,7 +63,7 @@ TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
   CHECK(v.category == EvalCategory::kFailed);
   CHECK(s.calls == 3);
 
-  Result<TestResult> refused = result("refused", false, "r-x");
+  Result<TestResult> refused = result(RunStatus::kRefused, false, "r-x");
   s = Script{{refused}};
   v = run_attempts(s.fn(), {3, 1});
   CHECK(v.category == EvalCategory::kRefused);
@@ -85,6 +85,12 @@ TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
   v = run_attempts(s.fn(), {1, 1});
   CHECK(v.category == EvalCategory::kFailed);
   CHECK(v.final->run_id == "r-1");
+
+  // An isolation violation is a finding about the engine: never retried.
+  s = Script{{Error{ErrorKind::kIsolation, "the isolation probe inside the sandbox found: eth0"}, pass()}};
+  v = run_attempts(s.fn(), {0, 1});
+  CHECK(v.category == EvalCategory::kInfraError);
+  CHECK(s.calls == 1);
 
   s = Script{{Error{ErrorKind::kInterrupted, "interrupted by signal 2"}, pass()}};
   v = run_attempts(s.fn(), {3, 1});

@@ -127,7 +127,7 @@ TEST_CASE("compose: the run scripts pass what podman-compose 1.3.0 drops") {
         "--pids-limit=256 --memory-swap=536870912 --read-only-tmpfs=false --unsetenv-all --timeout=120");
   CHECK(planner_run_args(in.planner) ==
         "--pids-limit=64 --memory-swap=268435456 --read-only-tmpfs=false --unsetenv-all --timeout=600");
-  const ExportBundle b = export_compose(in);
+  const ExportBundle b = export_compose(in).value();
   const ExportedFile& run = file(b, "run-sandbox.sh");
   CHECK(run.mode == 0755);
   CHECK(run.content.find("exec podman-compose -f compose.yaml --podman-run-args='" + sandbox_run_args(in.policy) +
@@ -143,7 +143,7 @@ TEST_CASE("compose: the run scripts pass what podman-compose 1.3.0 drops") {
 
 TEST_CASE("compose: compose.yaml reads back as the document") {
   const ExportInput in = compose_input();
-  const ExportBundle b = export_compose(in);
+  const ExportBundle b = export_compose(in).value();
   const std::string& text = file(b, "compose.yaml").content;
   CHECK(text.rfind("# lazyagent-oci export compose", 0) == 0);
   const YAML::Node y = YAML::Load(text);
@@ -159,7 +159,7 @@ TEST_CASE("compose: compose.yaml reads back as the document") {
 }
 
 TEST_CASE("compose: the planner's task is the tool's own output") {
-  const ExportBundle b = export_compose(compose_input());
+  const ExportBundle b = export_compose(compose_input()).value();
   auto task = task_from_json(file(b, "task/task.json").content);
   REQUIRE(task.ok());
   CHECK(task->task_id == "export-demo");
@@ -171,10 +171,10 @@ TEST_CASE("compose: the planner's task is the tool's own output") {
 }
 
 TEST_CASE("compose: without a patch the README says where the patch goes") {
-  const ExportBundle without = export_compose(compose_input(false));
+  const ExportBundle without = export_compose(compose_input(false)).value();
   const std::string& readme = file(without, "README.txt").content;
   CHECK(readme.find("an UNPATCHED copy") != std::string::npos);
   CHECK(readme.find("lazyagent-oci export compose --patch patch.json") != std::string::npos);
-  const ExportBundle with = export_compose(compose_input(true));
+  const ExportBundle with = export_compose(compose_input(true)).value();
   CHECK(file(with, "README.txt").content.find("UNPATCHED") == std::string::npos);
 }

@@ -10,6 +10,7 @@
 #include "export_k8s.h"
 #include "export_k8s_configmap.h"
 #include "planner_task.h"
+#include "yaml_text.h"
 
 using namespace lazyagent;
 using nlohmann::json;
@@ -434,14 +435,14 @@ TEST_CASE("k8s YAML: every string reads back exactly as written") {
       "nul\x01", std::string("\0x", 2), "--- \n", "... \n", "key: |\n", "/seed", "io.lazyagent.role", "C.UTF-8"};
   for (const auto& v : values) {
     INFO(json(v).dump());
-    auto text = manifest_yaml(ordered_json{{"v", v}, {v.empty() ? "empty" : v, 1}});
+    auto text = to_yaml(ordered_json{{"v", v}, {v.empty() ? "empty" : v, 1}});
     REQUIRE(text.ok());
     const YAML::Node n = YAML::Load(*text);
     CHECK(n["v"].as<std::string>() == v);
     CHECK(n[v.empty() ? "empty" : v].as<int>() == 1);
   }
-  CHECK(*manifest_yaml(ordered_json{{"a", "plain"}, {"b", "two\nlines\n"}}) == "a: plain\nb: |\n  two\n  lines\n");
-  auto bad = manifest_yaml(ordered_json{{"x", {{"y", {"ok", "\xff"}}}}});
+  CHECK(*to_yaml(ordered_json{{"a", "plain"}, {"b", "two\nlines\n"}}) == "a: plain\nb: |\n  two\n  lines\n");
+  auto bad = to_yaml(ordered_json{{"x", {{"y", {"ok", "\xff"}}}}});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "manifest value x.y[1] is not valid UTF-8");
 }

@@ -19,7 +19,7 @@
 
 #include "interrupt.h"
 #include "k8s_client.h"
-#include "k8s_run.h"
+#include "k8s_engine.h"
 #include "kubeconfig.h"
 #include "unit_tmp.h"
 

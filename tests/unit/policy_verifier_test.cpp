@@ -3,49 +3,14 @@
 // container), then with each violation planted in them.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-
+#include "podman_fixtures.h"
 #include "policy_verifier.h"
 
 using namespace lazyagent;
 using nlohmann::json;
+using namespace fixtures;
 
 namespace {
-
-const std::string kId = "309ab6b1ce940e4de28a92581e50a1ea60598b67eb0775615ba4d68e904984b4";
-
-json load(const std::string& name) {
-  std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/podman-4.3.1/" + name);
-  return json::parse(f);
-}
-
-SandboxRequest captured_request() {
-  SandboxRequest r;
-  r.policy.image = "localhost/lazyagent-sandbox:latest";
-  r.name = "lazyagent-capture";
-  r.labels = {{"io.lazyagent.role", "capture"}};
-  r.seed_copy_path = "/tmp/cap/seedcopy";
-  r.test_command = "python3 -m unittest -v";
-  return r;
-}
-
-// The fixture's process.args echo the sandbox command of the day it was
-// captured; the command itself is tested in sandbox_policy_test, so use
-// today's here.
-struct Docs {
-  json inspect = load("inspect.json");
-  json spec = load("oci-config.json");
-  Docs() {
-    const auto& p = captured_request().policy;
-    spec["process"]["args"] = sandbox_command("python3 -m unittest -v", p.log_bytes);
-  }
-};
-
-std::vector<std::string> codes(const Docs& d, const SandboxRequest& r = captured_request()) {
-  std::vector<std::string> out;
-  for (const auto& v : verify_effective_config(r, kId, d.inspect, d.spec)) out.push_back(v.code);
-  return out;
-}
 
 json& mount_at(json& spec, const std::string& dest) {
   for (auto& m : spec["mounts"]) {

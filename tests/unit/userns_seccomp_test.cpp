@@ -4,52 +4,23 @@
 // (tests/fixtures/podman-4.3.1) with each violation planted.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <set>
 
 #include "config.h"
 #include "export_oci.h"
 #include "oci_seccomp.h"
+#include "podman_fixtures.h"
 #include "policy_verifier.h"
 #include "sandbox_policy.h"
 
 using namespace lazyagent;
 using nlohmann::json;
+using namespace fixtures;
 
 namespace {
 
-const std::string kId = "309ab6b1ce940e4de28a92581e50a1ea60598b67eb0775615ba4d68e904984b4";
-
-json load(const std::string& name) {
-  std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/podman-4.3.1/" + name);
-  return json::parse(f);
-}
-
-SandboxRequest captured_request() {
-  SandboxRequest r;
-  r.policy.image = "localhost/lazyagent-sandbox:latest";
-  r.name = "lazyagent-capture";
-  r.labels = {{"io.lazyagent.role", "capture"}};
-  r.seed_copy_path = "/tmp/cap/seedcopy";
-  r.seccomp_profile_path = "/tmp/cap/seccomp.json";
-  r.test_command = "python3 -m unittest -v";
-  return r;
-}
-
-struct Docs {
-  json inspect = load("inspect.json");
-  json spec = load("oci-config.json");
-  Docs() { spec["process"]["args"] = sandbox_command("python3 -m unittest -v", SandboxPolicy{}.log_bytes); }
-};
-
 std::vector<Violation> verify(const Docs& d, const SandboxRequest& r = captured_request()) {
   return verify_effective_config(r, kId, d.inspect, d.spec);
-}
-
-std::vector<std::string> codes(const Docs& d, const SandboxRequest& r = captured_request()) {
-  std::vector<std::string> out;
-  for (const auto& v : verify(d, r)) out.push_back(v.code);
-  return out;
 }
 
 // name -> the actions of the rules naming it, e.g. {"SCMP_ACT_ERRNO/1"}.
@@ -211,7 +182,7 @@ TEST_CASE("the verifier refuses a sandbox without our seccomp profile", "[seccom
   }
   SECTION("podman's default profile (the previous fixture, captured without seccomp_profile_path)") {
     Docs d;
-    d.spec["linux"]["seccomp"] = load("seccomp-podman-default.json");
+    d.spec["linux"]["seccomp"] = fixtures::podman_fixture("seccomp-podman-default.json");
     const auto v = verify(d);
     REQUIRE(v.size() == 2);  // its architectures and its rules differ
     CHECK(v[1].code == "seccomp");

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s_run.h"
+#include "k8s_engine.h"
 #include "ownership.h"
 #include "sandbox_policy.h"
 
@@ -94,4 +94,40 @@ TEST_CASE("pod_end: terminated, stuck, still running") {
   CHECK_FALSE(pod_end(p({{"running", json::object()}})).terminated);
   CHECK_FALSE(pod_end(p({{"waiting", {{"reason", "ContainerCreating"}}}})).terminated);
   CHECK(pod_end(json{{"status", {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}}}}).reason == "DeadlineExceeded");
+}
+
+TEST_CASE("pod_end: the container's imageID, for the record's image_digest") {
+  const json pod = {{"status",
+                     {{"phase", "Succeeded"},
+                      {"containerStatuses",
+                       {{{"imageID", "sha256:abc"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}}}}};
+  CHECK(pod_end(pod).image_id == "sha256:abc");
+}
+
+TEST_CASE("k8s_stored_violations: what the API server stored must be what was sent, nothing weaker added") {
+  const json sent = json::parse(R"({"spec": {
+      "automountServiceAccountToken": false, "runtimeClassName": "lazyagent-nonet",
+      "containers": [{"name": "sandbox", "securityContext": {"runAsNonRoot": true}}],
+      "volumes": [{"name": "work", "emptyDir": {"medium": "Memory"}}]}})");
+  json stored = sent;
+  // Defaulting adds fields; that is fine.
+  stored["spec"]["dnsPolicy"] = "None";
+  stored["spec"]["containers"][0]["terminationMessagePath"] = "/dev/termination-log";
+  stored["spec"]["hostNetwork"] = false;
+  CHECK(k8s_stored_violations(sent, stored).empty());
+
+  json webhook = stored;
+  webhook["spec"]["automountServiceAccountToken"] = true;
+  webhook["spec"]["containers"].push_back({{"name", "sidecar"}});
+  webhook["spec"]["volumes"][0]["emptyDir"].erase("medium");
+  webhook["spec"]["hostNetwork"] = true;
+  webhook["spec"]["containers"][0]["envFrom"] = json::parse(R"([{"secretRef": {"name": "x"}}])");
+  webhook["spec"].erase("runtimeClassName");
+  const auto v = k8s_stored_violations(sent, webhook);
+  CHECK(v == std::vector<std::string>{".spec.automountServiceAccountToken is true, false was sent",
+                                      ".spec.containers has 2 entries, not 1",
+                                      ".spec.runtimeClassName was dropped",
+                                      ".spec.volumes[0].emptyDir.medium was dropped",
+                                      ".spec.containers[0].envFrom was added",
+                                      ".spec.hostNetwork was added"});
 }
