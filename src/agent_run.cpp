@@ -52,7 +52,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
     save_record(store, engine, run_id,
                 outcome.error().kind == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kError,
                 req.config, planner, outcome.error().message);
-    return outcome.error().context("run " + run_id);
+    return outcome.error().context("run " + run_id).with_id("run_id", run_id);
   }
   planner = task_record(*outcome, run_id);
   Attempt a;
@@ -73,7 +73,8 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
     return a;
   }
   if (outcome->exit_code != 0 || outcome->timed_out) {
-    const Error e = planner_error(*outcome);
+    // The task record exists now (`task show`): the error names it.
+    const Error e = planner_error(*outcome).with_id("run_id", run_id).with_id("planner_task_id", task_id);
     save_record(store, engine, run_id, RunStatus::kPlannerError, req.config, planner, e.message);
     return e;
   }
@@ -87,7 +88,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.planner = planner;
   test.engine_checked = true;
   auto result = run_judged_test(test, req.judge, engine, store, progress);
-  if (!result) return result.error();
+  if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   a.result = std::move(*result);
   return a;

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "run_result.h"
 #include "runtime_engine.h"
 #include "runtime_policy.h"
+#include "sandbox_policy.h"
 #include "terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -42,7 +44,7 @@ const std::vector<Command>& commands() {
       {"secret", "list or delete the provider secrets (names and dates only)", cmd_secret},
       {"task", "show a planner task, or its log", cmd_task},
       {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
-      {"reap", "remove containers and private copies left by crashed runs", cmd_reap},
+      {"reap", "remove containers and private copies left by crashed runs, close their records", cmd_reap},
       {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
       {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},
       {"diff", "print a run's proven change as a unified diff against its seed", cmd_diff},
@@ -59,17 +61,21 @@ const std::vector<Command>& commands() {
 
 namespace {
 
-int cmd_help(const std::vector<std::string>&) {
-  std::cout << "usage: lazyagent-oci COMMAND [OPTIONS]\n\n"
-               "Run an LLM coding agent's patch without trusting it: the patch is proven in an\n"
-               "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
+void print_help(std::ostream& o) {
+  o << "usage: lazyagent-oci COMMAND [OPTIONS]\n\n"
+       "Run an LLM coding agent's patch without trusting it: the patch is proven in an\n"
+       "OCI container with no network, no secrets, hard caps, always removed.\n\ncommands:\n";
   for (const auto& c : commands()) {
     std::string n = c.name;
-    std::cout << "  " << n << std::string(15 - std::min<std::size_t>(14, n.size()), ' ') << c.summary << "\n";
+    o << "  " << n << std::string(15 - std::min<std::size_t>(14, n.size()), ' ') << c.summary << "\n";
   }
-  std::cout << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
-               "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"
-               "            4 patch refused, 5 engine (podman), 128+N signal N\n";
+  o << "\n`lazyagent-oci COMMAND --help` shows a command's options.\n"
+       "exit codes: 0 passed, 1 tests failed, 2 usage/config, 3 planner/provider,\n"
+       "            4 patch refused, 5 engine (podman), 128+N signal N\n";
+}
+
+int cmd_help(const std::vector<std::string>&) {
+  print_help(std::cout);
   return 0;
 }
 
@@ -88,17 +94,71 @@ int exit_code_for(const Error& e) {
   return kExitEngine;
 }
 
-int report_error(const Error& e, bool json) {
+namespace {
+
+std::string signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(sig);
+}
+
+// What an interruption left: the containers labelled with this process's
+// pid on the podman service and on the gVisor one (sandbox_policy.h labels).
+// Their guards have run by the time an error reaches main; this checks.
+Result<std::vector<std::string>> containers_left_by_this_process() {
+  std::vector<std::string> sockets;
+  if (auto s = podman_socket_from_env(); s) sockets.push_back(*s);
+  else return s.error();
+  Config defaults;
+  defaults.engine.runtime = kRuntimeRunsc;
+  if (auto s = podman_socket_for_runtime(defaults); s && *s != sockets[0] && ::access(s->c_str(), F_OK) == 0) {
+    sockets.push_back(*s);
+  }
+  std::vector<std::string> left;
+  for (const auto& socket : sockets) {
+    PodmanClient podman(socket);
+    auto list = podman.list_by_label(std::string(kLabelPid) + "=" + std::to_string(::getpid()));
+    if (!list) return list.error();
+    for (const auto& c : *list) {
+      const auto& names = c.contains("Names") ? c["Names"] : nlohmann::json();
+      left.push_back(names.is_array() && !names.empty() && names[0].is_string() ? names[0].get<std::string>()
+                                                                                   : c.value("Id", "").substr(0, 12));
+    }
+  }
+  return left;
+}
+
+std::string interrupted_message(const std::string& removed_what) {
+  const int sig = interrupted_signal() != 0 ? interrupted_signal() : SIGINT;
+  const std::string head = "interrupted by " + signal_name(sig);
+  auto left = containers_left_by_this_process();
+  if (!left) return head + "; could not check that its containers were removed: " + left.error().message;
+  if (left->empty()) return head + "; " + removed_what;
+  std::string names;
+  for (const auto& n : *left) names += (names.empty() ? "" : ", ") + n;
+  return head + "; " + std::to_string(left->size()) + " container(s) could not be removed (" + names +
+         "): `lazyagent-oci reap` removes them";
+}
+
+}  // namespace
+
+int report_error(const Error& e, bool json, const std::string& removed_what) {
   const int code = exit_code_for(e);
+  Error shown = e;
+  if (e.kind == ErrorKind::kInterrupted) shown.message = interrupted_message(removed_what);
   if (json) {
-    nlohmann::json j = {{"error", to_valid_utf8(e.message)},
+    nlohmann::json j = {{"error", to_valid_utf8(shown.message)},
                         {"error_kind", error_kind_name(e.kind)},
                         {"exit_code", code}};
+    if (e.kind == ErrorKind::kInterrupted) j["detail"] = to_valid_utf8(e.message);
+    // The ids that exist by then (run_id, planner_task_id, sandbox_id): what
+    // `task show`, `task logs` and `verify` take.
+    for (const auto& [k, v] : e.ids) j[k] = v;
     // An engine failure is not a test failure (triage_run.h).
     if (const Category c = category_of(e); c != Category::kNone) j["category"] = category_name(c);
     std::cout << j.dump(2) << std::endl;
   }
-  std::cerr << "lazyagent-oci: " << escape_for_terminal(e.message) << "\n";
+  std::cerr << "lazyagent-oci: " << escape_for_terminal(shown.message) << "\n";
   return code;
 }
 
@@ -129,8 +189,10 @@ Result<std::string> read_patch_file(const std::string& path) {
   return data;
 }
 
+std::string chosen_config_path(const std::string& path) { return path.empty() ? default_config_path() : path; }
+
 Result<Config> load_config_or_default(const std::string& path) {
-  const std::string chosen = path.empty() ? default_config_path() : path;
+  const std::string chosen = chosen_config_path(path);
   if (chosen.empty()) return Config{};
   return load_config_file(chosen);
 }
@@ -139,7 +201,7 @@ void add_project_options(ArgParser& p, ProjectOptions* o) {
   p.option("--seed", &o->seed, "DIR", "the project (default: the config's seed)");
   p.repeated("--allow", &o->allow, "PATH", "a path the patch may change (repeat; replaces the config's list)");
   p.option("--test-command", &o->test_command, "CMD", "the command run in the project's copy (default: the config's)");
-  p.option("--config", &o->config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.option("--config", &o->config, "FILE", kConfigOptionHelp);
 }
 
 Result<Config> project_config(const ProjectOptions& o, const std::string& command) {
@@ -148,7 +210,14 @@ Result<Config> project_config(const ProjectOptions& o, const std::string& comman
   if (!o.seed.empty()) config->seed = o.seed;
   if (!o.allow.empty()) config->allow = o.allow;
   if (!o.test_command.empty()) config->test_command = o.test_command;
-  if (config->seed.empty()) return usage_error(command + ": no seed: pass --seed DIR or set `seed` in the config");
+  if (config->seed.empty()) {
+    // Which config was read: the usual cause is a command run from another
+    // directory, where the default config is not found.
+    const std::string path = chosen_config_path(o.config);
+    return usage_error(command + ": no seed: pass --seed DIR or set `seed` in the config (" +
+                       (path.empty() ? std::string("no config file was found: pass --config FILE") : "read " + path) +
+                       ")");
+  }
   return config;
 }
 
@@ -201,8 +270,8 @@ Result<EngineFactory> engine_factory(const BackendOptions& o, const Config& conf
     if (!conn) return conn.error();
     K8sRunSettings settings = k8s_settings_from_config(config);
     if (!o.ns.empty()) settings.ns = o.ns;
-    return EngineFactory([conn = *conn, settings] {
-      return std::unique_ptr<Engine>(std::make_unique<K8sEngine>(std::make_unique<K8sClient>(conn), settings));
+    return EngineFactory([conn = *conn, settings, store] {
+      return std::unique_ptr<Engine>(std::make_unique<K8sEngine>(std::make_unique<K8sClient>(conn), settings, store));
     });
   }
   auto sandbox = podman_socket_for_runtime(config);
@@ -238,7 +307,12 @@ void progress_line(const std::string& text) {
 
 int run_cli(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") return cmd_help({});
+  if (args.empty()) {  // a usage error like any other: help on stderr, exit 2
+    print_help(std::cerr);
+    std::cerr << "\nlazyagent-oci: no command given\n";
+    return kExitUsage;
+  }
+  if (args[0] == "--help" || args[0] == "-h") return cmd_help({});
   if (args[0] == "--version") return cmd_version({});
   for (const auto& c : commands()) {
     if (args[0] == c.name) {

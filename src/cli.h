@@ -29,6 +29,11 @@ inline constexpr int kExitPlanner = 3;
 inline constexpr int kExitRefused = 4;
 inline constexpr int kExitEngine = 5;
 
+// The --config option's help, the same for every command.
+inline constexpr const char* kConfigOptionHelp =
+    "config file (default: $LAZYAGENT_CONFIG, else ./config/lazyagent.yaml, else the installed "
+    "share/lazyagent-oci/config/lazyagent.yaml)";
+
 struct Command {
   const char* name;
   const char* summary;
@@ -43,10 +48,20 @@ int run_cli(int argc, char** argv);
 
 int exit_code_for(const Error& e);
 // Prints "lazyagent-oci: <message>" (escaped) to stderr, or the JSON error
-// object to stdout when json is set; returns the exit code.
-int report_error(const Error& e, bool json);
+// object to stdout when json is set; returns the exit code. The JSON object
+// carries the error's ids (run_id, planner_task_id, sandbox_id). An
+// interruption (SIGINT/SIGTERM) is said as what the user needs to know:
+// "interrupted by SIGINT; <removed_what>", after checking with podman that no
+// container of this process is left (else it names them); the low-level
+// message goes to the JSON's `detail`.
+int report_error(const Error& e, bool json,
+                 const std::string& removed_what = "every container it started was removed");
 
 Result<Config> load_config_or_default(const std::string& path);
+// The config file load_config_or_default reads for this --config value: the
+// value itself, else the default search (config.h); "" when none was found
+// (the built-in defaults apply).
+std::string chosen_config_path(const std::string& path);
 
 class ArgParser;
 
@@ -81,8 +96,10 @@ std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::strin
 void progress_line(const std::string& text);
 
 struct TestResult;
-// Prints a test/run result (JSON or human) and returns its exit code (cli_result.cpp).
-int finish_result(const Result<TestResult>& result, bool json);
+// Prints a test/run result (JSON or human) and returns its exit code;
+// `removed_what` as for report_error.
+int finish_result(const Result<TestResult>& result, bool json,
+                  const std::string& removed_what = "the sandbox was removed");
 
 // --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):
 // which engine (engine.h) runs the sandboxes and planners of test, run, eval

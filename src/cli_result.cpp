@@ -21,7 +21,10 @@ void print_list(std::ostream& o, const char* what, const nlohmann::json& list) {
 void print_triage(std::ostream& o, const nlohmann::json& t) {
   if (!t.is_object()) return;
   o << "verdict: " << t.value("verdict", "") << " (" << t["runs"].size() << " run(s))\n";
-  if (t["baseline"].is_object() && t["baseline"].contains("error")) {
+  if (t["baseline"] == "off") {
+    // --no-baseline: there is no second side to compare with.
+    o << "  per-test triage: off (--no-baseline: the seed's tests were not run unpatched)\n";
+  } else if (t["baseline"].is_object() && t["baseline"].contains("error")) {
     o << "  baseline: " << escape_for_terminal(t["baseline"].value("error", "")) << "\n";
   } else if (!t.value("available", false)) {
     o << "  per-test triage: not available (no unittest -v or pytest report on both sides)\n";
@@ -83,8 +86,8 @@ void print_human(const TestResult& r) {
 
 }  // namespace
 
-int finish_result(const Result<TestResult>& result, bool json) {
-  if (!result) return report_error(result.error(), json);
+int finish_result(const Result<TestResult>& result, bool json, const std::string& removed_what) {
+  if (!result) return report_error(result.error(), json, removed_what);
   if (json) {
     std::cout << result_to_json(*result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
   } else {

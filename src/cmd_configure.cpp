@@ -41,7 +41,7 @@ int cmd_configure(const std::vector<std::string>& args) {
               "The names come from the config's provider.secrets. Existing secrets are replaced.\n"
               "Values are never printed; unset the variables afterwards.\n"
               "For Kubernetes (one Secret): `lazyagent-oci configure --backend k8s --help`.");
-  p.option("--config", &config_path, "FILE", "config file");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
@@ -85,12 +85,12 @@ int cmd_configure(const std::vector<std::string>& args) {
 int cmd_secret(const std::vector<std::string>& args) {
   std::string action, name, config_path;
   bool json_out = false;
-  ArgParser p("secret", "list [--json] | delete NAME",
+  ArgParser p("secret", "list [--config FILE] [--json] | delete NAME",
               "Lists the provider secrets the config names (names and dates only, never values),\n"
               "or deletes one podman secret.");
   p.positional("ACTION", &action, true, "list or delete");
   p.positional("NAME", &name, false, "the secret to delete");
-  p.option("--config", &config_path, "FILE", "config file");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (action != "list" && action != "delete") {

@@ -56,8 +56,18 @@ bool has_cap_sys_resource() {
   return false;
 }
 
-std::vector<Check> run_checks(const Config& config) {
+std::vector<Check> run_checks(const Config& config, const std::string& config_path) {
   std::vector<Check> checks;
+  // Which config the other checks judge (the images it names, the user
+  // namespace): the file found, or none and the built-in defaults.
+  if (config_path.empty()) {
+    checks.push_back({"config", "warn",
+                      "no config file found (--config, $LAZYAGENT_CONFIG, ./config/lazyagent.yaml, the installed "
+                      "share/lazyagent-oci/config/lazyagent.yaml): using the built-in defaults, which name no seed",
+                      "pass --config FILE, set LAZYAGENT_CONFIG, or run from the repository's directory"});
+  } else {
+    checks.push_back({"config", "ok", "read " + config_path, ""});
+  }
   auto socket = podman_socket_from_env();
   if (!socket) {
     checks.push_back({"socket", "fail", socket.error().message, "set CONTAINER_HOST=unix:///path/to/podman.sock"});
@@ -109,11 +119,14 @@ std::vector<Check> run_checks(const Config& config) {
                                            : "no CAP_SYS_RESOURCE: podman's default nofile=1048576 makes starts fail",
                     has_cap_sys_resource() ? "" : "lazyagent-oci sets nofile/nproc itself; for plain `podman run`, "
                                                   "scripts/setup.sh adds default_ulimits to containers.conf"});
-  for (const auto& image : {config.images.sandbox}) {
-    auto img = podman.image_inspect(image);
+  // Every image the config names: `test` needs the sandbox's, `run` both.
+  for (const auto& [key, image] : {std::pair<std::string, std::string>{"images.sandbox", config.images.sandbox},
+                                   std::pair<std::string, std::string>{"images.planner", config.images.planner}}) {
+    auto img = podman.image_inspect(image, key);
     checks.push_back({"image " + image, img ? "ok" : "fail",
-                      img ? img->value("Id", "").substr(0, 19) : img.error().message,
-                      img ? "" : "run scripts/build-images.sh (no registry is needed)"});
+                      img ? key + ": " + img->value("Id", "").substr(0, 19) : img.error().message,
+                      img ? "" : "run scripts/build-images.sh (no registry is needed), or set " + key +
+                                     " in the config to an image that exists"});
   }
   {
     auto text = [](const char* path) {
@@ -144,14 +157,16 @@ int cmd_doctor(const std::vector<std::string>& args) {
   bool as_json = false;
   std::string config_path;
   ArgParser p("doctor", "[--config FILE] [--json]",
-              "Checks podman's socket and API version, the OCI runtime, the images, the run store\n"
-              "and this host's known quirks; prints the fix for each problem.");
-  p.option("--config", &config_path, "FILE", "config file");
+              "Checks podman's socket and API version, the OCI runtime, every image the config names\n"
+              "(images.sandbox, images.planner), the run store and this host's known quirks; prints\n"
+              "the fix for each problem, and which config file it read. Exit 0 when nothing failed,\n"
+              "5 otherwise.");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
   if (!config) return report_error(config.error(), as_json);
-  const auto checks = run_checks(*config);
+  const auto checks = run_checks(*config, chosen_config_path(config_path));
   bool failed = false;
   json rows = json::array();
   for (const auto& c : checks) {
@@ -159,7 +174,8 @@ int cmd_doctor(const std::vector<std::string>& args) {
     rows.push_back({{"check", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
   }
   if (as_json) {
-    std::cout << json{{"ok", !failed}, {"checks", rows}}.dump(2) << std::endl;
+    std::cout << json{{"ok", !failed}, {"config", chosen_config_path(config_path)}, {"checks", rows}}.dump(2)
+              << std::endl;
   } else {
     for (const auto& c : checks) {
       std::cout << (c.status == "ok" ? "[ ok ] " : c.status == "warn" ? "[warn] " : "[FAIL] ") << c.name

@@ -1,8 +1,11 @@
 // `lazyagent-oci eval TASKS.jsonl`: many tasks, concurrently, resumable.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "cli.h"
@@ -13,8 +16,10 @@
 #include "eval_summary.h"
 #include "eval_tasks.h"
 #include "interrupt.h"
+#include "k8s_engine.h"
 #include "run_store.h"
 #include "swe_bench.h"
+#include "seed_snapshot.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -121,9 +126,9 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
-  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   add_backend_options(p, &opt.backend);
-  p.option("--config", &opt.config, "FILE", "config file (default: $LAZYAGENT_CONFIG or config/lazyagent.yaml)");
+  p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.tasks.empty() == opt.predictions.empty()) {
@@ -145,14 +150,56 @@ int cmd_eval(const std::vector<std::string>& args) {
   }
   auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
   if (!parsed) return report_error(parsed.error(), opt.json);
-  if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
+  // Every seed is read before anything runs (once per path; the resume keys
+  // need its hash anyway): a seed that is missing, unreadable or refused by
+  // the snapshot (a special file) is the user's input, refused with the task
+  // file, never an infrastructure failure to retry. A task without its own
+  // seed uses the config's (its problem is reported as line 0).
+  std::map<std::string, std::string> seed_hashes;
+  std::map<std::string, std::string> seed_problems;
+  std::size_t on_config_seed = 0;
+  auto read_seed = [&](const std::string& path) -> const std::string* {
+    if (seed_hashes.count(path)) return nullptr;
+    if (auto p = seed_problems.find(path); p != seed_problems.end()) return &p->second;
+    if (auto st = check_seed_dir(path); !st) {
+      return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(st.error().message)));
+    }
+    auto snap = snapshot_seed_source(path, config->seed_options);  // as the runs will read it
+    if (snap) {
+      seed_hashes[path] = snap->sha256;
+      return nullptr;
+    }
+    return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(snap.error().message)));
+  };
+  std::set<std::string> reported;  // check_seed_dir's line errors (resolve_task_files) already name these
+  for (const auto& e : parsed->errors) {
+    if (e.code == task_reason::kUnreadableSeed) reported.insert(std::to_string(e.line));
+  }
   for (const auto& t : parsed->tasks) {
-    if (t.seed.empty() && config->seed.empty()) {
-      return report_error(usage_error("eval: task " + t.id + " (line " + std::to_string(t.line) +
-                                      ") has no seed and the config names none"),
-                          opt.json);
+    if (t.seed.empty()) {
+      if (config->seed.empty()) {
+        parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
+                                  "task " + t.id + " has no seed and the config names none"});
+      }
+      ++on_config_seed;
+      continue;
+    }
+    if (reported.count(std::to_string(t.line))) continue;
+    if (const std::string* problem = read_seed(t.seed)) {
+      parsed->errors.push_back({t.line, task_reason::kUnreadableSeed, *problem});
     }
   }
+  if (on_config_seed > 0 && !config->seed.empty()) {
+    if (const std::string* problem = read_seed(config->seed)) {
+      parsed->errors.insert(parsed->errors.begin(),
+                            {0, task_reason::kUnreadableSeed,
+                             *problem + " (the config's seed, used by " + std::to_string(on_config_seed) +
+                                 " task(s) without their own)"});
+    }
+  }
+  std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
+                   [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
+  if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
 
   const RunStore store = default_run_store();
   // Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
@@ -172,6 +219,13 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks.empty() ? opt.predictions : opt.tasks) : opt.out;
+  eo.seed_sha256 = std::move(seed_hashes);
+  eo.backend = opt.backend.backend;
+  if (k8s) {
+    const K8sRunSettings ks = k8s_settings_from_config(*config);
+    eo.k8s_namespace = opt.backend.ns.empty() ? ks.ns : opt.backend.ns;
+    eo.k8s_runtime_class = ks.runtime_class;
+  }
   eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -107,6 +108,8 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!config) return config.error();
   ExportInput in;
   in.config = *config;
+  std::error_code ec;  // absolute: the README and the marker name it for a re-export from anywhere
+  if (!in.config.source.empty()) in.config.source = std::filesystem::absolute(in.config.source, ec).string();
   in.policy = policy_from_config(in.config, opt.timeout ? opt.timeout : in.config.timeouts.test_seconds);
   in.planner = planner_request_from_config(in.config);
   in.name = opt.name;
@@ -182,8 +185,77 @@ struct ExportOutcome {
   json summary;
 };
 
+// A re-export into an earlier export (the usual second step: the planner's
+// patch into the stack) reads the same input unless told otherwise: the
+// marker records the seed and config the export read and the flags given,
+// and each flag not given again is taken from there. Without this, a re-export
+// from another directory found no config (no seed), and one with --seed but
+// no --config silently wrote the default secret names into the stack.
+constexpr const char* kReusedFlags[] = {"--allow", "--test-command", "--timeout", "--name", "--namespace",
+                                        "--instruction"};
+
+json previous_export_inputs(const std::string& out_dir) {
+  std::ifstream f(out_dir + "/" + kExportMarker);
+  if (!f) return nullptr;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const json m = json::parse(ss.str(), nullptr, false);
+  if (!m.is_object() || !m.contains("inputs") || !m["inputs"].is_object()) return nullptr;
+  return m["inputs"];
+}
+
+// What to record: the seed and config as read (absolute paths), and the
+// flags the user gave.
+json export_inputs(const ExportOptions& opt, const ExportInput& in, const std::vector<std::string>& given) {
+  json flags = json::object();
+  for (const auto& f : given) {
+    if (f == "--allow") flags[f] = opt.project.allow;
+    else if (f == "--test-command") flags[f] = opt.project.test_command;
+    else if (f == "--timeout") flags[f] = opt.timeout;
+    else if (f == "--name") flags[f] = opt.name;
+    else if (f == "--namespace") flags[f] = opt.k8s_namespace;
+    else if (f == "--instruction") flags[f] = opt.instruction;
+  }
+  return json{{"seed", in.seed.root},
+              {"config", in.config.source},
+              {"flags", flags},
+              {"planner_secrets",
+               {in.planner.base_url_secret, in.planner.model_secret, in.planner.api_key_secret}}};
+}
+
+// Fills the options not given from an earlier export's inputs; returns
+// what was reused, for the user ("" when nothing).
+std::string reuse_previous_inputs(const json& prev, const ArgParser& p, ExportOptions* opt) {
+  if (!prev.is_object()) return "";
+  std::string said;
+  auto note = [&](const std::string& what) { said += (said.empty() ? "" : ", ") + what; };
+  if (!p.given("--seed") && prev.value("seed", "") != "") {
+    opt->project.seed = prev.value("seed", "");
+    note("seed " + opt->project.seed);
+  }
+  if (!p.given("--config") && prev.value("config", "") != "") {
+    opt->project.config = prev.value("config", "");
+    note("config " + opt->project.config);
+  }
+  const json flags = prev.value("flags", json::object());
+  for (const char* f : kReusedFlags) {
+    if (p.given(f) || !flags.contains(f)) continue;
+    const json& v = flags[f];
+    if (std::string(f) == "--allow" && v.is_array()) opt->project.allow = v.get<std::vector<std::string>>();
+    else if (std::string(f) == "--timeout" && v.is_number_integer()) opt->timeout = v.get<long>();
+    else if (!v.is_string()) continue;
+    else if (std::string(f) == "--test-command") opt->project.test_command = v.get<std::string>();
+    else if (std::string(f) == "--name") opt->name = v.get<std::string>();
+    else if (std::string(f) == "--namespace") opt->k8s_namespace = v.get<std::string>();
+    else if (std::string(f) == "--instruction") opt->instruction = v.get<std::string>();
+    note(f);
+  }
+  return said;
+}
+
 // The export as a list of named steps; every error carries its context.
-Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& target) {
+Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& target,
+                                 const std::vector<std::string>& given, const json& previous) {
   const auto t0 = Clock::now();
   json timings = json::object();
   auto step = [&](const char* name, Clock::time_point since) { timings[name] = ms_since(since); };
@@ -261,7 +333,22 @@ Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& t
     summary["image_digest"] = rootfs->image.digest;
     summary["rootfs_reused"] = rootfs->reuse;
   }
-  if (auto st = dir->commit({{"seed_sha256", in.seed.sha256}, {"patch_sha256", summary["patch_sha256"]}}); !st) {
+  const json inputs = export_inputs(opt, in, given);
+  // The planner's secret names are the stack's contract with `configure`:
+  // a re-export that changes them says so.
+  if (previous.is_object() && previous.contains("planner_secrets") &&
+      previous["planner_secrets"] != inputs["planner_secrets"]) {
+    summary["planner_secrets_changed"] = {{"from", previous["planner_secrets"]}, {"to", inputs["planner_secrets"]}};
+    progress_line("note: the planner's secret names change from " + previous["planner_secrets"].dump() + " to " +
+                  inputs["planner_secrets"].dump() + " (the config " +
+                  (inputs["config"].get<std::string>().empty() ? std::string("defaults")
+                                                               : inputs["config"].get<std::string>()) +
+                  " names them)");
+  }
+  summary["inputs"] = inputs;
+  if (auto st = dir->commit({{"seed_sha256", in.seed.sha256}, {"patch_sha256", summary["patch_sha256"]},
+                             {"inputs", inputs}});
+      !st) {
     return st.error();
   }
   step("total", t0);
@@ -306,16 +393,28 @@ int cmd_export(const std::vector<std::string>& args) {
               "the engine enforces and what it cannot. A patch is validated as by `test` (exit 4 when\n"
               "refused) and written into the export's private seed copy, never into the seed.");
   p.positional("TARGET", &opt.target, true, "oci, compose or k8s");
-  p.option("--out", &opt.out, "DIR", "where to write (new, empty, or an earlier export)");
+  p.option("--out", &opt.out, "DIR", "where to write (new, empty, or an earlier export, whose seed, config and flags are reused unless given)");
   p.option("--patch", &opt.patch, "FILE", "a patch to apply to the copy ('-' = stdin; default: none)");
   add_project_options(p, &opt.project);
-  p.integer("--timeout", &opt.timeout, "S", "the sandbox's deadline in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &opt.timeout, "S", "the sandbox's deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.option("--namespace", &opt.k8s_namespace, "NS", "Kubernetes namespace (k8s; default 'default')");
   p.option("--name", &opt.name, "NAME", "base name of the resources (default 'lazyagent')");
   p.option("--instruction", &opt.instruction, "TEXT", "the planner's instruction (default: fix calculator.add)");
   p.flag("--force", &opt.force, "write into a non-empty directory that is not an earlier export");
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  std::vector<std::string> given;
+  for (const char* f : kReusedFlags) {
+    if (p.given(f)) given.push_back(f);
+  }
+  const json previous = opt.out.empty() ? json() : previous_export_inputs(opt.out);
+  if (const std::string reused = reuse_previous_inputs(previous, p, &opt); !reused.empty()) {
+    progress_line("re-export into an earlier export: reusing its " + reused);
+    // Recorded again, so a third export reuses the same.
+    for (const char* f : kReusedFlags) {
+      if (!p.given(f) && previous.value("flags", json::object()).contains(f)) given.push_back(f);
+    }
+  }
 
   const ExportTarget* target = nullptr;
   for (const auto& t : targets()) {
@@ -326,7 +425,7 @@ int cmd_export(const std::vector<std::string>& args) {
   if (auto st = check_dns_label("--name", opt.name); !st) return report_error(st.error(), opt.json);
   if (auto st = check_dns_label("--namespace", opt.k8s_namespace); !st) return report_error(st.error(), opt.json);
 
-  auto outcome = run_export(opt, *target);
+  auto outcome = run_export(opt, *target, given, previous);
   if (!outcome) return report_error(outcome.error(), opt.json);
   if (!outcome->findings.empty()) return report_refused(outcome->findings, opt.json);
   if (opt.json) {

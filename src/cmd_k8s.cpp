@@ -61,7 +61,7 @@ int cmd_configure_k8s(const std::vector<std::string>& args) {
   p.option("--namespace", &ns, "NS", "namespace (default: the config's k8s.namespace)");
   p.option("--secret", &secret, "NAME", "the Secret's name (default: the config's k8s.secret)");
   p.option("--kubeconfig", &kubeconfig, "FILE", "kubeconfig file");
-  p.option("--config", &config_path, "FILE", "config file");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);

@@ -105,7 +105,10 @@ int cmd_plan(const std::vector<std::string>& args) {
   log.summary["model"] = settings.model;
   log.line("task " + task->task_id + ": " + std::to_string(task->files.size()) + " files, model " + settings.model);
 
-  auto reply = chat_completion(settings, build_chat_request(*task), [&](const std::string& l) { log.line(l); });
+  int attempts = 0;
+  auto reply = chat_completion(settings, build_chat_request(*task), [&](const std::string& l) { log.line(l); },
+                               &attempts);
+  log.summary["attempts"] = attempts;  // on a failure too: `task show` counts them
   if (!reply) {
     log.summary["error"] = redact(reply.error().message, settings.api_key);
     log.line("error: " + reply.error().message);

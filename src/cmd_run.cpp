@@ -6,6 +6,7 @@
 #include "cli_args.h"
 #include "engine.h"
 #include "planner_task.h"
+#include "seed_snapshot.h"
 
 namespace lazyagent {
 
@@ -34,12 +35,12 @@ int cmd_run(const std::vector<std::string>& args) {
   p.positional("INSTRUCTION", &instruction, false,
                std::string("what to do (default: \"") + kDefaultInstruction + "\")");
   add_project_options(p, &project);
-  p.integer("--timeout", &timeout, "S", "sandbox deadline in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &timeout, "S", "host-side sandbox deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.integer("--attempts", &attempts, "N", "planner + sandbox rounds, stopping at the first pass (default: the config's repair.attempts, 1)", 1, 20);
   p.integer("--max-tokens", &max_tokens, "T", "stop the loop once the provider used T tokens in all (0 = no ceiling)", 0, 1L << 40);
   p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
-  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc (default) or runsc (gVisor; the planner stays on runc)");
+  p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc or runsc (gVisor; the planner stays on runc); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &backend);
   p.flag("--json", &json, "print exactly one JSON object on stdout");
@@ -55,12 +56,15 @@ int cmd_run(const std::vector<std::string>& args) {
   req.max_tokens = max_tokens >= 0 ? max_tokens : req.config.repair.max_tokens;
   req.judge.rerun = static_cast<int>(rerun >= 0 ? rerun : req.config.repair.rerun);
   req.judge.baseline = !no_baseline;
+  // The user's input, refused before anything runs: no record, no container.
+  if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("run"), json);
 
   const RunStore store = default_run_store();
   auto factory = engine_factory(backend, req.config, store);
   if (!factory) return report_error(factory.error(), json);
   const auto engine = (*factory)();
-  return finish_result(run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); }), json);
+  return finish_result(run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); }), json,
+                       "its planner and sandbox containers were removed");
 }
 
 }  // namespace lazyagent

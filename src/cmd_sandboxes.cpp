@@ -4,10 +4,13 @@
 #include <iostream>
 #include <memory>
 
+#include <algorithm>
+
 #include "cli.h"
 #include "cli_args.h"
 #include "podman_client.h"
 #include "engine.h"
+#include "reaper.h"
 #include "terminal_text.h"
 
 namespace lazyagent {
@@ -49,6 +52,18 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
 
   json rows = json::array();
   for (const auto& r : records) {
+    const std::string status = r.value("status", "");
+    // Why not passed: the verdict's reason, else the error that ended the
+    // run (error, interrupted, planner_error records hold it there).
+    std::string reason = r.value("reason", "");
+    if (reason.empty()) reason = r.value("error", "");
+    // An unfinished record whose process is gone was killed: say so until
+    // `reap` (or the next start) closes it.
+    bool owner_gone = false;
+    if (!is_finished_status(status)) {
+      owner_gone = !run_owner_alive(r);
+      if (owner_gone) reason = "its process is gone (killed or crashed): `lazyagent-oci reap` closes it as interrupted";
+    }
     const std::string id = r.value("sandbox_id", "");
     json exists = nullptr;  // unknown
     if (podman && !id.empty()) {
@@ -58,12 +73,13 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
     }
     rows.push_back({{"run_id", r.value("run_id", "")},
                     {"kind", r.value("kind", "")},
-                    {"status", r.value("status", "")},
+                    {"status", status},
                     {"sandbox_id", id},
                     {"exists", exists},
                     {"tests_passed", r.value("tests_passed", false)},
                     {"test_exit_code", r.value("test_exit_code", -1)},
-                    {"reason", r.value("reason", "")},
+                    {"reason", reason},
+                    {"owner_alive", is_finished_status(status) ? json(nullptr) : json(!owner_gone)},
                     {"updated_at", r.value("updated_at", 0L)}});
   }
   if (as_json) {
@@ -72,14 +88,19 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
     return 0;
   }
-  std::cout << std::left << std::setw(28) << "RUN" << std::setw(12) << "STATUS" << std::setw(14)
-            << "SANDBOX" << std::setw(9) << "EXISTS" << "REASON\n";
+  // Columns as wide as their widest value (planner_error, interrupted).
+  std::size_t status_w = 6;
+  for (const auto& row : rows) status_w = std::max(status_w, row["status"].get<std::string>().size());
+  std::cout << std::left << std::setw(28) << "RUN" << std::setw(static_cast<int>(status_w + 2)) << "STATUS"
+            << std::setw(14) << "SANDBOX" << std::setw(9) << "EXISTS" << "REASON\n";
   for (const auto& row : rows) {
     const std::string exists = row["exists"].is_null() ? "?" : row["exists"].get<bool>() ? "YES" : "no";
-    std::cout << std::setw(28) << row["run_id"].get<std::string>() << std::setw(12)
+    std::string reason = row["reason"].get<std::string>();
+    if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
+    std::cout << std::setw(28) << row["run_id"].get<std::string>() << std::setw(static_cast<int>(status_w + 2))
               << row["status"].get<std::string>() << std::setw(14)
               << row["sandbox_id"].get<std::string>().substr(0, 12) << std::setw(9) << exists
-              << escape_for_terminal(row["reason"].get<std::string>().substr(0, 80)) << "\n";
+              << escape_for_terminal(to_valid_utf8(reason)) << "\n";
   }
   if (rows.empty()) std::cout << "(no runs recorded in " << store.runs_dir() << ")\n";
   if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
@@ -95,8 +116,9 @@ int cmd_reap(const std::vector<std::string>& args) {
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
               "lazyagent-oci containers (found by label), private seed copies and interrupted writes; on\n"
               "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
-              "io.lazyagent.run. Runs in progress, and runs started on other hosts, are left alone unless\n"
-              "--all is given.");
+              "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
+              "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
+              "--all is given; their records always).");
   p.flag("--all", &all, "also remove what runs still in progress use");
   add_backend_options(p, &backend);
   p.option("--config", &config_path, "FILE", "config file (Kubernetes: its k8s.namespace)");
@@ -114,6 +136,7 @@ int cmd_reap(const std::vector<std::string>& args) {
                 {"left_running", report->left_running},
                 {"work_dirs_removed", report->work_dirs_removed},
                 {"temp_files_removed", report->temp_files_removed},
+                {"records_closed", report->records_closed},
                 {"errors", report->errors}};
     if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
     std::cout << out.dump(2) << std::endl;
@@ -122,8 +145,12 @@ int cmd_reap(const std::vector<std::string>& args) {
     for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
     for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
     for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
+    for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
-    if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty()) std::cout << "nothing to reap\n";
+    if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty() &&
+        report->records_closed.empty()) {
+      std::cout << "nothing to reap\n";
+    }
   }
   return report->errors.empty() ? 0 : kExitEngine;
 }

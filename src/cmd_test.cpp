@@ -3,6 +3,7 @@
 #include "cli_args.h"
 #include "engine.h"
 #include "sandbox_run.h"
+#include "seed_snapshot.h"
 #include "triage_run.h"
 
 namespace lazyagent {
@@ -36,10 +37,10 @@ int cmd_test(const std::vector<std::string>& args) {
               "test failures. --backend k8s runs the same steps as Jobs on a Kubernetes cluster.");
   p.option("--patch", &opt.patch, "FILE", "the patch: {\"files\":[{\"path\",\"content\"}]} or a unified diff ('-' = stdin)");
   add_project_options(p, &opt.project);
-  p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default 120)", 1, 86400);
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.integer("--rerun", &opt.rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "skip the unpatched baseline run and the per-test triage");
-  p.option("--runtime", &opt.runtime, "RUNTIME", "runc (default) or runsc (gVisor: memory/pids/cpu not enforced)");
+  p.option("--runtime", &opt.runtime, "RUNTIME", "runc or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &opt.backend);
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
@@ -54,6 +55,8 @@ int cmd_test(const std::vector<std::string>& args) {
     return report_error(st.error(), opt.json);
   }
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
+  // The user's input, refused before anything runs: no record, no container.
+  if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("test"), opt.json);
 
   auto patch = read_patch_file(opt.patch);
   if (!patch) return report_error(patch.error(), opt.json);

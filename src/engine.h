@@ -115,6 +115,7 @@ struct ReapReport {
   std::vector<std::string> left_running;  // owned by a live process
   std::vector<std::string> work_dirs_removed;
   std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
+  std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
   std::vector<std::string> errors;
 };
 

@@ -24,6 +24,11 @@ std::string progress_event_line(const EvalEvent& e, std::size_t done, std::size_
   std::string s = where + category_name(e.row.category) + " (" + std::to_string(e.row.attempts) +
                   (e.row.attempts == 1 ? " attempt, " : " attempts, ") + std::to_string(e.row.ms) + " ms)";
   if (!e.row.reason.empty() && e.row.category != EvalCategory::kPassed) s += ": " + e.row.reason;
+  if (!e.row.changed.empty()) {
+    s += " [ran again, changed:";
+    for (const auto& part : e.row.changed) s += " " + part;
+    s += "]";
+  }
   return escape_for_terminal(s);
 }
 

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "elapsed.h"
 #include "interrupt.h"
 #include "sandbox_run.h"
+#include "seed_snapshot.h"
 #include "terminal_text.h"
 #include "triage_run.h"
 
@@ -40,14 +42,97 @@ Status make_dir(const std::string& dir) {
   return ok_status();
 }
 
+// A task's resume key before it runs (eval_resume.h). Seeds are read and
+// images inspected once per distinct path and image, before any task runs.
+class ResumeKeys {
+ public:
+  ResumeKeys(const EvalOptions& opt, Engine* engine) : opt_(opt), engine_(engine) {}
+
+  ResumeKey of(const EvalTask& task) {
+    const Config config = task_config(opt_.config, task);
+    ResumeKey k;
+    k.seed = seed_hash(config.seed);
+    k.patch = task_input_sha256(task.patch_json, task.instruction);
+    // Tasks differ only in what they override: hash each combination once
+    // (building the policy reads the seccomp profile).
+    std::string overrides = task.test_command + '\0' + task.image + '\0' + (task.has_allow ? "1" : "0") +
+                            (task.is_instruction() ? "i" : "p");
+    for (const auto& a : task.allow) overrides += '\0' + a;
+    if (auto it = configs_.find(overrides); it != configs_.end()) {
+      k.config = it->second;
+    } else {
+      k.config = configs_[overrides] = config_hash(task, config);
+    }
+    k.image = image_part(image_id(config.images.sandbox), planner_image(task));
+    return k;
+  }
+
+ private:
+  std::string config_hash(const EvalTask& task, const Config& config) const {
+    DecisiveSettings s;
+    s.config = config;
+    s.timeout_seconds = opt_.timeout_seconds;
+    s.baseline = opt_.baseline;
+    s.reruns = opt_.attempts.reruns;
+    s.instruction = task.is_instruction();
+    s.backend = opt_.backend;
+    if (opt_.backend == "k8s") {
+      s.k8s_namespace = opt_.k8s_namespace;
+      s.k8s_runtime_class = opt_.k8s_runtime_class;
+    }
+    return decisive_settings_sha256(s);
+  }
+
+ public:
+  // The sandbox image's part of the key, plus the planner's for an
+  // instruction task.
+  static std::string image_part(const std::string& sandbox, const std::string& planner) {
+    return planner.empty() ? sandbox : sandbox + " planner=" + planner;
+  }
+  // An instruction task's planner image id ("" for a patch task).
+  std::string planner_image(const EvalTask& task) {
+    if (!task.is_instruction()) return "";
+    const Config config = task_config(opt_.config, task);
+    const std::string& image = config.images.planner;
+    if (auto it = planners_.find(image); it != planners_.end()) return it->second;
+    auto d = engine_->planner_image_digest(config);
+    return planners_[image] = !d ? "missing:" + image : d->empty() ? "ref:" + image : *d;
+  }
+  // Whether an image id is the engine's digest (podman), not a reference
+  // the nodes resolve when they pull (Kubernetes: known after the run).
+  static bool is_digest(const std::string& id) { return id.rfind("ref:", 0) != 0 && id.rfind("missing:", 0) != 0; }
+
+ private:
+  std::string seed_hash(const std::string& path) {
+    if (auto known = opt_.seed_sha256.find(path); known != opt_.seed_sha256.end()) return known->second;
+    auto it = seeds_.find(path);
+    if (it != seeds_.end()) return it->second;
+    auto snap = snapshot_seed_source(path, opt_.config.seed_options);  // as the runs read it
+    return seeds_[path] = snap ? snap->sha256 : "unreadable: " + snap.error().message;
+  }
+  // podman's digest (a rebuilt image under the same tag has a new one); on
+  // Kubernetes the nodes pull the image: its reference.
+  std::string image_id(const std::string& image) {
+    if (auto it = images_.find(image); it != images_.end()) return it->second;
+    auto d = engine_->image_digest(image);
+    return images_[image] = !d ? "missing:" + image : d->empty() ? "ref:" + image : *d;
+  }
+
+  const EvalOptions& opt_;
+  Engine* engine_;
+  std::map<std::string, std::string> seeds_, images_, planners_, configs_;
+};
+
 // The result file: what `test --json` / `run --json` prints for the final
 // attempt, plus the eval's own fields.
-json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
+json result_document(const EvalTask& task, const TaskVerdict& v, long ms, const ResumeKey& key,
+                     const std::vector<std::string>& changed) {
   json j;
   if (v.final) {
     j = result_to_json(*v.final);
   } else {
     j = {{"error", to_valid_utf8(v.final.error().message)}, {"error_kind", error_kind_name(v.final.error().kind)}};
+    for (const auto& [k, id] : v.final.error().ids) j[k] = id;
   }
   json attempts = json::array();
   for (const auto& a : v.attempts) {
@@ -57,6 +142,8 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms) {
   j["eval"] = {{"category", category_name(v.category)},
                {"attempts", attempts},
                {"task_sha256", task_sha256(task)},
+               {"key", resume_key_to_json(key)},
+               {"changed", changed},
                {"line", task.line},
                {"ms", ms}};
   return j;
@@ -102,6 +189,14 @@ class RunSlots {
 };
 
 class Runner {
+  // A task to run, with its resume key (eval_resume.h).
+  struct Pending {
+    const EvalTask* task;
+    ResumeKey key;
+    std::vector<std::string> changed;  // why it runs again: the key's parts that changed
+    std::string planner_image;          // an instruction task's planner image id
+  };
+
  public:
   Runner(const std::vector<EvalTask>& tasks, const EvalOptions& opt, const RunStore& store,
          const EvalObserver& observer)
@@ -118,19 +213,30 @@ class Runner {
     }
     if (auto st = store_.ensure(); !st) return st.error();
 
-    for (const auto& t : tasks_) {
-      if (auto row = finished_row(opt_.out_dir, t)) {
-        report_.rows.push_back(*row);
-        notify({EvalEvent::Kind::kSkipped, *row});
-      } else {
-        pending_.push_back(&t);
+    // One engine (one connection) per worker, made here, before any thread
+    // starts; the first one also answers the resume keys' image digests.
+    std::vector<std::unique_ptr<Engine>> engines;
+    auto first = opt_.open_engine();
+    if (!first) return first.error();
+    engines.push_back(std::move(*first));
+    {
+      ResumeKeys keys(opt_, engines.front().get());
+      for (const auto& t : tasks_) {
+        Pending p{&t, keys.of(t), {}, keys.planner_image(t)};
+        ResumeCheck check = check_resume(opt_.out_dir, t, p.key);
+        if (check.finished) {
+          report_.rows.push_back(*check.finished);
+          notify({EvalEvent::Kind::kSkipped, *check.finished});
+        } else {
+          p.changed = std::move(check.changed);
+          pending_.push_back(std::move(p));
+        }
       }
     }
-    // One engine (one connection) per worker, made here, before any thread starts.
     const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
     const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
-    std::vector<std::unique_ptr<Engine>> engines;
-    for (int i = 0; i < jobs && !pending_.empty(); ++i) {
+    if (pending_.empty()) engines.clear();
+    for (int i = static_cast<int>(engines.size()); i < jobs && !pending_.empty(); ++i) {
       auto e = opt_.open_engine();
       if (!e) return e.error();
       engines.push_back(std::move(*e));
@@ -159,8 +265,7 @@ class Runner {
       if (interrupted_signal() != 0) return;
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
-      const EvalTask& task = *pending_[i];
-      run_one(task, attempt(task, engine));
+      run_one(pending_[i], attempt(*pending_[i].task, engine));
     }
   }
 
@@ -189,7 +294,8 @@ class Runner {
     };
   }
 
-  void run_one(const EvalTask& task, const AttemptFn& attempt) {
+  void run_one(const Pending& p, const AttemptFn& attempt) {
+    const EvalTask& task = *p.task;
     EvalRow started;
     started.id = task.id;
     notify({EvalEvent::Kind::kStarted, started});
@@ -210,9 +316,19 @@ class Runner {
         row.removed = v.final->change["diff_stats"].value("removed", std::size_t{0});
       }
     }
+    row.changed = p.changed;
+    // The key of what really ran: the seed and image the run itself saw,
+    // when it got that far (either may have changed since the key was made).
+    ResumeKey key = p.key;
+    if (v.final && !v.final->seed_sha256.empty()) key.seed = v.final->seed_sha256;
+    // (Only where the key holds a digest: on Kubernetes the key names the
+    // image's reference, and the run's digest would never match it again.)
+    if (v.final && !v.final->image_digest.empty() && ResumeKeys::is_digest(p.key.image)) {
+      key.image = ResumeKeys::image_part(v.final->image_digest, p.planner_image);
+    }
     row.suspicious = v.final && result_has_suspicious(*v.final);
     const std::string text =
-        result_document(task, v, ms).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+        result_document(task, v, ms, key, p.changed).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
     if (auto st = write_file_atomic(eval_result_path(opt_.out_dir, task.id), text); !st) {
       std::lock_guard<std::mutex> lock(mu_);
       if (write_error_.empty()) write_error_ = "writing the result of task " + task.id + ": " + st.error().message;
@@ -247,7 +363,7 @@ class Runner {
   const EvalOptions& opt_;
   const RunStore& store_;
   const EvalObserver& observer_;
-  std::vector<const EvalTask*> pending_;
+  std::vector<Pending> pending_;
   std::atomic<std::size_t> next_{0};
   std::mutex mu_;
   RunSlots slots_;
@@ -270,20 +386,22 @@ Config task_config(const Config& base, const EvalTask& task) {
   return c;
 }
 
-std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task) {
+ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const ResumeKey& key) {
+  ResumeCheck out;
   std::ifstream f(eval_result_path(out_dir, task.id), std::ios::binary);
-  if (!f) return std::nullopt;
+  if (!f) return out;
   std::stringstream ss;
   ss << f.rdbuf();
   const json j = json::parse(ss.str(), nullptr, false);
-  if (!j.is_object() || !j.contains("eval") || !j["eval"].is_object()) return std::nullopt;
+  if (!j.is_object() || !j.contains("eval") || !j["eval"].is_object()) return out;
   const json& e = j["eval"];
   EvalRow row;
   row.id = task.id;
   row.skipped = true;
-  if (e.value("task_sha256", "") != task_sha256(task)) return std::nullopt;
-  if (!category_from_name(e.value("category", ""), &row.category)) return std::nullopt;
-  if (row.category == EvalCategory::kInfraError) return std::nullopt;
+  if (!category_from_name(e.value("category", ""), &row.category)) return out;
+  if (row.category == EvalCategory::kInfraError) return out;  // retried, not changed
+  out.changed = changed_parts(e.contains("key") ? e["key"] : json(), key);
+  if (!out.changed.empty()) return out;
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
@@ -296,7 +414,8 @@ std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& 
   stored.suspicious = findings_from_json(j.value("suspicious", json::array()));
   stored.findings = findings_from_json(j.value("findings", json::array()));
   row.suspicious = result_has_suspicious(stored);
-  return row;
+  out.finished = row;
+  return out;
 }
 
 Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,

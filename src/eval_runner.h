@@ -15,19 +15,24 @@
 //   results/<task-id>.json  one per finished task: the JSON `test --json` /
 //                           `run --json` prints (or its error object), plus
 //                           `task_id` and `eval` {category, attempts,
-//                           task_sha256, line, ms}. Written atomically (temp,
-//                           fsync, rename) only once the task has its
-//                           category, so a crash mid-task leaves no file and
-//                           the task runs again.
+//                           task_sha256, key, changed, line, ms}. Written
+//                           atomically (temp, fsync, rename) only once the
+//                           task has its category, so a crash mid-task leaves
+//                           no file and the task runs again.
 //   summary.json            the last run's summary (eval_summary.h)
-// Resuming: a task whose result file exists, names the same task_sha256 and
-// holds a verdict (not infra_error) is skipped; every other task runs.
+// Resuming (eval_resume.h): before anything runs, each task's resume key is
+// computed (the seed snapshot's hash, the patch's, the decisive settings',
+// the image digest). A task whose result file holds a verdict (not
+// infra_error) under the same key is skipped; a task whose stored key
+// differs runs again, and its row names the parts that changed; every
+// other task runs.
 // SIGINT/SIGTERM: no new task starts; each running pipeline removes its
 // container and private copy on the way out (their scope guards); the
 // interrupted tasks get no result file.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +40,7 @@
 
 #include "config.h"
 #include "eval_attempts.h"
+#include "eval_resume.h"
 #include "eval_summary.h"
 #include "eval_tasks.h"
 #include "engine.h"
@@ -54,6 +60,15 @@ struct EvalOptions {
   // with `attempts` (eval_attempts.h), so the judge does neither.
   bool baseline = true;
   std::string out_dir;
+  // Seed snapshot hashes by path, when the caller has read the seeds already
+  // (`eval` does, to refuse an unreadable one before anything runs); the
+  // resume keys use them instead of reading the seeds again.
+  std::map<std::string, std::string> seed_sha256;
+  // The backend and, on Kubernetes, where the sandboxes run: part of the
+  // resume key's config (eval_resume.h). open_engine makes the engines.
+  std::string backend = "podman";
+  std::string k8s_namespace;
+  std::string k8s_runtime_class;
   // One engine per worker thread, each with its own connection; called on
   // the main thread before any worker starts (libcurl's first handle set-up
   // is not thread-safe).
@@ -79,9 +94,16 @@ std::string eval_result_path(const std::string& out_dir, const std::string& task
 // The task's config: the base with the task's seed/allow/command/image.
 Config task_config(const Config& base, const EvalTask& task);
 
-// The finished row recorded for this task under out_dir, if its result file
-// is for the same task (task_sha256) and holds a verdict.
-std::optional<EvalRow> finished_row(const std::string& out_dir, const EvalTask& task);
+// What the result file under out_dir says about a task with this resume key:
+// `finished` when it holds a verdict (not infra_error) under the same key;
+// else `changed` names the parts whose hashes differ when it held a verdict
+// under another key (eval_resume.h), and is empty when there was no file, no
+// verdict, or an infra_error (a retry, not a change).
+struct ResumeCheck {
+  std::optional<EvalRow> finished;
+  std::vector<std::string> changed;
+};
+ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const ResumeKey& key);
 
 Result<EvalReport> run_eval(const std::vector<EvalTask>& tasks, const EvalOptions& opt,
                             const RunStore& store, const EvalObserver& observer);

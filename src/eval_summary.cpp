@@ -24,6 +24,7 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     if (!it->second->patch_format.empty()) ++s.patch_formats[it->second->patch_format];
     s.added += it->second->added;
     s.removed += it->second->removed;
+    for (const auto& part : it->second->changed) s.changed[part].push_back(id);
     if (it->second->suspicious) {
       s.suspicious.push_back(id);
       if (it->second->category == EvalCategory::kPassed) s.suspicious_passed.push_back(id);
@@ -45,6 +46,11 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["finished"] = finished;
   j["skipped"] = group(s.skipped);
   j["not_run"] = group(s.not_run);
+  // Why tasks with an earlier result ran again: the parts of their resume
+  // key that changed (eval_resume.h).
+  nlohmann::json changed = nlohmann::json::object();
+  for (const auto& [part, ids] : s.changed) changed[part] = group(ids);
+  j["changed"] = changed;
   j["suspicious"] = group(s.suspicious);
   j["suspicious_passed"] = group(s.suspicious_passed);
   j["interrupted"] = s.interrupted;
@@ -69,6 +75,7 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
   for (EvalCategory c : kAllCategories) row(category_name(c), s.ids(c));
   if (!s.skipped.empty()) row("(skipped)", s.skipped);
   if (!s.not_run.empty()) row("(not run)", s.not_run);
+  for (const auto& [part, ids] : s.changed) row("(changed: " + part + ")", ids);
   if (!s.suspicious.empty()) {
     std::vector<std::string> marked;
     for (const auto& id : s.suspicious) {

@@ -23,6 +23,7 @@ struct EvalRow {
   std::string reason;    // why not passed, one line
   std::string patch_format;  // files | diff ("" for a planner task that got no patch)
   std::size_t added = 0, removed = 0;  // the proven change's diff stats
+  std::vector<std::string> changed;  // ran again because these parts of its resume key changed (eval_resume.h)
   bool suspicious = false;  // the patch has suspicious findings (suspicious_code.h)
 };
 
@@ -31,6 +32,9 @@ struct EvalSummary {
   std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(5);
   std::vector<std::string> skipped;                // resumed, not rerun
   std::vector<std::string> not_run;                // interrupted before their verdict
+  // Tasks run again because their resume key changed, per part ("seed",
+  // "patch", "config", "image", "key"), in task-file order.
+  std::map<std::string, std::vector<std::string>> changed;
   // Tasks whose patch has suspicious findings (whatever their category), and
   // those of them that passed: the ones a reviewer should read first.
   std::vector<std::string> suspicious;

@@ -6,6 +6,7 @@
 
 #include "digest.h"
 #include "patch_contract.h"
+#include "seed_snapshot.h"
 #include "strict_json.h"
 #include "terminal_text.h"
 
@@ -245,6 +246,12 @@ void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir) {
   auto resolve = [&](const std::string& p) { return p.empty() || p[0] == '/' ? p : base_dir + "/" + p; };
   for (auto& t : parsed->tasks) {
     t.seed = resolve(t.seed);
+    if (!t.seed.empty()) {
+      if (auto st = check_seed_dir(t.seed); !st) {
+        parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
+                                  escape_for_terminal(to_valid_utf8(st.error().message))});
+      }
+    }
     if (t.patch_file.empty()) continue;
     t.patch_file = resolve(t.patch_file);
     // The largest text any patch may be under the hard caps (patch_contract.h).

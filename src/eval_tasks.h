@@ -45,6 +45,7 @@ inline constexpr const char* kDuplicateId = "duplicate_id";
 inline constexpr const char* kNoPatchOrInstruction = "no_patch_or_instruction";
 inline constexpr const char* kPatchAndInstruction = "patch_and_instruction";  // more than one of patch/diff/instruction
 inline constexpr const char* kUnreadablePatchFile = "unreadable_patch_file";
+inline constexpr const char* kUnreadableSeed = "unreadable_seed";
 inline constexpr const char* kLineTooLong = "line_too_long";
 inline constexpr const char* kNoTasks = "no_tasks";
 }  // namespace task_reason
@@ -81,9 +82,10 @@ struct ParsedTasks {
 // Pure: judges every line; paths are left as written.
 ParsedTasks parse_task_lines(std::string_view text);
 
-// Effectful: makes relative `seed` and `patch` paths relative to base_dir and
-// reads each patch file (at most 1 MiB); failures are added to parsed->errors
-// against their line.
+// Effectful: makes relative `seed` and `patch` paths relative to base_dir,
+// reads each patch file (at most 1 MiB) and checks that each task's own seed
+// is a readable directory (check_seed_dir); failures are added to
+// parsed->errors against their line (unreadable_patch_file, unreadable_seed).
 void resolve_task_files(ParsedTasks* parsed, const std::string& base_dir);
 
 // A task id: [A-Za-z0-9][A-Za-z0-9._-]{0,63} (it names the task's result file).

@@ -140,10 +140,16 @@ std::string compose_readme(const ExportInput& in, const ExportBundle& b) {
        "           with no network and no secrets.\n\n";
   if (!in.patch) {
     o << "No patch was given, so seed/ holds the seed as it is. The patch goes into seed/\n"
-         "by exporting again: that validates it against the patch contract first:\n\n"
+         "by exporting again: that validates it against the patch contract first. From\n"
+         "this directory:\n\n"
          "  ./run-planner.sh > patch.json\n"
-         "  lazyagent-oci export compose --patch patch.json --seed SEED --out THIS_DIR\n\n";
+         "  lazyagent-oci export compose --patch patch.json --out .\n\n";
   }
+  o << "A re-export into this directory reads the same input as this export unless\n"
+       "given again (recorded in .lazyagent-export.json): the seed "
+    << in.seed.root << ",\nthe config "
+    << (in.config.source.empty() ? std::string("(none: the built-in defaults)") : in.config.source)
+    << " (it names the planner's secrets) and the flags given.\n\n";
   o << "Needs podman-compose >= 1.0.6 (tested with 1.3.0; Debian 12's 1.0.3 fails on\n"
        "`network_mode: none`). Run, from this directory:\n\n" << b.how_to_run << "\n"
        "Always use the run scripts rather than plain `podman-compose up`: they pass the\n"

@@ -295,7 +295,9 @@ std::string k8s_readme(const ExportInput& in, const Names& n, const std::vector<
        "  20-task-configmap.yaml         ConfigMap " + n.task_cm + ": the planner's task.json\n"
        "  30-sandbox-networkpolicy.yaml  NetworkPolicy " + n.netpol + ": no traffic in or out of the sandbox\n"
        "  40-planner-job.yaml            Job " + n.planner_job + ": asks the model for a patch (uses Secret " + n.secret + ")\n"
-       "  50-sandbox-job.yaml            Job " + n.sandbox_job + ": runs the tests on /seed; no secret, no token, no network\n\n";
+       "  50-sandbox-job.yaml            Job " + n.sandbox_job + ": runs the tests on /seed; no secret, no token;\n"
+       "                                 network: the deny-all NetworkPolicy, which only a CNI plugin that\n"
+       "                                 enforces NetworkPolicy makes real (see \"Not enforced\")\n\n";
   r += "1. Images. The nodes must be able to run " + in.policy.image + " and " + in.planner.image +
        "\n   (imagePullPolicy IfNotPresent): push them to a registry the nodes reach and change\n"
        "   `image:`, or load them into each node's runtime.\n\n";

@@ -91,7 +91,7 @@ class TarExtractor {
 }  // namespace
 
 Result<RootfsInfo> inspect_image(PodmanClient& podman, const std::string& image) {
-  auto inspected = podman.image_inspect(image);
+  auto inspected = podman.image_inspect(image, "images.sandbox");
   if (!inspected) return inspected.error();
   RootfsInfo info;
   info.image = image;

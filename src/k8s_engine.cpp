@@ -10,6 +10,7 @@
 #include "isolation_probe.h"
 #include "ownership.h"
 #include "planner_policy.h"
+#include "reaper.h"
 #include "sandbox_policy.h"
 
 namespace lazyagent {
@@ -450,8 +451,8 @@ std::vector<std::string> k8s_stored_violations(const json& sent, const json& sto
   return out;
 }
 
-K8sEngine::K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings)
-    : k8s_(std::move(client)), s_(std::move(settings)) {}
+K8sEngine::K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings, std::optional<RunStore> store)
+    : k8s_(std::move(client)), s_(std::move(settings)), store_(std::move(store)) {}
 
 void K8sEngine::adapt_policy(SandboxPolicy* policy) const {
   // The pod runs as a non-root uid (export_k8s.h), not in podman's id mapping.
@@ -580,7 +581,12 @@ Result<std::unique_ptr<Container>> K8sEngine::prepare_planner(const PlannerSpec&
   return std::unique_ptr<Container>(std::move(job));
 }
 
-Result<ReapReport> K8sEngine::reap(bool all) { return reap_k8s(*k8s_, s_.ns, all); }
+Result<ReapReport> K8sEngine::reap(bool all) {
+  auto report = reap_k8s(*k8s_, s_.ns, all);
+  // The records of runs killed while they ran: closed as on podman.
+  if (report && store_) close_abandoned_records(*store_, &*report);
+  return report;
+}
 
 Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all) {
   ReapReport report;

@@ -37,6 +37,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@
 #include "engine.h"
 #include "export_k8s.h"
 #include "k8s_client.h"
+#include "run_store.h"
 
 namespace lazyagent {
 
@@ -97,7 +99,9 @@ Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
 
 class K8sEngine : public Engine {
  public:
-  K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings);
+  // `store`: the run store whose records of dead runs reap() closes as
+  // interrupted (reaper.h), as the podman engine's does; none, none closed.
+  K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings, std::optional<RunStore> store = std::nullopt);
 
   const char* name() const override { return "k8s"; }
   Status check_policy(const Config&) const override { return ok_status(); }
@@ -122,6 +126,7 @@ class K8sEngine : public Engine {
   std::unique_ptr<K8sClient> k8s_;
   K8sRunSettings s_;
   std::string server_version_;
+  std::optional<RunStore> store_;
   bool plain_http_ = false;  // the provider Secret's base_url is plain http (opted in)
 };
 

@@ -129,12 +129,12 @@ Result<json> PodmanClient::info() {
   return parse_json_reply(r, "reading podman info");
 }
 
-Result<json> PodmanClient::image_inspect(const std::string& image) {
-  const std::string what = "inspecting image " + image;
+Result<json> PodmanClient::image_inspect(const std::string& image, const std::string& config_key) {
+  const std::string what = "inspecting image " + image + " (" + config_key + ")";
   auto r = call("GET", "/images/" + url_escape(image) + "/json");
   if (r && r->status == 404) {
     return engine_error(what + ": image not found; build it with scripts/build-images.sh "
-                               "(or set images.sandbox in the config)");
+                               "(or set " + config_key + " in the config to an image that exists)");
   }
   if (auto st = expect(r, {200}, what); !st) return st.error();
   return parse_json_reply(r, what);

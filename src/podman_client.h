@@ -72,7 +72,9 @@ class PodmanClient {
   // GET /_ping, then the version check. Returns the API version.
   Result<std::string> ping();
   Result<nlohmann::json> info();
-  Result<nlohmann::json> image_inspect(const std::string& image);
+  // `config_key` names the setting that chose the image (images.sandbox,
+  // images.planner): a missing image's error names it, and how to fix it.
+  Result<nlohmann::json> image_inspect(const std::string& image, const std::string& config_key);
 
   Result<CreateReply> create(const nlohmann::json& spec);
   Status init(const std::string& id);

@@ -179,8 +179,9 @@ Status check_secrets(PodmanClient& podman, const Config& config) {
                      "then run `lazyagent-oci configure`");
 }
 
-Result<std::string> digest_of(PodmanClient& podman, const std::string& image) {
-  auto img = podman.image_inspect(image);
+// `key`: the config setting that named the image (a missing image's error says it).
+Result<std::string> digest_of(PodmanClient& podman, const std::string& image, const std::string& key) {
+  auto img = podman.image_inspect(image, key);
   if (!img) return img.error();
   const std::string digest = img->value("Digest", "");
   return digest.empty() ? img->value("Id", "") : digest;
@@ -189,7 +190,7 @@ Result<std::string> digest_of(PodmanClient& podman, const std::string& image) {
 void merge(ReapReport& into, ReapReport&& r) {
   using List = std::vector<std::string> ReapReport::*;
   for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
-                 &ReapReport::temp_files_removed, &ReapReport::errors}) {
+                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::errors}) {
     (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
   }
 }
@@ -220,7 +221,7 @@ Status PodmanEngine::check(const ProgressFn& progress) {
   return ok_status();
 }
 
-Result<std::string> PodmanEngine::image_digest(const std::string& image) { return digest_of(*sandbox_, image); }
+Result<std::string> PodmanEngine::image_digest(const std::string& image) { return digest_of(*sandbox_, image, "images.sandbox"); }
 
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
   const std::string dir = store_.work_dir() + "/" + spec.run_id;
@@ -252,7 +253,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
 Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
 
 Result<std::string> PodmanEngine::planner_image_digest(const Config& config) {
-  auto d = digest_of(planner_client(), config.images.planner);
+  auto d = digest_of(planner_client(), config.images.planner, "images.planner");
   if (!d) return d.error().context("the planner image");
   return d;
 }

@@ -283,12 +283,15 @@ bool sleep_unless_interrupted(long ms) {
 }  // namespace
 
 Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& request,
-                                  const ProviderLog& log) {
+                                  const ProviderLog& log, int* attempts_made) {
+  int unused = 0;
+  int& attempts = attempts_made != nullptr ? *attempts_made : unused;
+  attempts = 0;
   auto say = [&](const std::string& line) {
     if (log) log(redact(line, s.api_key));
   };
-  auto fail = [&](ErrorKind kind, const std::string& what, int attempts) {
-    const std::string after = " (after " + std::to_string(attempts) + (attempts == 1 ? " attempt)" : " attempts)");
+  auto fail = [&](ErrorKind kind, const std::string& what, int n) {
+    const std::string after = " (after " + std::to_string(n) + (n == 1 ? " attempt)" : " attempts)");
     return Error{kind, redact(what + after, s.api_key)};
   };
   if (auto st = validate_base_url(s.base_url); !st) return st.error();
@@ -308,7 +311,7 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
   ResponseFormat format = request.response_format;
   if (format == ResponseFormat::kJsonSchema && !request.json_schema.is_object()) format = ResponseFormat::kJsonObject;
   std::vector<std::string> refusals;
-  int attempts = 0, retries = 0;
+  int retries = 0;
   long backoff = std::max(0L, s.backoff_ms);
   while (true) {
     if (interrupted_signal() != 0) break;

@@ -98,8 +98,11 @@ using ProviderLog = std::function<void(const std::string&)>;
 
 // Blocks for at most about (1 + max_retries) * total_timeout_ms plus the
 // waits; gives up within about a second of SIGINT/SIGTERM (interrupt.h).
+// `attempts_made`, when given, receives the number of HTTP requests sent,
+// on success (= ChatReply::attempts) and on failure alike: the task record
+// counts them either way.
 Result<ChatReply> chat_completion(const ProviderSettings& settings, const ChatRequest& request,
-                                  const ProviderLog& log = {});
+                                  const ProviderLog& log = {}, int* attempts_made = nullptr);
 
 // Pure helpers ---------------------------------------------------------------
 

@@ -4,10 +4,12 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <map>
 
 #include "ownership.h"
+#include "provenance.h"
 #include "sandbox_policy.h"
 #include "seed_snapshot.h"
 
@@ -40,13 +42,54 @@ std::string name_of(const json& c) {
 bool work_dir_owner_alive(const RunStore& store, const std::string& run_id) {
   auto rec = store.read(run_id);
   if (!rec) return false;
-  const json& o = (*rec).value("owner", json::object());
+  return run_owner_alive(*rec);
+}
+
+}  // namespace
+
+bool run_owner_alive(const json& rec) {
+  const json o = rec.is_object() && rec.contains("owner") && rec["owner"].is_object() ? rec["owner"] : json::object();
   return owner_alive({{kLabelOwner, o.value("user_host", "")},
                       {kLabelPid, std::to_string(o.value("pid", 0L))},
                       {kLabelPidStart, o.value("start_time", "")}});
 }
 
-}  // namespace
+std::string abandoned_run_reason(const std::string& previous_status, long pid, const std::string& user_host) {
+  return "interrupted: the run's process (pid " + std::to_string(pid) + " on " + user_host +
+         ") is gone, killed (e.g. kill -9) or crashed while the run was " +
+         (previous_status.empty() ? std::string("starting") : previous_status) +
+         "; there is no verdict. Closed by a later lazyagent-oci (reap, or the start of another run)";
+}
+
+void close_abandoned_records(const RunStore& store, ReapReport* report) {
+  for (const auto& id : store.active_run_ids()) {
+    auto rec = store.read(id);
+    if (!rec) {
+      // No record (the process died between the marker and the record) or
+      // an unreadable one: the marker has nothing left to mark.
+      if (rec.error().kind == ErrorKind::kUsage) store.clear_active(id);
+      else report->errors.push_back(rec.error().message);
+      continue;
+    }
+    const json& r = *rec;
+    const std::string status = r.value("status", "");
+    if (is_finished_status(status)) {
+      store.clear_active(id);
+      continue;
+    }
+    if (run_owner_alive(r)) continue;  // still at work: never touched
+    json closed = r;
+    closed.erase("provenance");
+    const json o = r.contains("owner") && r["owner"].is_object() ? r["owner"] : json::object();
+    closed["status"] = "interrupted";
+    closed["error"] = abandoned_run_reason(status, o.value("pid", 0L), o.value("user_host", ""));
+    closed["closed_at"] = static_cast<long>(std::time(nullptr));
+    closed["updated_at"] = closed["closed_at"];
+    closed["provenance"] = build_provenance(closed);
+    if (auto st = store.write(closed); st) report->records_closed.push_back(id);
+    else report->errors.push_back(st.error().message);
+  }
+}
 
 Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all) {
   ReapReport report;
@@ -88,6 +131,7 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     std::error_code rec;
     if (fs::remove(path, rec)) report.temp_files_removed.push_back(label);
   }
+  close_abandoned_records(store, &report);
   return report;
 }
 

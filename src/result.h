@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace lazyagent {
 
@@ -37,12 +38,38 @@ inline const char* error_kind_name(ErrorKind k) {
 }
 
 struct Error {
+  Error() = default;
+  Error(ErrorKind k, std::string m) : kind(k), message(std::move(m)) {}
+
   ErrorKind kind = ErrorKind::kEngine;
   std::string message;
+  // The ids that existed when it failed (run_id, planner_task_id,
+  // sandbox_id), in the order they were attached: what a user takes to
+  // `task show` or `verify`. The --json error object carries them.
+  std::vector<std::pair<std::string, std::string>> ids;
 
   // "outer: inner" — context goes in front, like Mesos' error chaining.
   Error context(const std::string& outer) const {
-    return Error{kind, outer + ": " + message};
+    Error e = *this;
+    e.message = outer + ": " + message;
+    return e;
+  }
+  // The same error naming one more id (an empty value, or a key already
+  // named, changes nothing).
+  Error with_id(const std::string& key, const std::string& value) const {
+    Error e = *this;
+    if (value.empty()) return e;
+    for (const auto& [k, v] : e.ids) {
+      if (k == key) return e;
+    }
+    e.ids.emplace_back(key, value);
+    return e;
+  }
+  const std::string* id(const std::string& key) const {
+    for (const auto& [k, v] : ids) {
+      if (k == key) return &v;
+    }
+    return nullptr;
   }
 };
 

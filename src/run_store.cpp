@@ -87,11 +87,62 @@ Status RunStore::ensure() const {
   return ok_status();
 }
 
+bool is_finished_status(const std::string& status) {
+  for (const char* s : {"passed", "failed", "refused", "error", "planner_error", "interrupted"}) {
+    if (status == s) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// Creates active/<id> once (an existing marker is left as it is) and syncs
+// the directory, so the marker is on disk before the record that needs it.
+Status mark_active(const std::string& active_dir, const std::string& id) {
+  const std::string path = active_dir + "/" + id;
+  if (::access(path.c_str(), F_OK) == 0) return ok_status();
+  if (auto st = mkdirs_private(active_dir); !st) return st;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return engine_error(errno_text("creating", path));
+  ::close(fd);
+  const int dfd = ::open(active_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Status RunStore::write(const json& record) const {
   const std::string id = record.value("run_id", "");
   if (!valid_run_id(id)) return engine_error("run store: invalid run id '" + id + "'");
   if (auto st = ensure(); !st) return st;
-  return write_in("runs", id, record);
+  const json& status = record.contains("status") ? record["status"] : json();
+  const bool finished = status.is_string() && is_finished_status(status.get<std::string>());
+  if (!finished) {
+    if (auto st = mark_active(active_dir(), id); !st) return st.error().context("run store");
+  }
+  auto st = write_in("runs", id, record);
+  if (st && finished) clear_active(id);
+  return st;
+}
+
+void RunStore::clear_active(const std::string& run_id) const {
+  if (!valid_run_id(run_id)) return;
+  ::unlink((active_dir() + "/" + run_id).c_str());
+}
+
+std::vector<std::string> RunStore::active_run_ids() const {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(active_dir(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (valid_run_id(name)) ids.push_back(name);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 Result<json> RunStore::read(const std::string& run_id) const { return read_in("runs", run_id); }

@@ -54,7 +54,7 @@ class TestPipeline {
       info_.error = st.error().message;
       info_.category = category_of(st.error());
       save();
-      return st.error().context("run " + res_.run_id);
+      return st.error().context("run " + res_.run_id).with_id("run_id", res_.run_id).with_id("sandbox_id", res_.sandbox_id);
     }
     return res_;
   }

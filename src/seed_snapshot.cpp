@@ -140,6 +140,22 @@ Status write_file(const std::string& path, const std::string& data, unsigned mod
 
 }  // namespace
 
+Status check_seed_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return usage_error("seed " + dir + ": no such directory");
+    return usage_error("seed " + dir + " cannot be read: " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return usage_error("seed " + dir + " is not a directory");
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return usage_error("seed " + dir + " cannot be read: " + std::strerror(errno));
+  ::close(fd);
+  if (::access(dir.c_str(), R_OK | X_OK) != 0) {
+    return usage_error("seed " + dir + " cannot be read: " + std::strerror(errno));
+  }
+  return ok_status();
+}
+
 Result<SeedSnapshot> snapshot_seed(const std::string& dir, const SeedLimits& limits) {
   std::error_code ec;
   const fs::path abs = fs::absolute(dir, ec);

@@ -90,6 +90,13 @@ Status write_seed_copy(const SeedSnapshot& seed, const std::vector<FileWrite>& w
 // A seed entry's record for the JSON of `lazyagent-oci seed`: kind, mode, path, size, sha256.
 nlohmann::json seed_summary_json(const SeedSnapshot& seed, bool with_entries);
 
+// The cheap check every command makes before anything runs (no record, no
+// container): the seed is a directory this process can list. A missing or
+// unreadable seed is the user's input, so the error is kUsage (exit 2):
+// "seed DIR: no such directory", "seed DIR is not a directory", "seed DIR
+// cannot be read: Permission denied".
+Status check_seed_dir(const std::string& dir);
+
 // Paths the patch changes (new files or different content), in patch order.
 std::vector<std::string> changed_paths(const SeedSnapshot& seed, const Patch& patch);
 

@@ -27,7 +27,9 @@ Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, 
   }
   if (!r && is_infra_error(r.error())) {
     const std::string retried = retries > 0 ? ", retried " + std::to_string(retries) + "x" : "";
-    return Error{r.error().kind, "infra_error (not a test failure" + retried + "): " + r.error().message};
+    Error e = r.error();  // keeps the ids (run_id, ...) of the last run
+    e.message = "infra_error (not a test failure" + retried + "): " + e.message;
+    return e;
   }
   return r;
 }

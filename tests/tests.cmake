@@ -50,6 +50,18 @@ lazyagent_test_executable(security_tests ${SECURITY_SOURCES} ${CMAKE_SOURCE_DIR}
 catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn NoTests
   PROPERTIES LABELS security RESOURCE_LOCK podman TIMEOUT 600)
 
+# The docs check (tests/docs/check_docs.py): every command block of README.md
+# and docs/*.md runs here and succeeds, or says why it cannot; every synopsis
+# names the options --help lists. --self-test first proves on
+# tests/docs/fixtures that the check fails when a doc is wrong. It runs the
+# documented commands for real (the demo, exports under runc and
+# podman-compose), so it takes the podman lock.
+add_test(NAME "docs: the commands in README.md and docs/*.md"
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/docs/check_docs.py --self-test --repo ${CMAKE_SOURCE_DIR}
+          --binary $<TARGET_FILE:lazyagent-oci>)
+set_tests_properties("docs: the commands in README.md and docs/*.md" PROPERTIES
+  LABELS "docs;integration" RESOURCE_LOCK podman TIMEOUT 1800)
+
 # Every program the scripts, the build and Kubernetes' build run is installed
 # by the set-up (issue 12): scripts/check-host-commands.py over this build
 # directory; its negative control (a copy of the install list without rsync

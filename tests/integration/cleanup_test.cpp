@@ -83,6 +83,7 @@ TEST_CASE("a CLI killed with SIGKILL leaves a container that the next start reap
   TempDir d;
   CliResult next = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", d.file("p.json", fixing_patch()), "--json"});
   CHECK(next.exit_code == 0);
+  INFO(next.err);
   CHECK(next.err.find("reaped 1 container(s) left by crashed runs") != std::string::npos);
   CHECK(containers_with_label(run.label).empty());
   CHECK(work_dirs(state.path()) == 0);

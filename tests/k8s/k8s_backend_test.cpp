@@ -26,7 +26,10 @@
 #include "harness.h"
 #include "k8s_client.h"
 #include "kubeconfig.h"
+#include "ownership.h"
+#include "provenance.h"
 #include "provider_stub.h"
+#include "run_store.h"
 #include "sandbox_policy.h"
 
 using nlohmann::json;
@@ -428,12 +431,25 @@ TEST_CASE("k8s: reap removes what a dead run left and keeps a live run's objects
   plant(live, getpid(), field);
 
   TempDir state;
+  // The dead run's record, as a run killed with SIGKILL leaves it: still
+  // "running", its owner gone (issue 19: reap closes it on this backend too).
+  const RunStore store(state.path() + "/lazyagent-oci");
+  REQUIRE(store.ensure().ok());
+  json record = {{"run_id", dead}, {"status", "running"}, {"kind", "test"},
+                 {"owner", {{"user_host", current_owner().user_host}, {"pid", 999999999}, {"start_time", "1"}}},
+                 {"tests_passed", false}, {"test_exit_code", -1}, {"seed_sha256", ""}, {"patch_sha256", ""}};
+  record["provenance"] = build_provenance(record);
+  REQUIRE(store.write(record).ok());
   CliResult r = run_cli(CliEnv{state.path(), {{"KUBECONFIG", kubeconfig()}}}, {"reap", "--backend", "k8s", "--json"});
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   const json j = json::parse(r.out);
   CHECK(j["removed"].dump().find(dead) != std::string::npos);
   CHECK(j["left_running"].dump().find(live) != std::string::npos);
+  CHECK(j["records_closed"] == json::array({dead}));
+  const json closed = *store.read(dead);
+  CHECK(closed["status"] == "interrupted");
+  CHECK(closed["error"].get<std::string>().rfind("interrupted: the run's process (pid 999999999 on ", 0) == 0);
   for (int i = 0; i < 50 && leftovers(k, std::string(kLabelRun) + "=" + dead) != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -145,32 +145,68 @@ TEST_CASE("eval progress: the bar and the plain lines") {
   CHECK(progress_event_line(e, 4, 50) == "eval: [4/50] t\x1b[2J: skipped (failed in an earlier run)");
 }
 
-TEST_CASE("eval resume: only a result for the same task with a verdict is finished") {
+TEST_CASE("eval resume: only a result with a verdict under the same key is finished; a changed key says what changed") {
   Tmp t;
   std::filesystem::create_directories(t.path + "/results");
   EvalTask task;
   task.id = "a";
   task.patch_json = "{}";
-  auto write = [&](const std::string& category, const std::string& sha) {
-    std::ofstream(eval_result_path(t.path, "a"))
-        << nlohmann::json{{"reason", "tests failed"},
-                          {"eval", {{"category", category}, {"task_sha256", sha}, {"ms", 7}, {"attempts", {1, 2}}}}}
-               .dump();
+  const ResumeKey key{"seed-1", "patch-1", "config-1", "sha256:image-1"};
+  auto write = [&](const std::string& category, const nlohmann::json& stored_key) {
+    nlohmann::json e = {{"category", category}, {"ms", 7}, {"attempts", {1, 2}}};
+    if (!stored_key.is_null()) e["key"] = stored_key;
+    std::ofstream(eval_result_path(t.path, "a")) << nlohmann::json{{"reason", "tests failed"}, {"eval", e}}.dump();
   };
-  CHECK_FALSE(finished_row(t.path, task).has_value());  // no file
-  write("failed", task_sha256(task));
-  auto row = finished_row(t.path, task);
+  auto check = [&] { return check_resume(t.path, task, key); };
+  CHECK_FALSE(check().finished.has_value());  // no file
+  CHECK(check().changed.empty());
+  write("failed", resume_key_to_json(key));
+  auto row = check().finished;
   REQUIRE(row.has_value());
   CHECK(row->category == EvalCategory::kFailed);
   CHECK(row->skipped);
   CHECK(row->attempts == 2);
   CHECK(row->ms == 7);
-  write("infra_error", task_sha256(task));
-  CHECK_FALSE(finished_row(t.path, task).has_value());  // infrastructure errors are retried
-  write("passed", std::string(64, '0'));
-  CHECK_FALSE(finished_row(t.path, task).has_value());  // another task under the same id
+  write("infra_error", resume_key_to_json(key));
+  CHECK_FALSE(check().finished.has_value());  // infrastructure errors are retried
+  CHECK(check().changed.empty());            // ... which is not a change
+  for (auto [part, edit] : std::vector<std::pair<std::string, ResumeKey>>{
+           {"seed", {"seed-2", "patch-1", "config-1", "sha256:image-1"}},
+           {"patch", {"seed-1", "patch-2", "config-1", "sha256:image-1"}},
+           {"config", {"seed-1", "patch-1", "config-2", "sha256:image-1"}},
+           {"image", {"seed-1", "patch-1", "config-1", "sha256:image-2"}}}) {
+    write("passed", resume_key_to_json(edit));
+    INFO(part);
+    CHECK_FALSE(check().finished.has_value());
+    CHECK(check().changed == std::vector<std::string>{part});
+  }
+  write("passed", resume_key_to_json({"seed-2", "patch-1", "config-2", "sha256:image-1"}));
+  CHECK(check().changed == std::vector<std::string>{"seed", "config"});
+  write("passed", nullptr);  // written before resume keys
+  CHECK(check().changed == std::vector<std::string>{"key"});
   std::ofstream(eval_result_path(t.path, "a")) << "{\"eval\":";  // torn by hand
-  CHECK_FALSE(finished_row(t.path, task).has_value());
+  CHECK_FALSE(check().finished.has_value());
+}
+
+TEST_CASE("eval summary: tasks run again are listed per changed part") {
+  std::vector<EvalRow> rows(3);
+  rows[0].id = "a";
+  rows[0].category = EvalCategory::kPassed;
+  rows[0].changed = {"seed"};
+  rows[1].id = "b";
+  rows[1].category = EvalCategory::kFailed;
+  rows[1].changed = {"seed", "config"};
+  rows[2].id = "c";
+  rows[2].category = EvalCategory::kPassed;
+  rows[2].skipped = true;
+  const EvalSummary s = summarize({"a", "b", "c"}, rows);
+  const nlohmann::json j = summary_to_json(s);
+  CHECK(j["changed"]["seed"]["ids"] == nlohmann::json({"a", "b"}));
+  CHECK(j["changed"]["config"]["count"] == 1);
+  CHECK_FALSE(j["changed"].contains("image"));
+  const std::string table = summary_table(s);
+  CHECK(table.find("(changed: seed)      2  a, b\n") != std::string::npos);
+  CHECK(table.find("(changed: config)      1  b\n") != std::string::npos);
 }
 
 TEST_CASE("eval summary: suspicious tasks and those of them that passed, in JSON and the table") {

@@ -115,6 +115,7 @@ TEST_CASE("eval tasks: an inline patch keeps what the contract must see") {
 TEST_CASE("eval tasks: patch files and seeds resolve against the task file's directory") {
   Tmp t;
   std::ofstream(t.path + "/p.json") << kPatch;
+  std::filesystem::create_directories(t.path + "/s");
   ParsedTasks p = parse_task_lines(
       "{\"id\":\"a\",\"seed\":\"s\",\"patch\":\"p.json\"}\n"
       "{\"id\":\"b\",\"seed\":\"/abs/seed\",\"patch\":\"missing.json\"}\n"
@@ -125,8 +126,23 @@ TEST_CASE("eval tasks: patch files and seeds resolve against the task file's dir
   CHECK(p.tasks[0].patch_json == kPatch);
   CHECK(p.tasks[1].seed == "/abs/seed");
   CHECK(described(p) == std::vector<std::string>{
+      "line 2: unreadable_seed: seed /abs/seed: no such directory",
       "line 2: unreadable_patch_file: cannot read the patch file '" + t.path + "/missing.json'",
       "line 3: unreadable_patch_file: cannot read the patch file '" + t.path + "/.'",
+  });
+}
+
+TEST_CASE("eval tasks: a seed that is a file, or missing, is the task's error, before anything runs") {
+  Tmp t;
+  std::ofstream(t.path + "/p.json") << kPatch;
+  std::ofstream(t.path + "/file") << "x";
+  ParsedTasks p = parse_task_lines("{\"id\":\"a\",\"seed\":\"file\",\"patch\":\"p.json\"}\n"
+                                   "{\"id\":\"b\",\"seed\":\"gone/x\",\"patch\":\"p.json\"}\n");
+  REQUIRE(p.ok());
+  resolve_task_files(&p, t.path);
+  CHECK(described(p) == std::vector<std::string>{
+      "line 1: unreadable_seed: seed " + t.path + "/file is not a directory",
+      "line 2: unreadable_seed: seed " + t.path + "/gone/x: no such directory",
   });
 }
 

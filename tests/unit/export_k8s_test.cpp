@@ -380,6 +380,12 @@ TEST_CASE("k8s: what the target enforces and cannot, one line each") {
     INFO(s);
     CHECK(readme.find(s) != std::string::npos);
   }
+  // The file list must not promise what "Not enforced" takes back: the pod
+  // has an interface on the cluster network; only the NetworkPolicy (where a
+  // CNI enforces it) stands between it and the network.
+  const std::string job_line = readme.substr(readme.find("50-sandbox-job.yaml"), 300);
+  CHECK(job_line.find("no network") == std::string::npos);
+  CHECK(job_line.find("network: the deny-all NetworkPolicy, which only a CNI plugin that") != std::string::npos);
 }
 
 TEST_CASE("k8s: refusals name the problem") {

@@ -192,7 +192,9 @@ TEST_CASE("5xx is retried with a doubling backoff until the retries run out", "[
   ProviderSettings st = settings(s.url());
   st.max_retries = 2;
   Log log;
-  CHECK(failure(chat_completion(st, ask("x"), log.fn())) == "provider said 500: overloaded (after 3 attempts)");
+  int attempts = 0;  // counted on a failure too (the task record's `attempts`)
+  CHECK(failure(chat_completion(st, ask("x"), log.fn(), &attempts)) == "provider said 500: overloaded (after 3 attempts)");
+  CHECK(attempts == 3);
   CHECK(s.stub.requests() == 3);
   CHECK(log.has("retrying in 10 ms"));
   CHECK(log.has("retrying in 20 ms"));
