@@ -11,6 +11,16 @@ target_link_libraries(lazyagent_catch_main PRIVATE Catch2::Catch2)
 target_compile_options(lazyagent_catch_main PRIVATE -O0)
 set(LAZYAGENT_TEST_PCH_DONOR "")
 function(lazyagent_test_executable target)
+  # catch_discover_tests hands test names through CMake lists: a ';' in a name
+  # splits it into names that match nothing (each then fails). Refuse it here,
+  # at configure time, naming the file and the line.
+  foreach(src ${ARGN})
+    file(STRINGS ${src} bad REGEX "TEST_CASE\\(\"[^\"]*;")
+    if(bad)
+      list(GET bad 0 first)
+      message(FATAL_ERROR "${src}: a test name holds ';' (ctest would split it; use ','): ${first}")
+    endif()
+  endforeach()
   add_executable(${target} ${ARGN} $<TARGET_OBJECTS:lazyagent_catch_main>)
   target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests/integration)
   target_link_libraries(${target} PRIVATE lazyagent Catch2::Catch2)

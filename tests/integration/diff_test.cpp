@@ -25,13 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void put(const std::string& path, const std::string& data) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << data;
@@ -64,7 +57,7 @@ struct BigModuleSeed {
         "    def test_helper(self):\n        self.assertEqual(helper_7(1), 8)\n\n\nif __name__ == '__main__':\n"
         "    unittest.main()\n");
   }
-  std::string module() const { return slurp(seed + "/pkg/big.py"); }
+  std::string module() const { return read_file(seed + "/pkg/big.py"); }
   // `diff -u` of the one-line fix, written by the real diff(1).
   std::string fix_diff() const {
     put(dir.path() + "/fixed/pkg/big.py", [&] {
@@ -90,7 +83,7 @@ const std::string kRaised = "patch:\n  max_files: 20\n  max_bytes: 65536\n  max_
 
 }  // namespace
 
-TEST_CASE("a diff fix to a module over 12 KB passes with the caps raised; its whole-file form names the cap", "[diff]") {
+TEST_CASE("a diff fix to a module over 12 KB passes with the caps raised, its whole-file form names the cap", "[diff]") {
   BigModuleSeed s;
   REQUIRE(s.module().size() > 12000);
   TempDir state, work;
@@ -155,8 +148,8 @@ TEST_CASE("a diff that does not apply is refused naming the file and the hunk, b
 TEST_CASE("a git repository seed: an ignored 20,000-file directory and .git stay out of the sandbox", "[diff][seed]") {
   TempDir state, work;
   const std::string repo = work.path() + "/repo";
-  put(repo + "/calculator.py", slurp(seed_dir() + "/calculator.py"));
-  put(repo + "/test_calculator.py", slurp(seed_dir() + "/test_calculator.py"));
+  put(repo + "/calculator.py", read_file(seed_dir() + "/calculator.py"));
+  put(repo + "/test_calculator.py", read_file(seed_dir() + "/test_calculator.py"));
   put(repo + "/test_layout.py",
       "import os, unittest\n\n\nclass Layout(unittest.TestCase):\n"
       "    def test_no_ignored_build_and_no_git(self):\n"
@@ -180,7 +173,7 @@ TEST_CASE("a git repository seed: an ignored 20,000-file directory and .git stay
   CHECK(j["seed_source"]["files"] == 5);
   CHECK(j["test_output"].get<std::string>().find("test_no_ignored_build_and_no_git") != std::string::npos);
   // The same list is what the manifest (provenance) records.
-  const json manifest = json::parse(slurp(state.path() + "/lazyagent-oci/artifacts/" + j["run_id"].get<std::string>() +
+  const json manifest = json::parse(read_file(state.path() + "/lazyagent-oci/artifacts/" + j["run_id"].get<std::string>() +
                                           ".seed-manifest.json"));
   std::vector<std::string> paths;
   for (const auto& e : manifest) paths.push_back(e["path"]);
@@ -203,7 +196,7 @@ TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives th
   fs::copy(seed_dir(), copy, fs::copy_options::recursive);
   put(work.path() + "/out.diff", d.out);
   REQUIRE(sh("cd " + copy + " && git apply " + work.path() + "/out.diff 2>&1; echo $?") == "0\n");
-  CHECK(slurp(copy + "/calculator.py") == json::parse(fixing_patch())["files"][0]["content"].get<std::string>());
+  CHECK(read_file(copy + "/calculator.py") == json::parse(fixing_patch())["files"][0]["content"].get<std::string>());
   CliResult dj = run_cli({state.path()}, {"diff", id, "--json"});
   REQUIRE(dj.exit_code == 0);
   const json jj = json::parse(dj.out);
@@ -212,7 +205,7 @@ TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives th
   CHECK(jj["diff_stats"]["added"] == 1);
   // A stored diff edited after the run is refused, not printed.
   const std::string artifact = state.path() + "/lazyagent-oci/artifacts/" + id + ".diff";
-  put(artifact, slurp(artifact) + "+import os\n");
+  put(artifact, read_file(artifact) + "+import os\n");
   CliResult tampered = run_cli({state.path()}, {"diff", id});
   CHECK(tampered.exit_code == 1);
   CHECK(tampered.err.find("the stored diff hashes to") != std::string::npos);
@@ -242,17 +235,17 @@ TEST_CASE("apply: refuses a failed run and a changed tree, creates a branch and 
   CliResult no = run_cli({state.path()}, {"apply", failed_id, "--json"});
   CHECK(no.exit_code == 1);
   CHECK(no.err.find("did not pass") != std::string::npos);
-  CHECK(slurp(repo + "/calculator.py").find("return a - b") != std::string::npos);
+  CHECK(read_file(repo + "/calculator.py").find("return a - b") != std::string::npos);
 
   // The tree changed since the run: refused, naming the files.
-  const std::string original = slurp(repo + "/test_calculator.py");
+  const std::string original = read_file(repo + "/test_calculator.py");
   put(repo + "/test_calculator.py", original + "\n# edited\n");
   put(repo + "/extra.py", "x = 1\n");
   CliResult changed = run_cli({state.path()}, {"apply", id});
   CHECK(changed.exit_code == 1);
   CHECK(changed.err.find("changed: test_calculator.py") != std::string::npos);
   CHECK(changed.err.find("new: extra.py") != std::string::npos);
-  CHECK(slurp(repo + "/calculator.py").find("return a - b") != std::string::npos);
+  CHECK(read_file(repo + "/calculator.py").find("return a - b") != std::string::npos);
   put(repo + "/test_calculator.py", original);
   fs::remove(repo + "/extra.py");
 
@@ -262,7 +255,7 @@ TEST_CASE("apply: refuses a failed run and a changed tree, creates a branch and 
   const json a = json::parse(applied.out);
   CHECK(a["applied"] == json::array({"calculator.py"}));
   CHECK(a["branch"] == "lazyagent/fix-add");
-  CHECK(slurp(repo + "/calculator.py").find("return a + b") != std::string::npos);
+  CHECK(read_file(repo + "/calculator.py").find("return a + b") != std::string::npos);
   CHECK(sh("git -C " + repo + " rev-parse --abbrev-ref HEAD") == "lazyagent/fix-add\n");
   CHECK(sh("git -C " + repo + " rev-parse HEAD") == a["commit"].get<std::string>() + "\n");
   const std::string message = sh("git -C " + repo + " log -1 --format=%B");

@@ -36,13 +36,6 @@ const std::string kKey = "sk-lazyagent-it-real-project-0123456789";
 const std::string kBug = "            return self.slice[n - 1].value\n";
 const std::string kRight = "            return self.slice[n].value\n";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
 
 void git(const std::string& dir, const std::string& args) {
@@ -70,7 +63,7 @@ struct PlyRepo {
     git(repo, "init -q -b main");
     git(repo, "add -A");
     git(repo, "commit -q -m 'ply 3.11 (Debian source package ply)'");
-    std::string yacc = slurp(yacc_path());
+    std::string yacc = read_file(yacc_path());
     REQUIRE(yacc.size() > 12000);
     const auto at = yacc.find(kRight);
     REQUIRE(at != std::string::npos);
@@ -84,7 +77,7 @@ struct PlyRepo {
   std::string yacc_path() const { return repo + "/ply/yacc.py"; }
   // The fix as `git diff` writes it (the work tree is restored afterwards).
   std::string git_diff() const {
-    const std::string buggy = slurp(yacc_path());
+    const std::string buggy = read_file(yacc_path());
     std::string fixed = buggy;
     fixed.replace(fixed.find(kBug), kBug.size(), kRight);
     put(yacc_path(), fixed);
@@ -94,7 +87,7 @@ struct PlyRepo {
   }
   // The fix as `diff -u` writes it, from outside the tree.
   std::string plain_diff() const {
-    std::string fixed = slurp(yacc_path());
+    std::string fixed = read_file(yacc_path());
     fixed.replace(fixed.find(kBug), kBug.size(), kRight);
     fs::create_directories(dir.path() + "/fixed/ply");
     put(dir.path() + "/fixed/ply/yacc.py", fixed);
@@ -157,7 +150,7 @@ TEST_CASE("a real project: a one-line fix to PLY's 137 KB yacc.py proven as a un
     CHECK(json::parse(r.out)["patch_format"] == "diff");
   }
   SECTION("the whole file instead is refused, naming the cap to raise") {
-    std::string fixed = slurp(ply.yacc_path());
+    std::string fixed = read_file(ply.yacc_path());
     fixed.replace(fixed.find(kBug), kBug.size(), kRight);
     CliResult r = run_cli({state.path()}, {"test", "--config", config, "--patch",
                                            work.file("whole.json", patch_json("ply/yacc.py", fixed)), "--json"});
@@ -166,7 +159,7 @@ TEST_CASE("a real project: a one-line fix to PLY's 137 KB yacc.py proven as a un
   }
 }
 
-TEST_CASE("a real project: run, with the scripted provider replying with the diff; then diff and apply --branch",
+TEST_CASE("a real project: run, with the scripted provider replying with the diff, then diff and apply --branch",
           "[real-project]") {
   PlyRepo ply;
   PlannerImage planner;
@@ -225,7 +218,7 @@ TEST_CASE("a real project: run, with the scripted provider replying with the dif
   CliResult a = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/ply-yacc-fix", "--json"});
   INFO(a.out << a.err);
   REQUIRE(a.exit_code == 0);
-  CHECK(slurp(ply.yacc_path()).find(kRight) != std::string::npos);
+  CHECK(read_file(ply.yacc_path()).find(kRight) != std::string::npos);
   CHECK(sh("git -C " + ply.repo + " log -1 --format=%s") == "lazyagent-oci: apply run " + id + "\n");
   CHECK(sh("git -C " + ply.repo + " diff --stat main HEAD | tail -1") ==
         " 1 file changed, 1 insertion(+), 1 deletion(-)\n");

@@ -26,13 +26,6 @@ namespace {
 
 const std::string kKey = "sk-lazyagent-records-key-0123456789";
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 json parsed(const CliResult& r) {
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   json j = json::parse(r.out, nullptr, false);
@@ -49,7 +42,7 @@ std::string unique(const std::string& what) {
 // edit applied to its text.
 std::string config_file(const TempDir& dir, const std::string& name,
                         const std::vector<std::pair<std::string, std::string>>& edits = {}) {
-  std::string text = slurp(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
+  std::string text = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
   const auto seed_line = text.find("\nseed: ");
   REQUIRE(seed_line != std::string::npos);
   text.replace(seed_line + 1, text.find('\n', seed_line + 1) - seed_line - 1, "seed: " + seed_dir());
@@ -136,8 +129,8 @@ struct HangingTest {
     }
     return false;
   }
-  std::string out() const { return slurp(io.path() + "/stdout"); }
-  std::string err() const { return slurp(io.path() + "/stderr"); }
+  std::string out() const { return read_file(io.path() + "/stdout"); }
+  std::string err() const { return read_file(io.path() + "/stderr"); }
 };
 
 json eval_json(const CliEnv& env, const std::string& tasks, const std::string& out,
@@ -190,7 +183,7 @@ TEST_CASE("eval resume: a seed edit, a config edit and an image rebuild each run
   json first = eval_json(env, tasks, out);
   CHECK(first["passed"]["ids"] == json::array({"fix"}));
   CHECK(first["changed"] == json::object());
-  const json stored = json::parse(slurp(out + "/results/fix.json"));
+  const json stored = json::parse(read_file(out + "/results/fix.json"));
   for (const char* part : {"seed", "patch", "config", "image"}) CHECK(stored["eval"]["key"][part].get<std::string>().size() > 8);
 
   json same = eval_json(env, tasks, out);
@@ -208,11 +201,11 @@ TEST_CASE("eval resume: a seed edit, a config edit and an image rebuild each run
     CHECK(eval_json(env, tasks, out)["skipped"]["ids"] == json::array({"fix"}));
   }
   SECTION("the config changes: its test command, or a limit") {
-    std::ofstream(config) << slurp(config_file(work, "config2.yaml", {{"python3 -m unittest -v", "python3 -m unittest -v -b"}}));
+    std::ofstream(config) << read_file(config_file(work, "config2.yaml", {{"python3 -m unittest -v", "python3 -m unittest -v -b"}}));
     json again = eval_json(env, tasks, out);
     CHECK(ids(again, "config") == std::vector<std::string>{"fix"});
     CHECK(again["changed"].size() == 1);
-    std::ofstream(config) << slurp(config_file(work, "config3.yaml", {{"python3 -m unittest -v", "python3 -m unittest -v -b"},
+    std::ofstream(config) << read_file(config_file(work, "config3.yaml", {{"python3 -m unittest -v", "python3 -m unittest -v -b"},
                                                                       {"pids: 256", "pids: 200"}}));
     CHECK(ids(eval_json(env, tasks, out), "config") == std::vector<std::string>{"fix"});
     // --timeout is part of the policy too.
@@ -345,7 +338,7 @@ TEST_CASE("a provider error: run --json names run_id and planner_task_id, and ta
 
 // Item 5 ------------------------------------------------------------------------------------
 
-TEST_CASE("doctor checks every image the config names and says which config it read; run names images.planner",
+TEST_CASE("doctor checks every image the config names and says which config it read, run names images.planner",
           "[records][cli]") {
   TempDir state, dir;
   const std::string cfg = config_file(dir, "nope.yaml", {{"planner: localhost/lazyagent-planner:latest",
@@ -454,7 +447,7 @@ std::set<std::string> backticked(const std::string& text) {
 // README.md's "### Results": the fields its table lists (first column) and
 // the names in the paragraph on the error object.
 std::pair<std::set<std::string>, std::set<std::string>> readme_result_fields() {
-  const std::string readme = slurp(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");
+  const std::string readme = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");
   const auto start = readme.find("\n### Results\n");
   REQUIRE(start != std::string::npos);
   const auto error_par = readme.find("\nWhen a command fails before it has a result", start);
@@ -506,7 +499,7 @@ TEST_CASE("the README's --json field table names every field a result and an err
 
 // Item 8 ------------------------------------------------------------------------------------
 
-TEST_CASE("help names the config's defaults, not a fixed 120; a bare lazyagent-oci is a usage error", "[records][cli]") {
+TEST_CASE("help names the config's defaults, not a fixed 120, a bare lazyagent-oci is a usage error", "[records][cli]") {
   TempDir state;
   for (const char* cmd : {"test", "run", "eval", "export"}) {
     CliResult h = run_cli({state.path()}, {cmd, "--help"});
@@ -535,8 +528,8 @@ TEST_CASE("export compose: a re-export into the stack reuses its seed and config
   const std::string out = dir.path() + "/stack";
   CliResult first = run_cli({state.path()}, {"export", "compose", "--config", cfg, "--out", out, "--json"});
   REQUIRE(first.exit_code == 0);
-  CHECK(slurp(out + "/compose.yaml").find(names + "_KEY") != std::string::npos);
-  CHECK(slurp(out + "/README.txt").find("lazyagent-oci export compose --patch patch.json --out .") != std::string::npos);
+  CHECK(read_file(out + "/compose.yaml").find(names + "_KEY") != std::string::npos);
+  CHECK(read_file(out + "/README.txt").find("lazyagent-oci export compose --patch patch.json --out .") != std::string::npos);
 
   // The second step as docs/exports.md shows it: no --seed, no --config, and
   // a config elsewhere (the default one) that names other secrets.
@@ -550,7 +543,7 @@ TEST_CASE("export compose: a re-export into the stack reuses its seed and config
   const json j = parsed(again);
   CHECK(j["patched"] == true);
   CHECK_FALSE(j.contains("planner_secrets_changed"));
-  const std::string compose = slurp(out + "/compose.yaml");
+  const std::string compose = read_file(out + "/compose.yaml");
   CHECK(compose.find(names + "_KEY") != std::string::npos);
   CHECK(compose.find("CODING_AGENT_API_KEY") == std::string::npos);
 
@@ -600,7 +593,7 @@ TEST_CASE("test --no-baseline: the triage line says the baseline is off, not tha
 
 // Item 14 -----------------------------------------------------------------------------------
 
-TEST_CASE("demo.sh with an unreachable configured provider says so and how to fall back; --scripted falls back",
+TEST_CASE("demo.sh with an unreachable configured provider says so and how to fall back, --scripted falls back",
           "[records][demo]") {
   TempDir state, dir;
   const std::string names = "LAZYAGENT_IT_DEMO_" + std::to_string(getpid());
@@ -623,17 +616,17 @@ TEST_CASE("demo.sh with an unreachable configured provider says so and how to fa
   const std::string env = "XDG_STATE_HOME=" + state.path() + " LAZYAGENT_CONFIG=" + cfg + " ";
   const std::string out = dir.path() + "/out", err = dir.path() + "/err";
   const int status = std::system((env + demo + " --no-setup >" + out + " 2>" + err).c_str());
-  INFO(slurp(err));
+  INFO(read_file(err));
   CHECK(WEXITSTATUS(status) == 3);
-  CHECK(slurp(err).find("cannot connect to the provider at http://host.containers.internal:9/v1") != std::string::npos);
-  CHECK(slurp(err).find("==> the provider configured with `lazyagent-oci configure` is unreachable (see above).\n") !=
+  CHECK(read_file(err).find("cannot connect to the provider at http://host.containers.internal:9/v1") != std::string::npos);
+  CHECK(read_file(err).find("==> the provider configured with `lazyagent-oci configure` is unreachable (see above).\n") !=
         std::string::npos);
-  CHECK(slurp(err).find("==> to run the demo with the bundled scripted provider instead: scripts/demo.sh --scripted\n") !=
+  CHECK(read_file(err).find("==> to run the demo with the bundled scripted provider instead: scripts/demo.sh --scripted\n") !=
         std::string::npos);
 
   const int scripted = std::system((env + demo + " --no-setup --scripted --json >" + out + " 2>" + err).c_str());
-  INFO(slurp(err));
+  INFO(read_file(err));
   CHECK(WEXITSTATUS(scripted) == 0);
-  CHECK(json::parse(slurp(out))["tests_passed"] == true);
-  CHECK(slurp(err).find("==> using the bundled scripted provider (a stand-in, not a model): --scripted") != std::string::npos);
+  CHECK(json::parse(read_file(out))["tests_passed"] == true);
+  CHECK(read_file(err).find("==> using the bundled scripted provider (a stand-in, not a model): --scripted") != std::string::npos);
 }

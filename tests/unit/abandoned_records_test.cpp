@@ -58,7 +58,7 @@ TEST_CASE("an unfinished record has an active marker until a finished one replac
   for (const char* st : {"running", "planning", ""}) CHECK_FALSE(is_finished_status(st));
 }
 
-TEST_CASE("a record whose process is gone is closed as interrupted, with the reason; a live one is not touched") {
+TEST_CASE("a record whose process is gone is closed as interrupted, with the reason, a live one is not touched") {
   Tmp t;
   RunStore s(t.path);
   const std::string dead = "r-20260101-000000-dead00", live = "r-20260101-000000-live00";

@@ -19,7 +19,7 @@ TEST_CASE("base64: RFC 4648 test vectors both ways") {
   CHECK(base64_decode(base64_encode(all)) == all);
 }
 
-TEST_CASE("base64: line breaks and missing padding are read; anything else outside the alphabet is refused") {
+TEST_CASE("base64: line breaks and missing padding are read, anything else outside the alphabet is refused") {
   CHECK(base64_decode("Zm9v\nYmFy\r\n") == std::string("foobar"));
   CHECK(base64_decode("Zm9vYg") == std::string("foob"));
   CHECK(base64_decode("aHR0cDovL2hvc3Q=") == std::string("http://host"));

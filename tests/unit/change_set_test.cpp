@@ -121,7 +121,7 @@ TEST_CASE("diffs against the seed: create, delete, missing, existing, symlink, n
   CHECK(bad.changes.files.empty());
 }
 
-TEST_CASE("offsets and recounts are noted; modes follow the diff", "[change_set]") {
+TEST_CASE("offsets and recounts are noted, modes follow the diff", "[change_set]") {
   Seed s;
   const auto r = resolve(s, "--- a/calculator.py\n+++ b/calculator.py\n@@ -5,2 +5,9 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n");
   REQUIRE(r.ok());

@@ -122,7 +122,7 @@ TEST_CASE("invisible_char_in_content: zero width space, direction marks, separat
   CHECK(ls[0].message.find("U+2028 (LINE SEPARATOR)") != std::string::npos);
 }
 
-TEST_CASE("a leading BOM passes; a BOM anywhere else is refused", "[patch_contract][hidden_text]") {
+TEST_CASE("a leading BOM passes, a BOM anywhere else is refused", "[patch_contract][hidden_text]") {
   CHECK(content_findings("\xef\xbb\xbf" "def add(a, b):\n    return a + b\n").empty());
   const auto second = content_findings("\xef\xbb\xbf" "x = 1\n\xef\xbb\xbfy = 2\n");
   REQUIRE(code_lines(second) == std::vector<CodeLine>{{"invisible_char_in_content", 2}});

@@ -178,7 +178,7 @@ TEST_CASE("several hunks, and a hunk may not reuse lines an earlier hunk wrote",
   CHECK_FALSE(both(overlap, file));
 }
 
-TEST_CASE("create and delete: a new file from nothing; a deletion must empty the file", "[diff_apply]") {
+TEST_CASE("create and delete: a new file from nothing, a deletion must empty the file", "[diff_apply]") {
   const FileApplyResult created = apply_text("--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+a\n+b\n", "");
   REQUIRE(created.ok());
   CHECK(created.content == "a\nb\n");

@@ -66,7 +66,7 @@ TEST_CASE("hunks: 3 lines of context, near changes merged, far ones apart", "[di
   CHECK(apply_written({"f", FileOp::kModify, a, b}) == b);
 }
 
-TEST_CASE("round trips over generated edits; git apply takes every diff", "[diff_write]") {
+TEST_CASE("round trips over generated edits, git apply takes every diff", "[diff_write]") {
   std::mt19937 rng(20261203);
   const char* words[] = {"a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n", "x\r\n", "#\n"};
   for (int round = 0; round < 300; ++round) {

@@ -145,7 +145,7 @@ TEST_CASE("eval progress: the bar and the plain lines") {
   CHECK(progress_event_line(e, 4, 50) == "eval: [4/50] t\x1b[2J: skipped (failed in an earlier run)");
 }
 
-TEST_CASE("eval resume: only a result with a verdict under the same key is finished; a changed key says what changed") {
+TEST_CASE("eval resume: only a result with a verdict under the same key is finished, a changed key says what changed") {
   Tmp t;
   std::filesystem::create_directories(t.path + "/results");
   EvalTask task;

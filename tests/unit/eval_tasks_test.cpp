@@ -174,7 +174,7 @@ TEST_CASE("eval tasks: the task hash changes with any field, and config override
   CHECK(task_config(base, t).allow == base.allow);
 }
 
-TEST_CASE("a task's diff is its patch text; patch, diff and instruction exclude each other", "[eval_tasks]") {
+TEST_CASE("a task's diff is its patch text, patch, diff and instruction exclude each other", "[eval_tasks]") {
   const ParsedTasks p = parse_task_lines(
       "{\"id\":\"d\",\"diff\":\"--- a/calculator.py\\n+++ b/calculator.py\\n@@ -1 +1 @@\\n-a\\n+b\\n\"}\n"
       "{\"id\":\"both\",\"diff\":\"x\",\"instruction\":\"y\"}\n"

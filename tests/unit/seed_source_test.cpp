@@ -156,7 +156,7 @@ TEST_CASE("caps: more entries or bytes than configured is refused, naming the ke
                              "with seed.exclude");
 }
 
-TEST_CASE("the streaming snapshot hashes like the whole read; copies check every file", "[seed_source]") {
+TEST_CASE("the streaming snapshot hashes like the whole read, copies check every file", "[seed_source]") {
   Tmp t;
   const std::string s = t.path + "/s";
   put(s + "/calculator.py", "def add(a, b):\n    return a - b\n");
