@@ -100,7 +100,7 @@ TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key
   CHECK(t["model"] == "lazyagent-stub");
   CHECK(t["usage"]["prompt_tokens"] == 12);
   CliResult logs = run_cli({p.state.path()}, {"task", "logs", task});
-  CHECK(logs.out.find("planner: patch accepted: 1 file(s)") != std::string::npos);
+  CHECK(logs.out.find("planner: patch accepted (files): 1 file(s)") != std::string::npos);
 
   // The key never reaches the run store, the logs, the result or the CLI's output.
   CHECK(read_tree(p.state.path()).find(kKey) == std::string::npos);
