@@ -129,13 +129,19 @@ class ShellScanner:
         self.functions |= other.functions
         self.heredoc_bodies += other.heredoc_bodies
 
+    def skip_command_subst(self):
+        """At '$(' (not '$(('): skip the substitution and say so."""
+        if self.peek() == "$" and self.peek(1) == "(" and self.peek(2) != "(":
+            self.advance(2)
+            self.skip_balanced_subst()
+            return True
+        return False
+
     def skip_arith(self):
         depth = 2  # after '$((': until the matching '))'
         while self.i < len(self.s) and depth > 0:
             c = self.peek()
-            if c == "$" and self.peek(1) == "(" and self.peek(2) != "(":
-                self.advance(2)
-                self.skip_balanced_subst()
+            if self.skip_command_subst():
                 continue
             if c == "(":
                 depth += 1
@@ -156,9 +162,7 @@ class ShellScanner:
             if c == '"':
                 self.read_double_quoted()
                 continue
-            if c == "$" and self.peek(1) == "(" and self.peek(2) != "(":
-                self.advance(2)
-                self.skip_balanced_subst()
+            if self.skip_command_subst():
                 continue
             if c == "{":
                 depth += 1
