@@ -23,7 +23,7 @@ set(LAZYAGENT_FUZZ_FLAGS -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
 # A link error here means a target reached a new file: add it to the list.
 set(LAZYAGENT_FUZZ_LIB_SOURCES
   config patch_contract strict_json utf8 digest log_stream terminal_text verdict
-  provider_client interrupt planner_task path_glob unified_diff diff_contract diff_apply
+  provider_client http_transfer interrupt planner_task path_glob unified_diff diff_contract diff_apply
   diff_write patch_format change_set seed_snapshot seed_source git_process suspicious_code)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES APPEND .cpp)
