@@ -262,7 +262,12 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   PlannerRequest req = planner_request_from_config(*spec.config);
   req.name = "lazyagent-planner-" + spec.run_id;
   req.labels = owner_labels(current_owner(), "planner", spec.run_id);
-  auto tar = write_tar({{"task.json", task_to_json(*spec.task).dump(), 0644, false}});
+  std::vector<TarEntry> entries = {{"task.json", task_to_json(*spec.task).dump(), 0644, false}};
+  if (spec.task->loop.tools && spec.seed != nullptr) {  // the tools' read-only snapshot (planner_tools.h)
+    auto files = snapshot_upload(*spec.seed, kMaxSnapshotFileBytes, kMaxSnapshotBytes, nullptr);
+    entries.insert(entries.end(), std::make_move_iterator(files.begin()), std::make_move_iterator(files.end()));
+  }
+  auto tar = write_tar(entries);
   if (!tar) return tar.error();
   return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
 }
