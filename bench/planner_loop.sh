@@ -18,7 +18,7 @@ nfiles=${3:-300}
 bin=${LAZYAGENT_BIN:-$PWD/build/lazyagent-oci}
 work=$(mktemp -d /tmp/lazyagent-bench-loop-XXXXXX)
 stub_pid=
-cleanup() { [ -n "$stub_pid" ] && kill "$stub_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() { if [ -n "$stub_pid" ]; then kill "$stub_pid" 2>/dev/null; wait "$stub_pid" 2>/dev/null; fi; rm -rf "$work"; }
 trap cleanup EXIT
 
 python3 - "$work" "$turns" "$nfiles" <<'PY'
@@ -55,9 +55,16 @@ json.dump(task(True, "Fix add."), open(os.path.join(work, "loop.json"), "w"))
 PY
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin" provider-stub --script "$work/script.json" --listen "127.0.0.1:$port" >"$work/stub.log" 2>&1 &
-stub_pid=$!
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/v1/models" && break; sleep 0.1; done
+# The scripted replies are in order: each loop round gets a fresh stub (in
+# this shell, not in one()'s subshell, so that cleanup knows its pid).
+start_stub() {
+  if [ -n "$stub_pid" ]; then kill "$stub_pid" 2>/dev/null || true; wait "$stub_pid" 2>/dev/null || true; fi
+  "$bin" provider-stub --script "$work/script.json" --listen "127.0.0.1:$port" >"$work/stub.log" 2>&1 &
+  stub_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/v1/models" && return 0; sleep 0.1; done
+  echo "the scripted provider did not start" >&2; exit 1
+}
+start_stub
 mkdir -p "$work/secrets"
 printf 'http://127.0.0.1:%s/v1' "$port" >"$work/secrets/base_url"
 printf 'bench-model' >"$work/secrets/model"
@@ -71,13 +78,8 @@ one() {  # one MODE: prints wall ms of one plan; the patch must come out
     >"$work/$mode.out" 2>"$work/$mode.err" || { echo "plan ($mode) failed:" >&2; tail -5 "$work/$mode.err" >&2; exit 1; }
   t1=$(now_ms)
   grep -q '^+    return a + b' "$work/$mode.out" || { echo "plan ($mode) gave no patch" >&2; exit 1; }
-  if [ "$mode" = loop ]; then
-    grep -q "loop: $turns turn(s)" "$work/$mode.err" || { echo "the loop did not take $turns turns:" >&2; tail -5 "$work/$mode.err" >&2; exit 1; }
-    # The scripted replies are in order: restart the stub's sequence for the next round.
-    kill "$stub_pid"; wait "$stub_pid" 2>/dev/null || true
-    "$bin" provider-stub --script "$work/script.json" --listen "127.0.0.1:$port" >"$work/stub.log" 2>&1 &
-    stub_pid=$!
-    for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$port/v1/models" && break; sleep 0.1; done
+  if [ "$mode" = loop ] && ! grep -q "loop: $turns turn(s)" "$work/$mode.err"; then
+    echo "the loop did not take $turns turns:" >&2; tail -5 "$work/$mode.err" >&2; exit 1
   fi
   echo $((t1 - t0))
 }
@@ -85,9 +87,9 @@ one() {  # one MODE: prints wall ms of one plan; the patch must come out
 one_ms=() loop_ms=()
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then
-    one_ms+=("$(one oneshot)"); loop_ms+=("$(one loop)")
+    one_ms+=("$(one oneshot)"); loop_ms+=("$(one loop)"); start_stub
   else
-    loop_ms+=("$(one loop)"); one_ms+=("$(one oneshot)")
+    loop_ms+=("$(one loop)"); start_stub; one_ms+=("$(one oneshot)")
   fi
 done
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "config.h"
-#include "planner_task.h"
+#include "contract/planner_task.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "planner_loop.h"
-#include "provider_stub.h"
+#include "provider/planner_loop.h"
+#include "provider/provider_stub.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "planner_tools.h"
+#include "provider/planner_tools.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;
