@@ -287,6 +287,7 @@ bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_tool_choice(const std::string& s) { return s == "auto" || s == "required"; }
 bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
 }
@@ -436,6 +437,14 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"repair", r.nested({{"attempts", r.integer(&cfg.repair.attempts, 1, 20)},
                                  {"max_tokens", r.integer(&cfg.repair.max_tokens, 0, std::int64_t{1} << 40)},
                                  {"rerun", r.integer(&cfg.repair.rerun, 0, 10)}})},
+            {"planner", r.nested({{"context_bytes", r.integer(&cfg.planner.context_bytes, 1024, 64 << 20)},
+                                  {"tools", r.boolean(&cfg.planner.tools)},
+                                  {"max_turns", r.integer(&cfg.planner.max_turns, 1, 200)},
+                                  {"tool_result_bytes", r.integer(&cfg.planner.tool_result_bytes, 256, 1 << 20)},
+                                  {"loop_seconds", r.integer(&cfg.planner.loop_seconds, 1, 86400)},
+                                  {"tool_choice", r.string(&cfg.planner.tool_choice, is_tool_choice,
+                                                           "'auto' or 'required'")},
+                                  {"max_reply_tokens", r.integer(&cfg.planner.max_reply_tokens, 0, 1 << 20)}})},
             {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
                               {"secret", r.string(&cfg.k8s.secret)},
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},

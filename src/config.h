@@ -124,6 +124,17 @@ struct K8sConfig {
   std::string plain_http_provider_ip;
 };
 
+// The planner's context and tool loop (planner_task.h LoopSettings).
+struct PlannerConfig {
+  std::int64_t context_bytes = 256 * 1024;  // the task's files, in bytes
+  bool tools = false;                       // offer the read-only tools (planner_tools.h)
+  std::int64_t max_turns = 20;
+  std::int64_t tool_result_bytes = 16 * 1024;
+  std::int64_t loop_seconds = 300;
+  std::string tool_choice = "auto";  // auto | required
+  std::int64_t max_reply_tokens = 0;  // 0 = omit
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -139,6 +150,7 @@ struct Config {
   UserNamespaceConfig user_namespace;
   RepairConfig repair;
   K8sConfig k8s;
+  PlannerConfig planner;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`
