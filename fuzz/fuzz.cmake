@@ -22,7 +22,7 @@ set(LAZYAGENT_FUZZ_FLAGS -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
 # cost minutes of sanitizer builds on a small machine for code never reached).
 # A link error here means a target reached a new file: add it to the list.
 set(LAZYAGENT_FUZZ_LIB_SOURCES
-  config patch_contract strict_json utf8 digest log_stream terminal_text verdict
+  config patch_contract strict_json utf8 digest log_stream terminal_text verdict runner_report junit_report
   provider_client http_transfer interrupt planner_task path_glob unified_diff diff_contract diff_apply
   diff_write patch_format change_set seed_snapshot seed_source git_process suspicious_code)
 list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/)
@@ -33,7 +33,7 @@ target_compile_definitions(lazyagent_fuzz_core PUBLIC LAZYAGENT_VERSION="${PROJE
 target_compile_options(lazyagent_fuzz_core PRIVATE
   -fsanitize=fuzzer-no-link,${LAZYAGENT_FUZZ_SANITIZERS} ${LAZYAGENT_FUZZ_FLAGS})
 target_link_libraries(lazyagent_fuzz_core PUBLIC CURL::libcurl nlohmann_json::nlohmann_json
-  yaml-cpp OpenSSL::Crypto pthread)
+  yaml-cpp OpenSSL::Crypto pugixml::static pthread)
 
 add_custom_target(fuzzers)
 file(GLOB FUZZ_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/*_fuzzer.cpp)

@@ -72,6 +72,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev catch2 python3
+  # JUnit XML test reports (src/junit_report.h), linked statically
+  libpugixml-dev
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   # container engine. runc is named explicitly: podman depends on

@@ -6,8 +6,23 @@
 // working directory looks exactly like that (ARCHITECTURE section 5). So
 // `tests_passed` requires exit status 0 AND a test runner's closing report,
 // found at the end of the output, saying that at least one test ran and none
-// failed. Recognised reports: Python unittest ("Ran N tests" ... "OK"),
-// pytest ("N passed in Xs"), and the plain line "N passed, M failed".
+// failed. Recognised reports (runner_report.cpp; real outputs of each in
+// tests/fixtures/runner-output/):
+//   unittest  "Ran N tests in Xs" then "OK" / "FAILED (failures=F, errors=E)"
+//   pytest    "=== 3 passed, 1 skipped in 0.12s ===" (default, -v, -rA,
+//             --tb=no) and the bare "3 passed, 1 skipped in 0.12s" of -q.
+//             -qq prints no summary at all: no report (use -q, or JUnit).
+//   plain     "N passed, M failed"
+//   ctest     "100% tests passed, 0 tests failed out of 19"
+//   cargo     every "running N tests" ... "test result: ok. P passed; F failed;
+//             I ignored; ..." block of the output, summed; a block without its
+//             result line (a test binary that exited early) voids the report
+//   go        `go test` package lines ("ok  pkg 0.004s", "FAIL pkg ...",
+//             summed; counted in packages, or in top-level tests with -v's
+//             "--- PASS: TestX" lines), and `go test -json` events
+//   node      `node --test`'s closing counts, TAP ("# tests 3" "# pass 2" ...)
+//             or spec ("ℹ tests 3" ...)
+// Colour codes (SGR escapes) are ignored when matching.
 //
 // This judges honest runners. Code that runs inside the test process can print
 // a forged report; what a passing test proves is bounded by the test itself.
@@ -16,18 +31,28 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace lazyagent {
 
 struct RunnerReport {
   bool found = false;
-  std::string runner;  // "unittest", "pytest", "plain"
-  long tests_run = 0;
+  std::string runner;  // "unittest", "pytest", "plain", "ctest", "cargo", "go", "go-json", "node"
+  long tests_run = 0;  // tests that ran: passed + failed (skipped ones did not run)
   long failed = 0;     // failures + errors
+  long passed = 0;
+  long skipped = 0;    // skipped, ignored, todo (when the runner counts them)
+  std::string unit = "tests";  // "packages" for plain `go test`, which counts no tests
   bool success = false;
 };
 
 // Finds the last runner report in the output.
 RunnerReport find_runner_report(std::string_view output);
+
+// {"runner","unit","tests_run","passed","failed","skipped"}, or null when none
+// was found; and back (lenient: a bad document gives found=false).
+nlohmann::json runner_report_to_json(const RunnerReport& r);
+RunnerReport runner_report_from_json(const nlohmann::json& j);
 
 struct Verdict {
   bool passed = false;
@@ -43,5 +68,9 @@ struct RunOutcome {
 };
 
 Verdict judge(const RunOutcome& outcome, std::string_view output);
+
+// The same rules over a report from elsewhere (a JUnit file, junit_report.h);
+// `missing` says why there is none when !report.found ("" = not found).
+Verdict judge_report(const RunOutcome& outcome, const RunnerReport& report, const std::string& missing = "");
 
 }  // namespace lazyagent
