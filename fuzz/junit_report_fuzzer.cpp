@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "fuzz_checks.h"
-#include "junit_report.h"
+#include "contract/junit_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

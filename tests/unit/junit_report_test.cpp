@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "junit_report.h"
+#include "contract/junit_report.h"
 
 using namespace lazyagent;
 

@@ -10,8 +10,8 @@
 #include <map>
 #include <sstream>
 
-#include "test_report.h"
-#include "verdict.h"
+#include "contract/test_report.h"
+#include "contract/verdict.h"
 
 using namespace lazyagent;
 
