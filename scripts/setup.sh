@@ -75,6 +75,8 @@ PACKAGES=(
   libcpp-httplib-dev catch2 python3
   # RE2 for the planner's search tool (linked statically)
   libre2-dev
+  # JUnit XML test reports (src/contract/junit_report.h), linked statically
+  libpugixml-dev
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   # container engine. runc is named explicitly: podman depends on

@@ -15,6 +15,7 @@
 //   limits.*_tmpfs_mib     1..16384
 //   limits.log_bytes       4096..64 MiB
 //   timeouts.test_seconds  1..86400
+//   report                 junit:PATH, PATH relative, no "..": the JUnit XML evidence
 //   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
 //   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
@@ -29,6 +30,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -300,6 +302,28 @@ bool is_image_reference(const std::string& s) {
   return true;
 }
 constexpr const char* kImage = "an image reference without spaces or control characters";
+constexpr const char* kReport =
+    "junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..')";
+
+bool is_report_spec(const std::string& s) {
+  if (s.rfind("junit:", 0) != 0) return false;
+  const std::string path = s.substr(6);
+  if (path.empty() || path.size() > 255 || path[0] == '/' || path.back() == '/') return false;
+  for (const char c : path) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._-+/").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    const std::string part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
 
 // `seed` relative to the config file's directory (or the working directory).
 std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
@@ -384,6 +408,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"seed", r.seed(&seed, &cfg.seed_options)},
             {"allow", r.allow_list(&cfg.allow)},
             {"test_command", r.string(&cfg.test_command)},
+            {"report", r.string(&cfg.report, is_report_spec, kReport)},
             {"images",
              r.nested({{"sandbox", r.string(&cfg.images.sandbox, is_image_reference, kImage)},
                        {"planner", r.string(&cfg.images.planner, is_image_reference, kImage)}})},
