@@ -63,6 +63,7 @@ json result_to_json(const TestResult& r) {
       {"seed_sha256", r.seed_sha256},
       {"patch_sha256", r.patch_sha256},
   };
+  if (!r.environment.is_null()) j["environment"] = r.environment;
   if (!r.patch_format.empty()) j["patch_format"] = r.patch_format;
   if (r.change.is_object()) {
     j["diff_stats"] = r.change["diff_stats"];

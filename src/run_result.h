@@ -59,6 +59,7 @@ struct TestResult {
   std::string reason;            // why not passed
   std::string image;
   std::string image_digest;
+  nlohmann::json environment;   // environment.h: key, image, digest, built, build_ms (null: none)
   nlohmann::json policy;
   std::vector<StepTiming> timings;
   std::vector<Finding> findings; // contract findings when refused
