@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "fuzz_checks.h"
-#include "path_glob.h"
+#include "util/path_glob.h"
 
 namespace {
 

@@ -20,13 +20,39 @@ set(LAZYAGENT_FUZZ_FLAGS -fno-omit-frame-pointer -fno-sanitize-recover=all -g)
 
 # The library sources the targets reach, instrumented (the whole library would
 # cost minutes of sanitizer builds on a small machine for code never reached).
-# A link error here means a target reached a new file: add it to the list.
-set(LAZYAGENT_FUZZ_LIB_SOURCES
-  config patch_contract strict_json utf8 digest log_stream terminal_text verdict
-  provider_client http_transfer interrupt planner_task path_glob unified_diff diff_contract diff_apply
-  diff_write patch_format change_set seed_snapshot seed_source git_process suspicious_code)
-list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/src/)
-list(TRANSFORM LAZYAGENT_FUZZ_LIB_SOURCES APPEND .cpp)
+# Found, not listed: from the targets' own #include "..." lines, every src/
+# header whose .cpp exists is compiled, and that .cpp's includes are followed
+# in turn. A hand-kept list went stale once (a file started calling a new one:
+# CI's link failed), so there is none.
+file(GLOB FUZZ_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/*_fuzzer.cpp)
+file(GLOB _fuzz_headers ${CMAKE_SOURCE_DIR}/fuzz/*.h)
+set(_fuzz_todo ${FUZZ_SOURCES} ${_fuzz_headers})
+set(_fuzz_seen "")
+set(LAZYAGENT_FUZZ_LIB_SOURCES "")
+while(_fuzz_todo)
+  list(POP_FRONT _fuzz_todo _file)
+  if(_file IN_LIST _fuzz_seen)
+    continue()
+  endif()
+  list(APPEND _fuzz_seen ${_file})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_file})
+  file(STRINGS ${_file} _includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[^\"]+\"")
+  foreach(_line ${_includes})
+    string(REGEX REPLACE "^[^\"]*\"([^\"]+)\".*$" "\\1" _name "${_line}")
+    set(_header ${CMAKE_SOURCE_DIR}/src/${_name})
+    if(NOT EXISTS ${_header})
+      continue()  # a header of fuzz/ itself, or a system one
+    endif()
+    list(APPEND _fuzz_todo ${_header})
+    string(REGEX REPLACE "\\.h$" ".cpp" _source ${_header})
+    if(EXISTS ${_source} AND NOT _source IN_LIST LAZYAGENT_FUZZ_LIB_SOURCES)
+      list(APPEND LAZYAGENT_FUZZ_LIB_SOURCES ${_source})
+      list(APPEND _fuzz_todo ${_source})
+    endif()
+  endforeach()
+endwhile()
+list(LENGTH LAZYAGENT_FUZZ_LIB_SOURCES _count)
+message(STATUS "fuzz: ${_count} library sources reached from the targets' includes")
 add_library(lazyagent_fuzz_core STATIC ${LAZYAGENT_FUZZ_LIB_SOURCES})
 target_include_directories(lazyagent_fuzz_core PUBLIC ${CMAKE_SOURCE_DIR}/src)
 target_compile_definitions(lazyagent_fuzz_core PUBLIC LAZYAGENT_VERSION="${PROJECT_VERSION}")
@@ -36,7 +62,6 @@ target_link_libraries(lazyagent_fuzz_core PUBLIC CURL::libcurl nlohmann_json::nl
   yaml-cpp OpenSSL::Crypto pthread)
 
 add_custom_target(fuzzers)
-file(GLOB FUZZ_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/fuzz/*_fuzzer.cpp)
 foreach(source ${FUZZ_SOURCES})
   get_filename_component(target ${source} NAME_WE)   # patch_contract_fuzzer
   string(REGEX REPLACE "_fuzzer$" "" name ${target})  # patch_contract

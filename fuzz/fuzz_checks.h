@@ -13,13 +13,13 @@
 #include <string>
 #include <string_view>
 
-#include "change_set.h"
-#include "diff_apply.h"
-#include "diff_contract.h"
-#include "diff_write.h"
-#include "patch_contract.h"
-#include "patch_format.h"
-#include "utf8.h"
+#include "contract/change_set.h"
+#include "contract/diff_apply.h"
+#include "contract/diff_contract.h"
+#include "contract/diff_write.h"
+#include "contract/patch_contract.h"
+#include "contract/patch_format.h"
+#include "util/utf8.h"
 
 #define FUZZ_CHECK(cond, what)                                                         \
   do {                                                                                 \

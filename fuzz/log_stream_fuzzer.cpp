@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "fuzz_checks.h"
-#include "log_stream.h"
-#include "terminal_text.h"
+#include "engine/podman/log_stream.h"
+#include "util/terminal_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;

@@ -1,5 +1,5 @@
-// Fuzz target: the provider reply parser (src/provider_client.cpp) and the
-// patch extraction that follows it in the planner (src/planner_task.cpp).
+// Fuzz target: the provider reply parser (src/provider/provider_client.cpp) and the
+// patch extraction that follows it in the planner (src/contract/planner_task.cpp).
 //
 // Input: a chat completion response body, as an OpenAI-compatible server (or
 // anything pretending to be one) sends it. The path is the planner's:
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "fuzz_checks.h"
-#include "planner_task.h"
-#include "provider_client.h"
+#include "contract/planner_task.h"
+#include "provider/provider_client.h"
 
 namespace {
 

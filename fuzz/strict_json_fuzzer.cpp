@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_checks.h"
-#include "strict_json.h"
+#include "util/strict_json.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "fuzz_checks.h"
-#include "terminal_text.h"
+#include "util/terminal_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "fuzz_checks.h"
-#include "verdict.h"
+#include "contract/verdict.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;

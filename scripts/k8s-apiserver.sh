@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real Kubernetes API server (v1.20.2) on loopback, to validate the manifests
-# of the Kubernetes export (src/export_k8s.h) with server-side dry-run
+# of the Kubernetes export (src/export/export_k8s.h) with server-side dry-run
 # (`kubectl apply --dry-run=server`): the server runs its own validation,
 # defaulting and admission on them, which a schema check alone does not.
 #

@@ -40,8 +40,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "patch_contract.h"
-#include "path_glob.h"
+#include "contract/patch_contract.h"
+#include "util/path_glob.h"
 
 #ifndef LAZYAGENT_DATADIR
 #define LAZYAGENT_DATADIR "/usr/local/share/lazyagent-oci"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "patch_contract.h"
-#include "result.h"
+#include "contract/patch_contract.h"
+#include "util/result.h"
 
 namespace lazyagent {
 

@@ -18,9 +18,9 @@
 #include <fstream>
 
 #include "config.h"
-#include "export_k8s.h"
+#include "export/export_k8s.h"
 #include "harness.h"
-#include "verdict.h"
+#include "contract/verdict.h"
 
 using nlohmann::json;
 using namespace it;

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "harness.h"
-#include "provider_stub.h"
+#include "provider/provider_stub.h"
 
 using nlohmann::json;
 using namespace it;

@@ -19,9 +19,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "digest.h"
-#include "patch_contract.h"
-#include "seed_snapshot.h"
+#include "util/digest.h"
+#include "contract/patch_contract.h"
+#include "contract/seed_snapshot.h"
 
 namespace fs = std::filesystem;
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "provider_stub.h"
+#include "provider/provider_stub.h"
 
 namespace it {
 

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "harness.h"
-#include "patch_contract.h"
+#include "contract/patch_contract.h"
 
 using nlohmann::json;
 using namespace it;

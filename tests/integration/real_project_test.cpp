@@ -24,7 +24,7 @@
 #include <sstream>
 
 #include "harness.h"
-#include "provider_stub.h"
+#include "provider/provider_stub.h"
 
 using nlohmann::json;
 using namespace it;

@@ -24,13 +24,13 @@
 #include <thread>
 
 #include "harness.h"
-#include "k8s_client.h"
-#include "kubeconfig.h"
-#include "ownership.h"
-#include "provenance.h"
-#include "provider_stub.h"
-#include "run_store.h"
-#include "sandbox_policy.h"
+#include "engine/k8s/k8s_client.h"
+#include "engine/k8s/kubeconfig.h"
+#include "pipeline/ownership.h"
+#include "pipeline/provenance.h"
+#include "provider/provider_stub.h"
+#include "pipeline/run_store.h"
+#include "policy/sandbox_policy.h"
 
 using nlohmann::json;
 using namespace it;

@@ -4,7 +4,7 @@
 // does not reap, and each verdict must still be right.
 //
 // The exact steps are hit with the CLI's test-only pause point
-// (src/test_pause.h): the CLI stops at "after:<step>", writes a marker, and
+// (src/pipeline/test_pause.h): the CLI stops at "after:<step>", writes a marker, and
 // sleeps until this test kills it. The podman restart uses a private service
 // on its own socket, started and stopped by pid here; the shared service on
 // /run/podman/podman.sock is never touched.
@@ -26,7 +26,7 @@
 #include <thread>
 
 #include "attack_common.h"
-#include "run_store.h"
+#include "pipeline/run_store.h"
 
 using nlohmann::json;
 using namespace it;

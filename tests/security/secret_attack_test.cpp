@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "attack_common.h"
-#include "provider_stub.h"
+#include "provider/provider_stub.h"
 
 using nlohmann::json;
 using namespace it;

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ownership.h"
-#include "provenance.h"
-#include "reaper.h"
-#include "run_store.h"
+#include "pipeline/ownership.h"
+#include "pipeline/provenance.h"
+#include "pipeline/reaper.h"
+#include "pipeline/run_store.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

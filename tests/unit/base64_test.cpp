@@ -2,7 +2,7 @@
 // and what the decoder tolerates (line breaks, missing padding) or refuses.
 #include <catch2/catch.hpp>
 
-#include "base64.h"
+#include "util/base64.h"
 
 using namespace lazyagent;
 

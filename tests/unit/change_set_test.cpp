@@ -2,14 +2,14 @@
 // of change set (files, hashes, stats, one canonical diff); the diff-only
 // refusals against the seed (missing_file, file_exists, a symlink in the
 // seed, a hunk that does not apply); the format told from the content.
-#include "change_set.h"
+#include "contract/change_set.h"
 
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
 
-#include "digest.h"
+#include "util/digest.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

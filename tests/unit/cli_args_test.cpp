@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "cli_args.h"
+#include "cli/cli_args.h"
 
 using namespace lazyagent;
 

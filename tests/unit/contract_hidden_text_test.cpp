@@ -2,7 +2,7 @@
 // CVE-2021-42574). Each code point family is refused with the file, the line
 // and the column; a leading BOM, joiners inside non-ASCII text and every
 // legit non-ASCII identifier, string and comment pass.
-#include "patch_contract.h"
+#include "contract/patch_contract.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "utf8.h"
+#include "util/utf8.h"
 
 using namespace lazyagent;
 

@@ -2,7 +2,7 @@
 // must agree on whether the diff applies and on the result (the one known
 // difference, a hunk with no context at all, is tested as such). Plus the
 // findings' codes and messages, which name the file and the hunk.
-#include "diff_apply.h"
+#include "contract/diff_apply.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The diff contract: every refusal reason a diff can meet before it is
 // applied, the caps with the key to raise, and the content rules on the
 // lines a diff adds.
-#include "diff_contract.h"
+#include "contract/diff_contract.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // The diff writer: exact output for the common cases, and round trips (write
 // the diff of old -> new, read it, apply it to old: get new) over generated
 // edits, every one also accepted by `git apply`.
-#include "diff_write.h"
+#include "contract/diff_write.h"
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "diff_apply.h"
+#include "contract/diff_apply.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

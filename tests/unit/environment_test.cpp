@@ -2,7 +2,8 @@
 // seed, the cache key, the set-up container's request and the message of a
 // failed step. The build itself runs against real podman in
 // tests/integration/environment_test.cpp.
-#include "environment.h"
+#include "engine/podman/environment.h"
+#include "pipeline/run_result.h"
 
 #include <catch2/catch.hpp>
 

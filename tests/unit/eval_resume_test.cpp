@@ -3,7 +3,7 @@
 // seed's path, as opposed to its content) does not.
 #include <catch2/catch.hpp>
 
-#include "eval_resume.h"
+#include "eval/eval_resume.h"
 
 using namespace lazyagent;
 

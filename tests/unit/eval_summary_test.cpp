@@ -3,10 +3,10 @@
 
 #include <fstream>
 
-#include "eval_attempts.h"
-#include "eval_progress.h"
-#include "eval_runner.h"
-#include "eval_summary.h"
+#include "eval/eval_attempts.h"
+#include "eval/eval_progress.h"
+#include "eval/eval_runner.h"
+#include "eval/eval_summary.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

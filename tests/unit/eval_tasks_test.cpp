@@ -3,9 +3,9 @@
 
 #include <fstream>
 
-#include "eval_runner.h"
-#include "eval_tasks.h"
-#include "patch_contract.h"
+#include "eval/eval_runner.h"
+#include "eval/eval_tasks.h"
+#include "contract/patch_contract.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

@@ -4,8 +4,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "export_compose.h"
-#include "planner_task.h"
+#include "export/export_compose.h"
+#include "contract/planner_task.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "export_k8s.h"
-#include "export_k8s_configmap.h"
-#include "planner_task.h"
-#include "yaml_text.h"
+#include "export/export_k8s.h"
+#include "export/export_k8s_configmap.h"
+#include "contract/planner_task.h"
+#include "util/yaml_text.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "export_oci.h"
-#include "oci_seccomp.h"
+#include "export/export_oci.h"
+#include "policy/oci_seccomp.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "export_writer.h"
+#include "export/export_writer.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

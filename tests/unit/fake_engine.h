@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine.h"
-#include "interrupt.h"
+#include "engine/engine.h"
+#include "cli/interrupt.h"
 
 namespace fake {
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "isolation_probe.h"
+#include "policy/isolation_probe.h"
 
 using namespace lazyagent;
 

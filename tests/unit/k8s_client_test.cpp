@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "interrupt.h"
-#include "k8s_client.h"
-#include "k8s_engine.h"
-#include "kubeconfig.h"
+#include "cli/interrupt.h"
+#include "engine/k8s/k8s_client.h"
+#include "engine/k8s/k8s_engine.h"
+#include "engine/k8s/kubeconfig.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

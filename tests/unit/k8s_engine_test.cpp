@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s_engine.h"
-#include "ownership.h"
-#include "sandbox_policy.h"
+#include "engine/k8s/k8s_engine.h"
+#include "pipeline/ownership.h"
+#include "policy/sandbox_policy.h"
 
 using namespace lazyagent;
 using nlohmann::json;

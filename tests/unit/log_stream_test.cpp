@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "log_stream.h"
+#include "engine/podman/log_stream.h"
 
 using namespace lazyagent;
 

@@ -1,7 +1,7 @@
 // Patch contract: every reason code, the order of findings, exact messages
 // where users read them, and the hostile inputs (lone surrogates, overlongs,
 // control bytes, deep nesting) that must never escape as anything but a finding.
-#include "patch_contract.h"
+#include "contract/patch_contract.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // seed.exclude globs: names at any depth, anchored paths, directories only,
 // '**', classes, and the patterns config refuses.
-#include "path_glob.h"
+#include "util/path_glob.h"
 
 #include <catch2/catch.hpp>
 

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent_run.h"
+#include "pipeline/agent_run.h"
 #include "fake_engine.h"
-#include "interrupt.h"
-#include "run_store.h"
-#include "sandbox_run.h"
-#include "triage_run.h"
+#include "cli/interrupt.h"
+#include "pipeline/run_store.h"
+#include "pipeline/sandbox_run.h"
+#include "pipeline/triage_run.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "config.h"
-#include "planner_task.h"
-#include "provider_client.h"
+#include "contract/planner_task.h"
+#include "provider/provider_client.h"
 
 using namespace lazyagent;
 

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
-#include "patch_contract.h"
-#include "planner_task.h"
-#include "provider_client.h"
+#include "contract/patch_contract.h"
+#include "contract/planner_task.h"
+#include "provider/provider_client.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "podman_client.h"
+#include "engine/podman/podman_client.h"
 
 using namespace lazyagent;
 

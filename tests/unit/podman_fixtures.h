@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "policy_verifier.h"
-#include "sandbox_policy.h"
+#include "policy/policy_verifier.h"
+#include "policy/sandbox_policy.h"
 
 namespace fixtures {
 

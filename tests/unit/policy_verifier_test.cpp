@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "podman_fixtures.h"
-#include "policy_verifier.h"
+#include "policy/policy_verifier.h"
 
 using namespace lazyagent;
 using nlohmann::json;

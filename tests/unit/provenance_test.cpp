@@ -6,9 +6,9 @@
 
 #include <fstream>
 
-#include "digest.h"
-#include "patch_contract.h"
-#include "provenance.h"
+#include "util/digest.h"
+#include "contract/patch_contract.h"
+#include "pipeline/provenance.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

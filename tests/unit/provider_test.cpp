@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "interrupt.h"
-#include "provider_client.h"
-#include "provider_stub.h"
+#include "cli/interrupt.h"
+#include "provider/provider_client.h"
+#include "provider/provider_stub.h"
 
 using namespace lazyagent;
 using nlohmann::json;

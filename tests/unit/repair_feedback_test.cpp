@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "planner_task.h"
-#include "provider_client.h"
-#include "provider_stub.h"
-#include "triage_run.h"
+#include "contract/planner_task.h"
+#include "provider/provider_client.h"
+#include "provider/provider_stub.h"
+#include "pipeline/triage_run.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 // The pure part of `apply`: what differs between a proven seed manifest and
 // a tree's, named per file.
-#include "run_apply.h"
+#include "pipeline/run_apply.h"
 
 #include <catch2/catch.hpp>
 

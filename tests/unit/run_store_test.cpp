@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ownership.h"
-#include "run_store.h"
-#include "sandbox_policy.h"
-#include "seed_snapshot.h"
+#include "pipeline/ownership.h"
+#include "pipeline/run_store.h"
+#include "policy/sandbox_policy.h"
+#include "contract/seed_snapshot.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

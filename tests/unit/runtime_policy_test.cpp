@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "config.h"
-#include "runtime_engine.h"
-#include "runtime_policy.h"
+#include "engine/podman/runtime_engine.h"
+#include "policy/runtime_policy.h"
 
 using namespace lazyagent;
 using Strings = std::vector<std::string>;

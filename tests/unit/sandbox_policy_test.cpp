@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "sandbox_policy.h"
+#include "policy/sandbox_policy.h"
 
 using namespace lazyagent;
 using nlohmann::json;

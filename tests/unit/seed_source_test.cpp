@@ -2,7 +2,7 @@
 // out (ignored files, .git, seed.exclude, submodules, nested repositories),
 // the caps, and the streaming snapshot and copy (hashes equal to the old
 // whole-read snapshot's; a file changed after the snapshot is refused).
-#include "seed_source.h"
+#include "contract/seed_source.h"
 
 #include <catch2/catch.hpp>
 
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "seed_snapshot.h"
+#include "contract/seed_snapshot.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

@@ -1,7 +1,7 @@
 // Strict JSON reader: the grammar it accepts, the exact message for each way
 // input can be malformed, the nesting limit, and the byte transparency the patch
 // contract relies on (invalid UTF-8 and lone surrogates come through, not refused).
-#include "strict_json.h"
+#include "util/strict_json.h"
 
 #include <catch2/catch.hpp>
 

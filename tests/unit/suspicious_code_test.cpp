@@ -1,6 +1,6 @@
 // Suspicious patched code (suspicious_code.h): the forgery family is flagged
 // (and refused with patch.suspicious: refuse), honest code is not.
-#include "suspicious_code.h"
+#include "contract/suspicious_code.h"
 
 #include <catch2/catch.hpp>
 

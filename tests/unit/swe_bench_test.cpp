@@ -1,6 +1,6 @@
 // SWE-bench predictions with a seed map become diff tasks; every problem is
 // named with its line.
-#include "swe_bench.h"
+#include "eval/swe_bench.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "terminal_text.h"
+#include "util/terminal_text.h"
 
 using namespace lazyagent;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "test_report.h"
+#include "contract/test_report.h"
 
 using namespace lazyagent;
 

@@ -1,7 +1,7 @@
 // The unified diff reader: git and plain sections, names, hunks (counted and
 // recounted), no-newline markers, binary/rename/copy/mode headers, and what
 // is malformed, each with its line number.
-#include "unified_diff.h"
+#include "contract/unified_diff.h"
 
 #include <catch2/catch.hpp>
 

@@ -7,11 +7,11 @@
 #include <set>
 
 #include "config.h"
-#include "export_oci.h"
-#include "oci_seccomp.h"
+#include "export/export_oci.h"
+#include "policy/oci_seccomp.h"
 #include "podman_fixtures.h"
-#include "policy_verifier.h"
-#include "sandbox_policy.h"
+#include "policy/policy_verifier.h"
+#include "policy/sandbox_policy.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "verdict.h"
+#include "contract/verdict.h"
 
 using namespace lazyagent;
 

@@ -4,7 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "yaml_text.h"
+#include "util/yaml_text.h"
 
 using namespace lazyagent;
 using nlohmann::ordered_json;

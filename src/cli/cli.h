@@ -1,0 +1,156 @@
+// The command-line interface: one table of subcommands, each with its own
+// options struct and parser (STYLE.md principle 10). Only this layer turns an
+// Error into an exit code, and only main() returns it.
+//
+// Exit codes (documented in README.md):
+//   0 tests passed (or the command succeeded)   1 tests failed
+//   2 usage or config error                     3 planner/provider error
+//   4 patch refused                             5 engine (podman) error
+//   128+N interrupted by signal N (130 for SIGINT, 143 for SIGTERM)
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "util/result.h"
+#include "pipeline/run_store.h"
+
+namespace lazyagent {
+
+inline constexpr int kExitPassed = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitPlanner = 3;
+inline constexpr int kExitRefused = 4;
+inline constexpr int kExitEngine = 5;
+
+// The --config option's help, the same for every command.
+inline constexpr const char* kConfigOptionHelp =
+    "config file (default: $LAZYAGENT_CONFIG, else ./config/lazyagent.yaml, else the installed "
+    "share/lazyagent-oci/config/lazyagent.yaml)";
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+int run_cli(int argc, char** argv);
+
+// Shared by subcommands ------------------------------------------------------
+
+int exit_code_for(const Error& e);
+// Prints "lazyagent-oci: <message>" (escaped) to stderr, or the JSON error
+// object to stdout when json is set; returns the exit code. The JSON object
+// carries the error's ids (run_id, planner_task_id, sandbox_id). An
+// interruption (SIGINT/SIGTERM) is said as what the user needs to know:
+// "interrupted by SIGINT; <removed_what>", after checking with podman that no
+// container of this process is left (else it names them); the low-level
+// message goes to the JSON's `detail`.
+int report_error(const Error& e, bool json,
+                 const std::string& removed_what = "every container it started was removed");
+
+Result<Config> load_config_or_default(const std::string& path);
+// The config file load_config_or_default reads for this --config value: the
+// value itself, else the default search (config.h); "" when none was found
+// (the built-in defaults apply).
+std::string chosen_config_path(const std::string& path);
+
+class ArgParser;
+
+// --config FILE, --seed DIR, --allow PATH..., --test-command CMD: the project
+// a command works on (test, run, export), over the config's values.
+struct ProjectOptions {
+  std::string config;
+  std::string seed;
+  std::vector<std::string> allow;
+  std::string test_command;
+};
+void add_project_options(ArgParser& parser, ProjectOptions* options);
+// The config (--config, else the default one) with the flags applied; a
+// usage error "COMMAND: no seed: ..." when neither names a seed.
+Result<Config> project_config(const ProjectOptions& options, const std::string& command);
+Result<std::string> podman_socket_from_env();
+// The podman service for the sandbox's runtime (runtime_engine.h).
+Result<std::string> podman_socket_for_runtime(const Config& config);
+// --runtime and --accept-weaker-policy of `test` and `run`, applied to the
+// config; a usage error for an unknown runtime or an unacceptable policy.
+Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Config* config);
+RunStore default_run_store();
+// The --patch FILE of test and export ("-" reads stdin), at most 1 MiB.
+Result<std::string> read_patch_file(const std::string& path);
+
+class ArgParser;
+// Parses a command's arguments. Returns an exit code when the command should
+// stop here (after printing --help: 0; after a usage error: 2), else nullopt.
+std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::string>& args);
+
+// "==> step" lines on stderr.
+void progress_line(const std::string& text);
+
+struct TestResult;
+// Prints a test/run result (JSON or human) and returns its exit code;
+// `removed_what` as for report_error.
+int finish_result(const Result<TestResult>& result, bool json,
+                  const std::string& removed_what = "the sandbox was removed");
+
+// --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):
+// which engine (engine.h) runs the sandboxes and planners of test, run, eval
+// and reap. Everything else about those commands is the same on both.
+struct BackendOptions {
+  std::string backend = "podman";
+  std::string ns;          // k8s: default the config's k8s.namespace
+  std::string kubeconfig;  // k8s: default $KUBECONFIG, the pod's service account, ~/.kube/config
+  std::string podman_wait_interval;  // podman: how often wait polls ("" = the client's default)
+};
+void add_backend_options(ArgParser& parser, BackendOptions* options);
+// A backend name and flags that go together (usage errors); engine_factory checks this too.
+Status check_backend_options(const BackendOptions& options);
+class Engine;
+using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+// Checks the options and resolves the connection once; each call of the
+// factory then makes an engine with its own connection. Podman: sandboxes on
+// the service of config.engine.runtime, planners on the runc service.
+// Kubernetes: the config's k8s settings, --namespace over k8s.namespace; a
+// config asking for runsc is refused (the pod's runtime is k8s.runtime_class).
+Result<EngineFactory> engine_factory(const BackendOptions& options, const Config& config, const RunStore& store);
+
+// Command entry points (one file each).
+int cmd_test(const std::vector<std::string>& args);
+int cmd_sandboxes(const std::vector<std::string>& args);
+int cmd_reap(const std::vector<std::string>& args);
+int cmd_doctor(const std::vector<std::string>& args);
+int cmd_run(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+int cmd_configure(const std::vector<std::string>& args);
+int cmd_secret(const std::vector<std::string>& args);
+int cmd_task(const std::vector<std::string>& args);
+int cmd_provider_stub(const std::vector<std::string>& args);
+int cmd_export(const std::vector<std::string>& args);
+int cmd_verify(const std::vector<std::string>& args);
+int cmd_eval(const std::vector<std::string>& args);
+int cmd_diff(const std::vector<std::string>& args);
+int cmd_apply(const std::vector<std::string>& args);
+int cmd_seed(const std::vector<std::string>& args);
+int cmd_env(const std::vector<std::string>& args);
+
+// The config's environment (environment.h), built on first use with its
+// progress on stderr, then reused: sets config->images.sandbox to it. A
+// failed set-up step is an engine error (infra_error) with the step's log.
+// No-op without an `environment:` section; refused on another backend.
+Status use_environment(Config* config, const BackendOptions& backend, bool rebuild = false);
+
+// `configure --backend k8s` (cmd_k8s.cpp): one Kubernetes Secret instead of
+// podman secrets. k8s_backend_args: when `args` ask for `--backend k8s`, the
+// args without it; nullopt otherwise.
+std::optional<std::vector<std::string>> k8s_backend_args(const std::vector<std::string>& args);
+int cmd_configure_k8s(const std::vector<std::string>& args);
+
+}  // namespace lazyagent

@@ -1,0 +1,189 @@
+// `lazyagent-oci doctor`: is this host ready, and if not, what to do.
+//
+// Each check names what it looked at, its finding, and the fix. The host
+// quirks are the ones measured on Debian 12 / podman 4.3.1 (ARCHITECTURE
+// section 5): hybrid cgroups need runc, a missing CAP_SYS_RESOURCE needs
+// explicit nofile limits, images must be built locally.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "engine/podman/podman_client.h"
+#include "policy/sandbox_policy.h"
+#include "engine/podman/runtime_engine.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+struct Check {
+  std::string name;
+  std::string status;  // ok | warn | fail
+  std::string detail;
+  std::string fix;
+};
+
+bool cgroup_hybrid() {
+  struct stat st {};
+  std::ifstream mounts("/proc/self/mounts");
+  std::string line;
+  bool v1 = false, unified = false;
+  while (std::getline(mounts, line)) {
+    if (line.find(" /sys/fs/cgroup/unified cgroup2 ") != std::string::npos) unified = true;
+    if (line.find(" cgroup ") != std::string::npos && line.find("/sys/fs/cgroup/") != std::string::npos) v1 = true;
+  }
+  (void)st;
+  return v1 && unified;
+}
+
+bool has_cap_sys_resource() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      const unsigned long long caps = std::stoull(line.substr(7), nullptr, 16);
+      return (caps >> 24) & 1ULL;  // CAP_SYS_RESOURCE = 24
+    }
+  }
+  return false;
+}
+
+std::vector<Check> run_checks(const Config& config, const std::string& config_path) {
+  std::vector<Check> checks;
+  // Which config the other checks judge (the images it names, the user
+  // namespace): the file found, or none and the built-in defaults.
+  if (config_path.empty()) {
+    checks.push_back({"config", "warn",
+                      "no config file found (--config, $LAZYAGENT_CONFIG, ./config/lazyagent.yaml, the installed "
+                      "share/lazyagent-oci/config/lazyagent.yaml): using the built-in defaults, which name no seed",
+                      "pass --config FILE, set LAZYAGENT_CONFIG, or run from the repository's directory"});
+  } else {
+    checks.push_back({"config", "ok", "read " + config_path, ""});
+  }
+  auto socket = podman_socket_from_env();
+  if (!socket) {
+    checks.push_back({"socket", "fail", socket.error().message, "set CONTAINER_HOST=unix:///path/to/podman.sock"});
+    return checks;
+  }
+  PodmanClient podman(*socket);
+  auto version = podman.ping();
+  if (!version) {
+    checks.push_back({"socket", "fail", version.error().message,
+                      "run scripts/setup.sh, or: podman --runtime runc system service --time=0 unix://" + *socket + " &"});
+    return checks;
+  }
+  checks.push_back({"socket", "ok", *socket, ""});
+  checks.push_back({"api", "ok", "libpod API " + *version, ""});
+
+  auto info = podman.info();
+  std::string runtime = info ? info->value("/host/ociRuntime/name"_json_pointer, std::string()) : "";
+  const bool hybrid = cgroup_hybrid();
+  // The main service runs the planner and runc sandboxes; runsc sandboxes
+  // have their own service (runtime_engine.h), checked below.
+  if (runtime == "runc") {
+    checks.push_back({"runtime", "ok", "podman's service uses " + runtime, ""});
+  } else {
+    checks.push_back({"runtime", hybrid && runtime == "crun" ? "fail" : "warn",
+                      "podman's service uses '" + runtime + "', not runc",
+                      "restart the service with `podman --runtime runc system service ...` or set [engine] runtime "
+                      "in containers.conf (the create request cannot choose it)"});
+  }
+  {
+    Config gvisor = config;
+    gvisor.engine.runtime = "runsc";
+    auto sock = podman_socket_for_runtime(gvisor);
+    Status st = sock ? ok_status() : Status(sock.error());
+    if (sock) {
+      PodmanClient runsc(*sock);
+      st = check_engine_runtime(runsc, "runsc");
+    }
+    const bool needed = config.engine.runtime == "runsc";
+    checks.push_back({"runsc", st ? "ok" : needed ? "fail" : "warn",
+                      st ? "gVisor service on " + *sock + " (memory/pids/cpu limits not enforced there)"
+                         : st.error().message,
+                      st ? "" : "needed only for --runtime runsc: run scripts/setup.sh"});
+  }
+  checks.push_back({"cgroups", hybrid ? "warn" : "ok",
+                    hybrid ? "cgroups v1+v2 hybrid: crun refuses it, runc works" : "not hybrid",
+                    hybrid ? "keep runc as the runtime (scripts/setup.sh configures it)" : ""});
+  checks.push_back({"rlimits", has_cap_sys_resource() ? "ok" : "warn",
+                    has_cap_sys_resource() ? "CAP_SYS_RESOURCE present"
+                                           : "no CAP_SYS_RESOURCE: podman's default nofile=1048576 makes starts fail",
+                    has_cap_sys_resource() ? "" : "lazyagent-oci sets nofile/nproc itself; for plain `podman run`, "
+                                                  "scripts/setup.sh adds default_ulimits to containers.conf"});
+  // Every image the config names: `test` needs the sandbox's, `run` both.
+  for (const auto& [key, image] : {std::pair<std::string, std::string>{"images.sandbox", config.images.sandbox},
+                                   std::pair<std::string, std::string>{"images.planner", config.images.planner}}) {
+    auto img = podman.image_inspect(image, key);
+    checks.push_back({"image " + image, img ? "ok" : "fail",
+                      img ? key + ": " + img->value("Id", "").substr(0, 19) : img.error().message,
+                      img ? "" : "run scripts/build-images.sh (no registry is needed), or set " + key +
+                                     " in the config to an image that exists"});
+  }
+  {
+    auto text = [](const char* path) {
+      std::ifstream f(path);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      return ss.str();
+    };
+    const auto& u = config.user_namespace;
+    const auto hits = userns_collisions({u.host_id, u.size}, text("/etc/passwd"), text("/etc/group"),
+                                        text("/etc/subuid"), text("/etc/subgid"));
+    std::string detail = "sandbox ids map to host " + std::to_string(u.host_id) + ".." +
+                         std::to_string(u.host_id + u.size - 1);
+    for (const auto& h : hits) detail += "; overlaps " + h;
+    checks.push_back({"user namespace", hits.empty() ? "ok" : "fail", detail,
+                      hits.empty() ? "" : "choose another user_namespace.host_id in the config"});
+  }
+  const RunStore store = default_run_store();
+  auto st = store.ensure();
+  checks.push_back({"state", st ? "ok" : "fail", st ? store.dir() : st.error().message,
+                    st ? "" : "set XDG_STATE_HOME to a writable directory"});
+  return checks;
+}
+
+}  // namespace
+
+int cmd_doctor(const std::vector<std::string>& args) {
+  bool as_json = false;
+  std::string config_path;
+  ArgParser p("doctor", "[--config FILE] [--json]",
+              "Checks podman's socket and API version, the OCI runtime, every image the config names\n"
+              "(images.sandbox, images.planner), the run store and this host's known quirks; prints\n"
+              "the fix for each problem, and which config file it read. Exit 0 when nothing failed,\n"
+              "5 otherwise.");
+  p.option("--config", &config_path, "FILE", kConfigOptionHelp);
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  auto config = load_config_or_default(config_path);
+  if (!config) return report_error(config.error(), as_json);
+  const auto checks = run_checks(*config, chosen_config_path(config_path));
+  bool failed = false;
+  json rows = json::array();
+  for (const auto& c : checks) {
+    failed = failed || c.status == "fail";
+    rows.push_back({{"check", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
+  }
+  if (as_json) {
+    std::cout << json{{"ok", !failed}, {"config", chosen_config_path(config_path)}, {"checks", rows}}.dump(2)
+              << std::endl;
+  } else {
+    for (const auto& c : checks) {
+      std::cout << (c.status == "ok" ? "[ ok ] " : c.status == "warn" ? "[warn] " : "[FAIL] ") << c.name
+                << ": " << escape_for_terminal(c.detail) << "\n";
+      if (!c.fix.empty()) std::cout << "       fix: " << escape_for_terminal(c.fix) << "\n";
+    }
+  }
+  return failed ? kExitEngine : 0;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,268 @@
+// `lazyagent-oci eval TASKS.jsonl`: many tasks, concurrently, resumable.
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "eval/eval_progress.h"
+#include "engine/engine.h"
+#include "eval/eval_runner.h"
+#include "eval/eval_summary.h"
+#include "eval/eval_tasks.h"
+#include "cli/interrupt.h"
+#include "engine/k8s/k8s_engine.h"
+#include "pipeline/run_store.h"
+#include "eval/swe_bench.h"
+#include "contract/seed_snapshot.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+namespace {
+
+struct EvalCliOptions {
+  std::string tasks;
+  std::string predictions, seed_map;
+  std::string out;
+  long jobs = 2;
+  long prepare = -1;
+  long rerun = 0;
+  long timeout = 0;
+  std::string config;
+  bool json = false;
+  bool no_baseline = false;
+  BackendOptions backend;
+};
+
+std::string dir_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// tasks.jsonl -> tasks.eval (next to the task file)
+std::string default_out(const std::string& tasks) {
+  std::string base = tasks;
+  const auto slash = base.rfind('/');
+  const auto dot = base.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1)) base.resize(dot);
+  return base + ".eval";
+}
+
+Result<ParsedTasks> load_tasks(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return usage_error("eval: cannot open the task file " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  ParsedTasks parsed = parse_task_lines(ss.str());
+  resolve_task_files(&parsed, dir_of(path));  // adds unreadable patch files to the errors
+  return parsed;
+}
+
+std::string slurp_file(const std::string& path, bool* ok) {
+  std::ifstream f(path, std::ios::binary);
+  *ok = static_cast<bool>(f);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Result<ParsedTasks> load_predictions(const std::string& predictions, const std::string& seed_map) {
+  bool ok = false;
+  const std::string p = slurp_file(predictions, &ok);
+  if (!ok) return usage_error("eval: cannot open the predictions file " + predictions);
+  const std::string m = slurp_file(seed_map, &ok);
+  if (!ok) return usage_error("eval: cannot open the seed map " + seed_map);
+  return parse_swe_bench_predictions(p, m, dir_of(seed_map));
+}
+
+int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool json) {
+  std::string message = "eval: " + path + ": " + std::to_string(parsed.errors.size()) +
+                        " problem(s); nothing was run:";
+  for (const auto& e : parsed.errors) message += "\n  " + describe_task_error(e);
+  if (json) {
+    nlohmann::json lines = nlohmann::json::array();
+    for (const auto& e : parsed.errors) lines.push_back({{"line", e.line}, {"code", e.code}, {"message", e.message}});
+    std::cout << nlohmann::json{{"error", to_valid_utf8(message)}, {"error_kind", "usage"},
+                                {"exit_code", kExitUsage}, {"line_errors", lines}}
+                     .dump(2)
+              << std::endl;
+  }
+  std::cerr << "lazyagent-oci: " << escape_for_terminal(message) << "\n";
+  return kExitUsage;
+}
+
+}  // namespace
+
+int cmd_eval(const std::vector<std::string>& args) {
+  EvalCliOptions opt;
+  ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
+              "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
+              "            [--kubeconfig FILE] [--config FILE] [--json]",
+              "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
+              "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
+              "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
+              "{seed, test_command, allow, image}), through the same pipeline as `test` (or\n"
+              "`run`, for an instruction), N at a time through one podman service. Writes one result\n"
+              "file per task (the JSON of `test --json`) under DIR/results and DIR/summary.json.\n"
+              "Rerunning with the same --out skips the tasks already finished. A task file with any\n"
+              "bad line is refused whole, every bad line named. Exit: 0 every task has a verdict,\n"
+              "5 some infrastructure error, 2 bad task file, 130/143 interrupted.\n"
+              "--backend k8s runs each task as Jobs on a Kubernetes cluster (as `run --backend k8s`), N at\n"
+              "a time, with the same result files and summary; patch tasks need no provider Secret there.");
+  p.positional("TASKS.jsonl", &opt.tasks, false, "the task file");
+  p.option("--predictions", &opt.predictions, "FILE", "a SWE-bench predictions file (JSON Lines or a JSON array)");
+  p.option("--seed-map", &opt.seed_map, "FILE", "with --predictions: JSON object, instance id -> seed");
+  p.integer("--jobs", &opt.jobs, "N", "sandboxes running their tests at once (default 2)", 1, 64);
+  p.integer("--prepare", &opt.prepare, "M",
+            "sandboxes created and verified (or removed) while N run their tests (default N on podman, 0 on k8s; "
+            "0 = no overlap)", 0, 64);
+  p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
+  p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
+  p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
+  p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
+  add_backend_options(p, &opt.backend);
+  p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
+  p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  if (opt.tasks.empty() == opt.predictions.empty()) {
+    return report_error(usage_error("eval: give a task file or --predictions FILE (with --seed-map), one of them"), opt.json);
+  }
+  if (opt.predictions.empty() != opt.seed_map.empty()) {
+    return report_error(usage_error("eval: --predictions and --seed-map go together"), opt.json);
+  }
+  if (auto st = check_backend_options(opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
+
+  auto config = load_config_or_default(opt.config);
+  if (!config) return report_error(config.error(), opt.json);
+  if (opt.backend.backend == "podman" && config->engine.runtime != "runc") {
+    // One podman service runs every task; gVisor's is another (runtime_engine.h).
+    return report_error(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
+                                    "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
+                                    "for gVisor, or set engine.runtime: runc)"),
+                        opt.json);
+  }
+  auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
+  if (!parsed) return report_error(parsed.error(), opt.json);
+  // Every seed is read before anything runs (once per path; the resume keys
+  // need its hash anyway): a seed that is missing, unreadable or refused by
+  // the snapshot (a special file) is the user's input, refused with the task
+  // file, never an infrastructure failure to retry. A task without its own
+  // seed uses the config's (its problem is reported as line 0).
+  std::map<std::string, std::string> seed_hashes;
+  std::map<std::string, std::string> seed_problems;
+  std::size_t on_config_seed = 0;
+  auto read_seed = [&](const std::string& path) -> const std::string* {
+    if (seed_hashes.count(path)) return nullptr;
+    if (auto p = seed_problems.find(path); p != seed_problems.end()) return &p->second;
+    if (auto st = check_seed_dir(path); !st) {
+      return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(st.error().message)));
+    }
+    auto snap = snapshot_seed_source(path, config->seed_options);  // as the runs will read it
+    if (snap) {
+      seed_hashes[path] = snap->sha256;
+      return nullptr;
+    }
+    return &(seed_problems[path] = escape_for_terminal(to_valid_utf8(snap.error().message)));
+  };
+  std::set<std::string> reported;  // check_seed_dir's line errors (resolve_task_files) already name these
+  for (const auto& e : parsed->errors) {
+    if (e.code == task_reason::kUnreadableSeed) reported.insert(std::to_string(e.line));
+  }
+  for (const auto& t : parsed->tasks) {
+    if (t.seed.empty()) {
+      if (config->seed.empty()) {
+        parsed->errors.push_back({t.line, task_reason::kUnreadableSeed,
+                                  "task " + t.id + " has no seed and the config names none"});
+      }
+      ++on_config_seed;
+      continue;
+    }
+    if (reported.count(std::to_string(t.line))) continue;
+    if (const std::string* problem = read_seed(t.seed)) {
+      parsed->errors.push_back({t.line, task_reason::kUnreadableSeed, *problem});
+    }
+  }
+  if (on_config_seed > 0 && !config->seed.empty()) {
+    if (const std::string* problem = read_seed(config->seed)) {
+      parsed->errors.insert(parsed->errors.begin(),
+                            {0, task_reason::kUnreadableSeed,
+                             *problem + " (the config's seed, used by " + std::to_string(on_config_seed) +
+                                 " task(s) without their own)"});
+    }
+  }
+  std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
+                   [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
+  if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
+  // The config's environment (relative to the config's seed), built once for every task.
+  if (auto st = use_environment(&*config, opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
+
+  const RunStore store = default_run_store();
+  // Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
+  // waiting sandbox cost the podman service ~5% of a core in polling; 20 ms
+  // costs a quarter of that, for ~8 ms more latency on a run of hundreds.
+  opt.backend.podman_wait_interval = "20ms";
+  auto factory = engine_factory(opt.backend, *config, store);
+  if (!factory) return report_error(factory.error().context("eval"), opt.json);
+  const bool k8s = opt.backend.backend == "k8s";
+
+  EvalOptions eo;
+  eo.config = *config;
+  eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
+  eo.jobs = static_cast<int>(opt.jobs);
+  // The cluster schedules the pods: by default no extra threads prepare ahead there.
+  eo.prepare = static_cast<int>(opt.prepare >= 0 ? opt.prepare : k8s ? 0 : opt.jobs);
+  eo.attempts.reruns = static_cast<int>(opt.rerun);
+  eo.baseline = !opt.no_baseline;
+  eo.out_dir = opt.out.empty() ? default_out(opt.tasks.empty() ? opt.predictions : opt.tasks) : opt.out;
+  eo.seed_sha256 = std::move(seed_hashes);
+  eo.backend = opt.backend.backend;
+  if (k8s) {
+    const K8sRunSettings ks = k8s_settings_from_config(*config);
+    eo.k8s_namespace = opt.backend.ns.empty() ? ks.ns : opt.backend.ns;
+    eo.k8s_runtime_class = ks.runtime_class;
+  }
+  eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };
+
+  progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
+                " job(s), " + (k8s ? "Kubernetes namespace " + (opt.backend.ns.empty() ? config->k8s.ns : opt.backend.ns) + ", "
+                                  : std::string()) +
+                "results in " + eo.out_dir);
+  EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
+  progress.start();
+  auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) { progress.on_event(e); });
+  progress.finish();
+  if (!report) return report_error(report.error(), opt.json);
+
+  std::vector<std::string> ids;
+  for (const auto& t : parsed->tasks) ids.push_back(t.id);
+  EvalSummary summary = summarize(ids, report->rows);
+  summary.interrupted = report->interrupted;
+  summary.jobs = eo.jobs;
+  summary.wall_ms = report->wall_ms;
+  nlohmann::json j = summary_to_json(summary);
+  j["out"] = eo.out_dir;
+  if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
+    return report_error(st.error().context("writing the summary"), opt.json);
+  }
+  if (opt.json) {
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << summary_table(summary) << "results: " << eo.out_dir << "/results/<task-id>.json, summary: "
+              << eo.out_dir << "/summary.json\n";
+  }
+  if (summary.interrupted) {
+    std::cerr << "lazyagent-oci: eval interrupted by signal " << interrupted_signal() << "; "
+              << summary.not_run.size() << " task(s) not run; rerun with the same --out to finish\n";
+    return 128 + interrupted_signal();
+  }
+  return eval_exit_code(summary);
+}
+
+}  // namespace lazyagent

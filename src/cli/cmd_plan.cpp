@@ -1,0 +1,158 @@
+// `lazyagent-oci plan`: the planner, run inside the planner container.
+//
+// Contract with the orchestrator (planner_run.cpp):
+//   in:   the task (--task, uploaded to /task/task.json) and the three secret
+//         files (--secrets-dir, /run/secrets/{base_url,model,api_key})
+//   out:  stdout carries only the patch JSON, nothing else;
+//         stderr is the task log, one line per event, never the key; its last
+//         line is "planner-summary: {json}" (model, usage, attempts, timings,
+//         error or findings)
+//   exit: 0 patch written, 3 provider error, 4 reply refused, 2 bad task/secrets
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "contract/patch_contract.h"
+#include "contract/patch_format.h"
+#include "policy/planner_policy.h"
+#include "contract/planner_task.h"
+#include "provider/provider_client.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+Result<std::string> read_small_file(const std::string& path, std::size_t max) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return usage_error("cannot read " + path);
+  std::string data(max + 1, '\0');
+  f.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<std::size_t>(f.gcount()));
+  if (data.size() > max) return usage_error(path + " is larger than " + std::to_string(max) + " bytes");
+  return data;
+}
+
+std::string trim_newlines(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+struct PlanLog {
+  std::string key;  // redacted from every line
+  json summary = json::object();
+  void line(const std::string& text) const {
+    std::cerr << "planner: " << escape_for_terminal(redact(text, key)) << std::endl;
+  }
+  int finish(int code) {
+    summary["exit_code"] = code;
+    std::cerr << "planner-summary: " << redact(summary.dump(-1, ' ', false, json::error_handler_t::replace), key)
+              << std::endl;
+    return code;
+  }
+};
+
+json findings_json(const std::vector<Finding>& findings) { return findings_to_json(findings); }
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& args) {
+  std::string task_path = kTaskFile;
+  std::string secrets_dir = kSecretsDir;
+  ArgParser p("plan", "[--task FILE] [--secrets-dir DIR]",
+              "Runs inside the planner container: asks the provider for one patch for the task and\n"
+              "prints it on stdout. The provider's base URL, model and API key are read from files in\n"
+              "the secrets directory (base_url, model, api_key). You normally do not run this yourself.");
+  p.option("--task", &task_path, "FILE", "the task JSON (default /task/task.json)");
+  p.option("--secrets-dir", &secrets_dir, "DIR", "where the secret files are (default /run/secrets)");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  PlanLog log;
+  ProviderSettings settings;
+  for (auto [name, out] : {std::pair{kSecretBaseUrl, &settings.base_url},
+                           std::pair{kSecretModel, &settings.model},
+                           std::pair{kSecretApiKey, &settings.api_key}}) {
+    auto value = read_small_file(secrets_dir + "/" + name, 64 * 1024);
+    if (!value || trim_newlines(*value).empty()) {
+      log.line(std::string("secret ") + name + " is missing or empty in " + secrets_dir +
+               "; run `lazyagent-oci configure`");
+      return log.finish(kExitUsage);
+    }
+    *out = trim_newlines(*value);
+  }
+  log.key = settings.api_key;
+  if (auto st = validate_base_url(settings.base_url); !st) {
+    log.line(st.error().message);
+    return log.finish(kExitUsage);
+  }
+  auto task_text = read_small_file(task_path, 4 << 20);
+  if (!task_text) {
+    log.line(task_text.error().message);
+    return log.finish(kExitUsage);
+  }
+  auto task = task_from_json(*task_text);
+  if (!task) {
+    log.line(task.error().message);
+    return log.finish(kExitUsage);
+  }
+  settings.connect_timeout_ms = task->connect_timeout_ms;
+  settings.total_timeout_ms = task->timeout_ms;
+  settings.max_retries = task->max_retries;
+  log.summary["task_id"] = task->task_id;
+  log.summary["model"] = settings.model;
+  log.line("task " + task->task_id + ": " + std::to_string(task->files.size()) + " files, model " + settings.model);
+
+  int attempts = 0;
+  auto reply = chat_completion(settings, build_chat_request(*task), [&](const std::string& l) { log.line(l); },
+                               &attempts);
+  log.summary["attempts"] = attempts;  // on a failure too: `task show` counts them
+  if (!reply) {
+    log.summary["error"] = redact(reply.error().message, settings.api_key);
+    log.line("error: " + reply.error().message);
+    return log.finish(reply.error().kind == ErrorKind::kInterrupted ? 130 : kExitPlanner);
+  }
+  log.summary["usage"] = {{"prompt_tokens", reply->usage.prompt_tokens},
+                          {"completion_tokens", reply->usage.completion_tokens},
+                          {"total_tokens", reply->usage.total_tokens}};
+  log.summary["attempts"] = reply->attempts;
+  log.summary["provider_ms"] = reply->elapsed_ms;
+  log.summary["response_format"] = response_format_name(reply->response_format);
+  if (!reply->format_refusals.empty()) log.summary["response_format_refusals"] = reply->format_refusals;
+  log.summary["finish_reason"] = reply->finish_reason;
+  log.summary["provider_model"] = reply->model;
+  log.line("reply: " + std::to_string(reply->content.size()) + " bytes, " +
+           std::to_string(reply->usage.total_tokens) + " tokens");
+
+  auto patch_text = extract_patch_json(reply->content);
+  if (!patch_text) {
+    std::string why = patch_text.error().message;
+    if (reply->finish_reason == "length") why += " (the reply was cut at the token limit: finish_reason length)";
+    log.summary["findings"] = findings_json({{"no_patch", "", why}});
+    log.line(why);
+    return log.finish(kExitRefused);
+  }
+  PatchCheck checked = check_patch_text(*patch_text, task->contract);
+  auto leaks = secret_findings(checked, {settings.api_key});
+  checked.findings.insert(checked.findings.end(), leaks.begin(), leaks.end());
+  log.summary["patch_format"] = patch_format_name(checked.format);
+  if (!checked.ok()) {
+    log.summary["findings"] = findings_json(checked.findings);
+    log.line("the model's patch is refused: " + std::to_string(checked.findings.size()) + " finding(s)");
+    return log.finish(kExitRefused);
+  }
+  // stdout carries the patch alone: canonical JSON, or the diff as it came.
+  std::cout << checked.stored;
+  if (checked.format == PatchFormat::kFiles) std::cout << "\n";
+  std::cout << std::flush;
+  log.summary["patch_sha256"] = checked.sha256;
+  log.line("patch accepted (" + std::string(patch_format_name(checked.format)) + "): " +
+           std::to_string(checked.format == PatchFormat::kFiles ? checked.files.files.size()
+                                                                 : checked.diff.files.size()) +
+           " file(s)");
+  return log.finish(0);
+}
+
+}  // namespace lazyagent

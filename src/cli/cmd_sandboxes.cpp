@@ -1,0 +1,158 @@
+// `lazyagent-oci sandboxes [N]` and `lazyagent-oci reap`.
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include <algorithm>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "engine/podman/podman_client.h"
+#include "engine/engine.h"
+#include "pipeline/reaper.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+int cmd_sandboxes(const std::vector<std::string>& args) {
+  std::string count = "20";
+  bool as_json = false;
+  ArgParser p("sandboxes", "[N] [--json]",
+              "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
+              "whether each container still exists in podman (it should not: they are removed).");
+  p.positional("N", &count, false, "how many runs to show");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  long n = 0;
+  try {
+    n = std::stol(count);
+  } catch (...) {
+    n = -1;
+  }
+  if (n < 1 || n > 100000) return report_error(usage_error("sandboxes: N must be a positive integer, got '" + count + "'"), as_json);
+
+  const RunStore store = default_run_store();
+  std::vector<std::string> problems;
+  auto records = store.recent(static_cast<std::size_t>(n), &problems);
+
+  std::unique_ptr<PodmanClient> podman;
+  std::string engine_note;
+  if (auto socket = podman_socket_from_env(); socket) {
+    podman = std::make_unique<PodmanClient>(*socket);
+    if (auto v = podman->ping(); !v) {
+      engine_note = v.error().message;
+      podman.reset();
+    }
+  } else {
+    engine_note = socket.error().message;
+  }
+
+  json rows = json::array();
+  for (const auto& r : records) {
+    const std::string status = r.value("status", "");
+    // Why not passed: the verdict's reason, else the error that ended the
+    // run (error, interrupted, planner_error records hold it there).
+    std::string reason = r.value("reason", "");
+    if (reason.empty()) reason = r.value("error", "");
+    // An unfinished record whose process is gone was killed: say so until
+    // `reap` (or the next start) closes it.
+    bool owner_gone = false;
+    if (!is_finished_status(status)) {
+      owner_gone = !run_owner_alive(r);
+      if (owner_gone) reason = "its process is gone (killed or crashed): `lazyagent-oci reap` closes it as interrupted";
+    }
+    const std::string id = r.value("sandbox_id", "");
+    json exists = nullptr;  // unknown
+    if (podman && !id.empty()) {
+      if (auto e = podman->exists(id); e) exists = *e;
+    } else if (id.empty()) {
+      exists = false;
+    }
+    rows.push_back({{"run_id", r.value("run_id", "")},
+                    {"kind", r.value("kind", "")},
+                    {"status", status},
+                    {"sandbox_id", id},
+                    {"exists", exists},
+                    {"tests_passed", r.value("tests_passed", false)},
+                    {"test_exit_code", r.value("test_exit_code", -1)},
+                    {"reason", reason},
+                    {"owner_alive", is_finished_status(status) ? json(nullptr) : json(!owner_gone)},
+                    {"updated_at", r.value("updated_at", 0L)}});
+  }
+  if (as_json) {
+    json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"problems", problems}};
+    if (!engine_note.empty()) out["engine"] = engine_note;
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+    return 0;
+  }
+  // Columns as wide as their widest value (planner_error, interrupted).
+  std::size_t status_w = 6;
+  for (const auto& row : rows) status_w = std::max(status_w, row["status"].get<std::string>().size());
+  std::cout << std::left << std::setw(28) << "RUN" << std::setw(static_cast<int>(status_w + 2)) << "STATUS"
+            << std::setw(14) << "SANDBOX" << std::setw(9) << "EXISTS" << "REASON\n";
+  for (const auto& row : rows) {
+    const std::string exists = row["exists"].is_null() ? "?" : row["exists"].get<bool>() ? "YES" : "no";
+    std::string reason = row["reason"].get<std::string>();
+    if (reason.size() > 100) reason = reason.substr(0, 97) + "...";
+    std::cout << std::setw(28) << row["run_id"].get<std::string>() << std::setw(static_cast<int>(status_w + 2))
+              << row["status"].get<std::string>() << std::setw(14)
+              << row["sandbox_id"].get<std::string>().substr(0, 12) << std::setw(9) << exists
+              << escape_for_terminal(to_valid_utf8(reason)) << "\n";
+  }
+  if (rows.empty()) std::cout << "(no runs recorded in " << store.runs_dir() << ")\n";
+  if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
+  for (const auto& pr : problems) std::cerr << "note: " << escape_for_terminal(pr) << "\n";
+  return 0;
+}
+
+int cmd_reap(const std::vector<std::string>& args) {
+  bool all = false, as_json = false;
+  std::string config_path;
+  BackendOptions backend;
+  ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
+              "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
+              "lazyagent-oci containers (found by label), private seed copies and interrupted writes; on\n"
+              "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
+              "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
+              "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
+              "--all is given; their records always).");
+  p.flag("--all", &all, "also remove what runs still in progress use");
+  add_backend_options(p, &backend);
+  p.option("--config", &config_path, "FILE", "config file (Kubernetes: its k8s.namespace)");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  auto config = load_config_or_default(config_path);
+  if (!config) return report_error(config.error(), as_json);
+  auto factory = engine_factory(backend, *config, default_run_store());
+  if (!factory) return report_error(factory.error(), as_json);
+  auto report = (*factory)()->reap(all);
+  if (!report) return report_error(report.error(), as_json);
+  if (as_json) {
+    json out = {{"backend", backend.backend},
+                {"removed", report->removed},
+                {"left_running", report->left_running},
+                {"work_dirs_removed", report->work_dirs_removed},
+                {"temp_files_removed", report->temp_files_removed},
+                {"records_closed", report->records_closed},
+                {"errors", report->errors}};
+    if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
+    std::cout << out.dump(2) << std::endl;
+  } else {
+    for (const auto& r : report->removed) std::cout << "removed " << r << "\n";
+    for (const auto& r : report->left_running) std::cout << "left running (owner alive) " << r << "\n";
+    for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
+    for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
+    for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
+    for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
+    if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty() &&
+        report->records_closed.empty()) {
+      std::cout << "nothing to reap\n";
+    }
+  }
+  return report->errors.empty() ? 0 : kExitEngine;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,57 @@
+// `lazyagent-oci task show ID` and `lazyagent-oci task logs ID`: the planner
+// task records kept in the run store (planner_run.h).
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+int cmd_task(const std::vector<std::string>& args) {
+  std::string action, id;
+  bool json_out = false;
+  ArgParser p("task", "show ID [--json] | logs ID",
+              "Shows a planner task (status, timings, model, token usage, container, patch summary,\n"
+              "error) or prints its log. The ID is the result's planner_task_id.");
+  p.positional("ACTION", &action, true, "show or logs");
+  p.positional("ID", &id, true, "the planner task id (t-...)");
+  p.flag("--json", &json_out, "print the record as JSON (show)");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  const RunStore store = default_run_store();
+  if (action == "logs") {
+    auto log = store.read_text("tasks", id + ".log");
+    if (!log || id.find('/') != std::string::npos) return report_error(usage_error("task logs: no log for task '" + id + "' in " + store.dir() + "/tasks"), false);
+    std::cout << escape_for_terminal(*log);
+    return 0;
+  }
+  if (action != "show") return report_error(usage_error("task: unknown action '" + action + "' (show or logs)"), json_out);
+  auto rec = store.read_in("tasks", id);
+  if (!rec) return report_error(usage_error("task show: no task '" + id + "' in " + store.dir() + "/tasks"), json_out);
+  if (json_out) {
+    std::cout << rec->dump(2) << std::endl;
+    return 0;
+  }
+  const json& r = *rec;
+  const json usage = r.value("usage", json::object());
+  std::cout << "task:       " << r.value("task_id", "") << "\n"
+            << "run:        " << r.value("run_id", "") << "\n"
+            << "status:     " << r.value("status", "") << " (exit " << r.value("exit_code", -1) << ")\n"
+            << "model:      " << escape_for_terminal(r.value("model", "")) << "\n"
+            << "tokens:     " << usage.value("prompt_tokens", 0L) << " prompt + " << usage.value("completion_tokens", 0L)
+            << " completion = " << usage.value("total_tokens", 0L) << "\n"
+            << "attempts:   " << r.value("attempts", 0) << "\n"
+            << "timings:    " << r.value("ms", 0L) << " ms in all, " << r.value("provider_ms", 0L) << " ms at the provider\n"
+            << "container:  " << r.value("container_id", "").substr(0, 12) << " (removed)\n"
+            << "patch:      " << r.value("patch_bytes", 0UL) << " bytes, sha256 " << r.value("patch_sha256", "") << "\n";
+  if (!r.value("error", "").empty()) std::cout << "error:      " << escape_for_terminal(r.value("error", "")) << "\n";
+  for (const auto& f : r.value("findings", json::array())) {
+    std::cout << "finding:    " << f.value("code", "") << " " << escape_for_terminal(f.value("path", "")) << ": "
+              << escape_for_terminal(f.value("message", "")) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace lazyagent

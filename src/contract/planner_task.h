@@ -1,0 +1,105 @@
+// What the planner is asked, and how its answer is read. Pure.
+//
+// The orchestrator builds a PlannerTask from the seed snapshot and the config
+// and uploads it to the planner container as /task/task.json. Inside, `plan`
+// turns it into a chat request, sends it to the provider and extracts one
+// patch from the reply. The reply is untrusted: a bare JSON object, a bare
+// unified diff, or exactly one fenced code block holding either is accepted,
+// anything else is refused (exit 4), and the patch then meets the same
+// contract twice (in the planner and again in the orchestrator), in its form
+// (patch_format.h). `patch.format` says which form the prompt asks for.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "contract/patch_contract.h"
+#include "contract/patch_format.h"
+#include "provider/provider_client.h"
+#include "util/result.h"
+#include "contract/seed_snapshot.h"
+
+namespace lazyagent {
+
+inline constexpr const char* kDefaultInstruction =
+    "Fix calculator.add so that the tests pass, without changing the tests.";
+
+struct TaskFile {
+  std::string path;
+  std::string content;
+  bool editable = false;  // on the patch allowlist
+};
+
+// What the planner learns from the previous attempt of `run --attempts N`.
+// The test output comes from the sandbox: it is untrusted, so it is cut to
+// its last kMaxFeedbackOutputBytes (runners print failures and their summary
+// last) and every control character is escaped (terminal_text.h) before it
+// reaches the prompt. The planner re-applies the bound on its side.
+inline constexpr std::size_t kMaxFeedbackOutputBytes = 8000;
+inline constexpr std::size_t kMaxFeedbackTextBytes = 2000;
+
+struct AttemptFeedback {
+  int attempt = 0;            // the attempt that failed; 0 = no feedback (first attempt)
+  std::string reason;         // why it did not pass, with the triage ("newly broken: ...")
+  std::string patch_json;     // its patch ("" when it was refused)
+  std::string test_output;    // bounded and escaped
+  bool output_cut = false;
+};
+
+AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::string_view patch_json,
+                                 std::string_view test_output);
+
+struct PlannerTask {
+  std::string task_id;
+  std::string instruction;
+  std::string test_command;
+  std::vector<TaskFile> files;  // the seed's text sources, tests as read-only context
+  ContractLimits contract;
+  std::string patch_format = "files";  // what the prompt asks for: files | diff
+  std::vector<std::string> skipped;  // seed files left out (binary, too large)
+  // How the planner talks to the provider (never the URL or key: those are secrets).
+  long connect_timeout_ms = 10000;
+  long timeout_ms = 120000;
+  int max_retries = 3;
+  ResponseFormat response_format = ResponseFormat::kJsonSchema;
+  AttemptFeedback feedback;  // from the previous attempt, if any
+};
+
+// Text files of the seed (valid UTF-8, no NUL), the editable ones (on the
+// allowlist) first, then the rest, up to `max_bytes` in total; others are
+// listed in `skipped`. The seed's own file list
+// (seed_source.h): what the model sees is what is tested. A streamed
+// snapshot's files are read from disk, checked against their hashes.
+PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
+                       const std::string& instruction, const std::string& task_id,
+                       std::size_t max_bytes = 256 * 1024);
+
+nlohmann::json task_to_json(const PlannerTask& task);
+Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors
+
+ChatRequest build_chat_request(const PlannerTask& task);
+
+// The patch format as a JSON schema, for response_format json_schema:
+// {"name":"patch","schema":{...}}. Paths are an enum of the allowlist when
+// every entry is a file (a directory entry allows any path string); the
+// schema keeps to what strict structured outputs accept everywhere (every
+// property required, no additional properties, no length or count limits:
+// the contract checks those).
+nlohmann::json patch_json_schema(const ContractLimits& contract);
+
+// The patch inside a model's reply: the whole reply when it is a JSON object
+// or a unified diff, else the content of its only fenced code block when that
+// is one of them. kPatch error otherwise.
+Result<std::string> extract_patch_json(const std::string& reply);
+
+// Findings (code "secret_in_content") for files whose content carries one of
+// the secrets, e.g. the API key echoed back by the model.
+std::vector<Finding> secret_findings(const Patch& patch, const std::vector<std::string>& secrets);
+// The same for a patch in either form (a diff: its paths and added lines).
+std::vector<Finding> secret_findings(const PatchCheck& patch, const std::vector<std::string>& secrets);
+
+}  // namespace lazyagent

@@ -1,0 +1,146 @@
+// The engine seam: what differs between running a sandbox (or a planner) on
+// podman and on Kubernetes, and nothing else (STYLE.md principle 15).
+//
+// The pipeline (sandbox_run.h: one sandbox run; triage_run.h: baseline,
+// re-runs, infra retry, triage; planner_run.h and agent_run.h: the planner
+// and the repair loop) is written once against this interface:
+//
+//   Engine::check          reachable, supported; leftovers of dead runs reaped
+//   Engine::image_digest   the sandbox image's digest, when known before a run
+//   Engine::prepare_sandbox  the private copy of seed + change (a directory
+//                          podman bind-mounts; a ConfigMap for Kubernetes),
+//                          returned as the run's Sandbox, which owns it
+//   Sandbox::create        the sandbox, not yet running
+//   Sandbox::verify        what the engine really made, checked against the
+//                          policy before anything runs (podman: inspect + the
+//                          generated OCI spec; Kubernetes: the stored Job)
+//   Sandbox::start, wait   run it; wait kills it at the deadline
+//   Sandbox::logs          bounded output
+//   Sandbox::remove        delete everything of the run and confirm it is gone;
+//                          the destructor does the same on every other path
+//   Engine::prepare_planner  the planner with its task (planner_run.h)
+//   Engine::reap           remove what runs whose owner died left behind
+//
+// Engines are used from one thread at a time (eval gives each worker its own).
+// A recording fake (tests/unit/fake_engine.h) drives the pipeline's logic in
+// unit tests; the real engines are tested against podman and a real cluster.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "policy/isolation_probe.h"
+#include "contract/patch_contract.h"
+#include "contract/planner_task.h"
+#include "util/result.h"
+#include "pipeline/run_result.h"
+#include "policy/sandbox_policy.h"
+#include "contract/seed_snapshot.h"
+
+namespace lazyagent {
+
+// One sandbox run's inputs. The seed and patch outlive the Sandbox.
+struct SandboxSpec {
+  std::string run_id;
+  const Config* config = nullptr;  // effective config (test_command, ...)
+  SandboxPolicy policy;            // after Engine::adapt_policy
+  const SeedSnapshot* seed = nullptr;
+  // The private copy's differences from the seed (change_set.h copy_writes:
+  // the resolved change, whatever form the patch came in); empty for the
+  // baseline (the seed as it is).
+  const std::vector<FileWrite>* writes = nullptr;
+  ProgressFn progress;             // notes from the engine ("podman warning: ...")
+};
+
+// One planner run's inputs.
+struct PlannerSpec {
+  std::string run_id;
+  const Config* config = nullptr;
+  const PlannerTask* task = nullptr;
+  const SeedSnapshot* seed = nullptr;
+};
+
+struct ContainerExit {
+  int exit_code = -1;
+  bool timed_out = false;     // killed at the deadline
+  std::string image_digest;   // when only the run tells (Kubernetes: the pod's imageID)
+};
+
+struct ContainerLogs {
+  std::string combined;       // stdout and stderr as they came
+  std::string out, err;       // separately, where the engine can tell (the planner's patch is on stdout)
+  bool truncated = false;     // the read cap cut it
+  std::string cut_where;      // for the cut marker: "at 1052672 bytes", "by the pod log limit"
+};
+
+// One sandbox or planner of one run, and everything the engine made for it.
+// Destroying it removes whatever remove() would, ignoring errors.
+class Container {
+ public:
+  virtual ~Container() = default;
+  virtual std::string id() const = 0;  // "" until created
+  virtual Status create() = 0;
+  virtual Status verify() = 0;
+  virtual Status start() = 0;
+  // Until it exits, or deadline_ms passes (then it is killed: timed_out), or
+  // a signal arrives (kInterrupted).
+  virtual Result<ContainerExit> wait(long deadline_ms) = 0;
+  virtual Result<ContainerLogs> logs(std::size_t max_bytes) = 0;
+  // Idempotent; confirms the objects are gone. Not interruptible.
+  virtual Status remove() = 0;
+  // Engine-specific facts for the record (Kubernetes: object names).
+  virtual nlohmann::json describe() const { return nlohmann::json::object(); }
+};
+
+class Sandbox : public Container {
+ public:
+  // What the isolation probe shows that this sandbox must not have, judged
+  // for this engine's runtime; `notes` gets what could not be observed.
+  // (It may keep what it saw for policy_json.)
+  virtual std::vector<std::string> probe_violations(const ProbeReport& probe, bool timed_out,
+                                                    std::vector<std::string>* notes) = 0;
+  // The result's `policy` once the run is over: `base` (Engine::policy_json)
+  // with what only the run can tell.
+  virtual nlohmann::json policy_json(const nlohmann::json& base) const { return base; }
+};
+
+// What Engine::reap found and did.
+struct ReapReport {
+  std::vector<std::string> removed;       // "lazyagent-sandbox-r-... (3f2a...)", "default/r-..."
+  std::vector<std::string> left_running;  // owned by a live process
+  std::vector<std::string> work_dirs_removed;
+  std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
+  std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
+  std::vector<std::string> errors;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual const char* name() const = 0;  // "podman", "k8s"
+
+  // A demanded limit the runtime cannot enforce refuses the run (runtime_policy.h).
+  virtual Status check_policy(const Config& config) const = 0;
+  // The policy as this engine runs it (Kubernetes: a non-root uid, no id map).
+  virtual void adapt_policy(SandboxPolicy* policy) const = 0;
+  // The result's `policy` before any sandbox exists.
+  virtual nlohmann::json policy_json(const SandboxPolicy& policy, const Config& config) const = 0;
+
+  virtual Status check(const ProgressFn& progress) = 0;
+  virtual Result<std::string> image_digest(const std::string& image) = 0;  // "" = known after the run
+  virtual Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) = 0;
+
+  // The provider settings the planner needs exist (podman secrets, a Secret).
+  virtual Status check_planner(const Config& config) = 0;
+  virtual Result<std::string> planner_image_digest(const Config& config) = 0;
+  virtual Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) = 0;
+
+  virtual Result<ReapReport> reap(bool all) = 0;
+};
+
+}  // namespace lazyagent

@@ -1,0 +1,133 @@
+// The Kubernetes engine (engine.h): sandboxes and planners as Jobs on a
+// cluster, built from the same k8s_documents() as `export k8s`.
+//
+//   check     namespace name, API version, the namespace exists; Jobs,
+//             pods, ConfigMaps and NetworkPolicies of dead runs reaped
+//             (label io.lazyagent.run + owner labels)
+//   copy      the documents for this run: ConfigMap <run>-seed (seed +
+//             change), the deny-all NetworkPolicy, Job <run>-sandbox with the
+//             owner labels and k8s.runtime_class (adapt_documents)
+//   create    the ConfigMap, the NetworkPolicy and the Job, paused
+//             (parallelism 0: no pod yet)
+//   verify    the Job and NetworkPolicy as the API server stored them (after
+//             defaulting and any admission webhook), against what was sent
+//             (k8s_stored_violations): any difference refuses the run
+//   start     the Job unpaused (parallelism 1): its pod is created
+//   wait      watch the Job's pod to termination, with the deadline plus
+//             the scheduling slack; a pod the Job's activeDeadlineSeconds
+//             killed is a timeout; exit code and imageID from its status
+//   logs      the pod's log, bounded
+//   remove    everything labelled with the run and role, confirmed gone
+// The planner: ConfigMap <run>-task (its task.json) and Job <run>-planner
+// mounting the provider Secret (by name, as files; its values are never read
+// except base_url's scheme), created at start; its log carries the patch (the
+// one line starting with '{') and the planner's own lines.
+// Every object carries io.lazyagent.run=<run id> plus owner labels and is
+// deleted on every path (the Container's destructor; SIGINT ends a watch,
+// the deletes are not interruptible). `reap --backend k8s` removes what a
+// killed run left.
+//
+// Network isolation does not rest on NetworkPolicy: the sandbox pod asks for
+// the RuntimeClass of k8s.runtime_class (scripts/k8s-cluster.sh installs
+// `lazyagent-nonet`: gVisor runsc with --network=none under the runc shim,
+// so the pod has only its own loopback whatever the CNI does), and the probe
+// inside the pod proves it for every run. The pod runs as a non-root uid
+// (export_k8s.h), not in podman's id mapping.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "engine/engine.h"
+#include "export/export_k8s.h"
+#include "engine/k8s/k8s_client.h"
+#include "pipeline/run_store.h"
+
+namespace lazyagent {
+
+struct K8sRunSettings {
+  std::string ns = "default";
+  std::string secret = "lazyagent-provider";
+  std::string runtime_class = "lazyagent-nonet";  // "" = the cluster's default runtime
+  std::string plain_http_provider_ip;             // opt-in, see Config::k8s
+  long startup_slack_seconds = 120;               // scheduling + container start, on top of the timeouts
+};
+
+K8sRunSettings k8s_settings_from_config(const Config& config);
+
+// Kubernetes label values allow [A-Za-z0-9._-] only: the owner labels of
+// ownership.h in that alphabet ("0@host" -> "0.host"), and back.
+std::map<std::string, std::string> k8s_owner_labels(const std::string& role, const std::string& run_id);
+std::map<std::string, std::string> owner_labels_from_k8s(const nlohmann::json& labels);
+
+// Pure: the export's documents made ready for this run: the owner labels on
+// every object and pod template, the provider Secret's name, the sandbox's
+// RuntimeClass, and for the planner a hostAlias host.containers.internal ->
+// plain_http_provider_ip when that opt-in is set.
+void adapt_documents(K8sDocuments& d, const K8sRunSettings& s, const std::string& run_id);
+
+// Splits a planner pod's log (stdout and stderr by line) into the patch
+// (the last line starting with '{') and the planner's own lines.
+void split_planner_log(const std::string& log, std::string* patch, std::string* planner_lines);
+
+// What a pod's status says about its one container.
+struct PodEnd {
+  bool terminated = false;
+  int exit_code = -1;
+  std::string reason;        // "Completed", "Error", "OOMKilled", ...
+  std::string stuck;         // a waiting reason that will not resolve (ErrImageNeverPull, ...)
+  std::string image_id;      // the container's imageID, once it ran
+};
+PodEnd pod_end(const nlohmann::json& pod);
+
+// Pure: how the objects the API server stored differ from what was sent.
+// Every field sent must be there unchanged (arrays element by element, so an
+// added container or volume counts); none of hostNetwork, hostPID, hostIPC,
+// shareProcessNamespace, initContainers, ephemeralContainers, envFrom may
+// have been added. One sentence per difference, with its JSON path.
+std::vector<std::string> k8s_stored_violations(const nlohmann::json& sent, const nlohmann::json& stored);
+
+// Jobs, pods, ConfigMaps and NetworkPolicies carrying io.lazyagent.run in
+// `ns` whose owner is gone (all: every one).
+Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
+
+class K8sEngine : public Engine {
+ public:
+  // `store`: the run store whose records of dead runs reap() closes as
+  // interrupted (reaper.h), as the podman engine's does; none, none closed.
+  K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings, std::optional<RunStore> store = std::nullopt);
+
+  const char* name() const override { return "k8s"; }
+  Status check_policy(const Config&) const override { return ok_status(); }
+  void adapt_policy(SandboxPolicy* policy) const override;
+  nlohmann::json policy_json(const SandboxPolicy& policy, const Config& config) const override;
+
+  Status check(const ProgressFn& progress) override;
+  Result<std::string> image_digest(const std::string&) override { return std::string(); }
+  Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override;
+
+  Status check_planner(const Config& config) override;
+  Result<std::string> planner_image_digest(const Config&) override { return std::string(); }
+  Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
+
+  Result<ReapReport> reap(bool all) override;
+
+ private:
+  Result<K8sDocuments> documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
+                                 const std::vector<FileWrite>* writes, const PlannerTask* task,
+                                 const std::string& run_id) const;
+
+  std::unique_ptr<K8sClient> k8s_;
+  K8sRunSettings s_;
+  std::string server_version_;
+  std::optional<RunStore> store_;
+  bool plain_http_ = false;  // the provider Secret's base_url is plain http (opted in)
+};
+
+}  // namespace lazyagent

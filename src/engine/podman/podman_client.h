@@ -1,0 +1,161 @@
+// Podman's libpod REST API over its unix socket, with libcurl.
+//
+// Debian 12's cpp-httplib (0.11) cannot dial a unix socket, so this client uses
+// libcurl's CURLOPT_UNIX_SOCKET_PATH (through http_transfer.h). One curl
+// handle is reused for every call, so the connection stays open between steps. Every failure carries
+// podman's own message: "podman said 404: no such container".
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/http_transfer.h"
+#include "util/result.h"
+
+namespace lazyagent {
+
+inline constexpr const char* kApiPrefix = "/v4.0.0/libpod";
+
+// Where podman listens: CONTAINER_HOST (unix:///path) like podman itself,
+// else /run/podman/podman.sock for root, $XDG_RUNTIME_DIR/podman/podman.sock
+// rootless. Pure: the caller passes the environment in.
+Result<std::string> resolve_podman_socket(const char* container_host, unsigned uid,
+                                          const char* xdg_runtime_dir);
+
+// "4.3.1" -> ok; anything below 4.0 (or unparsable) -> an error saying what to do.
+Status check_api_version(const std::string& version);
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::string api_version;     // Libpod-Api-Version header, when sent
+  bool body_truncated = false; // max_body reached
+};
+
+struct RequestOptions {
+  long timeout_ms = 30000;
+  std::size_t max_body = 16 * 1024 * 1024;
+  bool interruptible = false;  // give up when SIGINT/SIGTERM arrives
+  std::string content_type = "application/json";
+};
+
+// Podman's error body {"cause","message","response"} -> "podman said 500: message".
+std::string podman_error_text(long status, const std::string& body);
+
+struct CreateReply {
+  std::string id;
+  std::vector<std::string> warnings;
+};
+
+class PodmanClient {
+ public:
+  explicit PodmanClient(std::string socket_path);
+  ~PodmanClient();
+  PodmanClient(const PodmanClient&) = delete;
+  PodmanClient& operator=(const PodmanClient&) = delete;
+
+  const std::string& socket_path() const { return socket_path_; }
+  // How often podman checks a waited-for container ("5ms" by default: fast
+  // answers for one run; a batch may trade a few ms of latency for less
+  // polling CPU in the service). A Go duration.
+  void set_wait_interval(std::string interval) { wait_interval_ = std::move(interval); }
+
+  // Raw call: `path` is below kApiPrefix (e.g. "/containers/json").
+  Result<HttpResponse> call(const std::string& method, const std::string& path,
+                            const std::string& body = "", const RequestOptions& opts = {});
+
+  // GET /_ping, then the version check. Returns the API version.
+  Result<std::string> ping();
+  Result<nlohmann::json> info();
+  // `config_key` names the setting that chose the image (images.sandbox,
+  // images.planner): a missing image's error names it, and how to fix it.
+  Result<nlohmann::json> image_inspect(const std::string& image, const std::string& config_key);
+
+  Result<CreateReply> create(const nlohmann::json& spec);
+  Status init(const std::string& id);
+  Status start(const std::string& id);
+  Result<nlohmann::json> inspect(const std::string& id);
+  // Blocks until the container exits, the deadline passes (error of kind
+  // kTimeout), or a signal arrives (kInterrupted).
+  Result<int> wait(const std::string& id, long deadline_ms);
+  // Raw multiplexed log stream, at most max_bytes (+ one frame header).
+  Result<HttpResponse> logs(const std::string& id, std::size_t max_bytes);
+  Status kill(const std::string& id, const std::string& signal = "SIGKILL");
+  Status put_archive(const std::string& id, const std::string& dest, const std::string& tar);
+  Result<bool> exists(const std::string& id);
+  // DELETE ?force=true&v=true, retrying "device or resource busy", then
+  // confirms with exists() == false. Removing a container already gone is ok.
+  Status remove(const std::string& id);
+  // Containers (running or not) carrying `label` (key or key=value).
+  Result<nlohmann::json> list_by_label(const std::string& label);
+
+  // Podman secrets (values are never returned by podman, nor logged here).
+  Result<bool> secret_exists(const std::string& name);
+  Status secret_create(const std::string& name, const std::string& value);
+  Status secret_delete(const std::string& name);  // a missing secret is an error
+  Result<nlohmann::json> secret_list();
+
+  // GET `path` (below kApiPrefix), each chunk of a 200 reply's body handed to
+  // `on_chunk` as it arrives (a followed log). Another status is an error
+  // with podman's message. timeout_ms bounds the whole transfer (kTimeout).
+  Status stream_get(const std::string& path, const std::function<void(std::string_view)>& on_chunk,
+                    long timeout_ms, const std::string& what);
+  // POST /commit: the container's filesystem as image repo:tag; `changes`
+  // are Containerfile instructions (LABEL, WORKDIR). Returns the image id.
+  Result<std::string> commit(const std::string& id, const std::string& repo, const std::string& tag,
+                             const std::vector<std::string>& changes);
+  // Images carrying `label` (key or key=value), as podman lists them.
+  Result<nlohmann::json> images_by_label(const std::string& label);
+  // DELETE /images/{name}: an image in use is an error naming it.
+  Status image_remove(const std::string& name);
+
+  // GET /containers/{id}/export: the container's filesystem as a tar stream,
+  // written to `fd` as it arrives (an image's root is too big to hold in
+  // memory). Stops on SIGINT/SIGTERM (kInterrupted) and when `fd` fails, e.g.
+  // a pipe whose reader died (EPIPE: SIGPIPE is ignored by the CLI).
+  Status export_filesystem(const std::string& id, int fd);
+
+ private:
+  Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
+                const std::string& what);
+  Error transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const;
+
+  std::string socket_path_;
+  std::string wait_interval_ = "5ms";
+  CurlHandle curl_;  // reused so the connection stays open
+};
+
+// Owns one container: removes it when it goes out of scope unless it was
+// removed already (STYLE.md principle 13). Every container we create is held
+// by one from the moment podman names it.
+class ScopedContainer {
+ public:
+  explicit ScopedContainer(PodmanClient& podman, std::string id = "") : podman_(podman), id_(std::move(id)) {}
+  ~ScopedContainer() {
+    if (!id_.empty()) (void)podman_.remove(id_);
+  }
+  ScopedContainer(const ScopedContainer&) = delete;
+  ScopedContainer& operator=(const ScopedContainer&) = delete;
+  void hold(std::string id) { id_ = std::move(id); }
+  const std::string& id() const { return id_; }
+  // Removes it now; on success it is no longer held.
+  Status remove_now() {
+    if (id_.empty()) return ok_status();
+    auto st = podman_.remove(id_);
+    if (st) id_.clear();
+    return st;
+  }
+
+ private:
+  PodmanClient& podman_;
+  std::string id_;
+};
+
+}  // namespace lazyagent

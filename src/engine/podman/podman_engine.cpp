@@ -1,0 +1,279 @@
+#include "engine/podman/podman_engine.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "engine/podman/log_stream.h"
+#include "pipeline/ownership.h"
+#include "policy/planner_policy.h"
+#include "policy/policy_verifier.h"
+#include "pipeline/reaper.h"
+#include "engine/podman/runtime_engine.h"
+#include "policy/runtime_policy.h"
+#include "policy/sandbox_policy.h"
+#include "engine/podman/tar_writer.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+// Deletes a directory tree (a run's private copy) when it goes out of scope.
+class ScopedTree {
+ public:
+  explicit ScopedTree(std::string path) : path_(std::move(path)) {}
+  ~ScopedTree() { remove_now(); }
+  ScopedTree(const ScopedTree&) = delete;
+  ScopedTree& operator=(const ScopedTree&) = delete;
+  void remove_now() {
+    if (!path_.empty()) (void)remove_tree(path_);
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+};
+
+// Waits for the container; at the deadline kills it and waits for the kill.
+Result<ContainerExit> wait_or_kill(PodmanClient& podman, const std::string& id, long deadline_ms) {
+  ContainerExit exit;
+  auto code = podman.wait(id, deadline_ms);
+  if (!code && code.error().kind == ErrorKind::kTimeout) {
+    exit.timed_out = true;
+    if (auto st = podman.kill(id); !st) return st.error();
+    auto after = podman.wait(id, 10000);
+    exit.exit_code = after ? *after : 137;
+    return exit;
+  }
+  if (!code) return code.error();
+  exit.exit_code = *code;
+  return exit;
+}
+
+Result<ContainerLogs> demuxed_logs(PodmanClient& podman, const std::string& id, std::size_t max_bytes) {
+  auto raw = podman.logs(id, max_bytes);
+  if (!raw) return raw.error();
+  DemuxedLogs d = demux_logs(raw->body, max_bytes);
+  ContainerLogs l;
+  l.combined = std::move(d.combined);
+  l.out = std::move(d.out);
+  l.err = std::move(d.err);
+  l.truncated = d.truncated || raw->body_truncated;
+  l.cut_where = "at " + std::to_string(max_bytes) + " bytes";
+  return l;
+}
+
+class PodmanSandbox : public Sandbox {
+ public:
+  PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress)
+      : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
+        progress_(std::move(progress)) {}
+
+  std::string id() const override { return container_.id(); }
+
+  Status create() override {
+    auto reply = podman_.create(build_create_spec(req_));
+    if (!reply) return reply.error();
+    container_.hold(reply->id);
+    for (const auto& w : reply->warnings) {
+      if (progress_) progress_("podman warning: " + w);
+    }
+    return ok_status();
+  }
+
+  Status verify() override {
+    const std::string& id = container_.id();
+    if (auto st = podman_.init(id); !st) return st;
+    auto inspect = podman_.inspect(id);
+    if (!inspect) return inspect.error();
+    const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
+    std::ifstream f(spec_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    json spec = json::parse(ss.str(), nullptr, false);
+    if (!f || spec.is_discarded()) {
+      return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
+                          " (lazyagent-oci must run on the podman host)");
+    }
+    auto violations = verify_effective_config(req_, id, *inspect, spec);
+    if (!violations.empty()) {
+      return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
+                          describe_violations(violations));
+    }
+    return ok_status();
+  }
+
+  Status start() override { return podman_.start(container_.id()); }
+  Result<ContainerExit> wait(long deadline_ms) override { return wait_or_kill(podman_, container_.id(), deadline_ms); }
+  Result<ContainerLogs> logs(std::size_t max_bytes) override {
+    return demuxed_logs(podman_, container_.id(), max_bytes);
+  }
+
+  Status remove() override {
+    if (auto st = container_.remove_now(); !st) return st;
+    dir_.remove_now();
+    return ok_status();
+  }
+
+  std::vector<std::string> probe_violations(const ProbeReport& probe, bool, std::vector<std::string>*) override {
+    return lazyagent::probe_violations(probe, req_.policy, req_.runtime);
+  }
+
+ private:
+  PodmanClient& podman_;
+  ScopedTree dir_;               // destroyed last: the container goes before its copy
+  ScopedContainer container_;
+  SandboxRequest req_;
+  ProgressFn progress_;
+};
+
+class PodmanPlanner : public Container {
+ public:
+  PodmanPlanner(PodmanClient& podman, PlannerRequest req, std::string task_tar)
+      : podman_(podman), container_(podman), req_(std::move(req)), task_tar_(std::move(task_tar)) {}
+
+  std::string id() const override { return container_.id(); }
+
+  Status create() override {
+    auto created = podman_.create(build_planner_spec(req_));
+    if (!created) return created.error();
+    container_.hold(created->id);
+    if (auto st = podman_.put_archive(created->id, kTaskDir, task_tar_); !st) {
+      return st.error().context("uploading the task");
+    }
+    return ok_status();
+  }
+  Status verify() override { return ok_status(); }
+  Status start() override { return podman_.start(container_.id()); }
+  Result<ContainerExit> wait(long deadline_ms) override { return wait_or_kill(podman_, container_.id(), deadline_ms); }
+  Result<ContainerLogs> logs(std::size_t max_bytes) override {
+    return demuxed_logs(podman_, container_.id(), max_bytes);
+  }
+  Status remove() override { return container_.remove_now(); }
+
+ private:
+  PodmanClient& podman_;
+  ScopedContainer container_;
+  PlannerRequest req_;
+  std::string task_tar_;
+};
+
+Status check_secrets(PodmanClient& podman, const Config& config) {
+  std::vector<std::string> missing;
+  for (const auto& name : {config.provider.base_url_secret, config.provider.model_secret,
+                           config.provider.api_key_secret}) {
+    auto exists = podman.secret_exists(name);
+    if (!exists) return exists.error();
+    if (!*exists) missing.push_back(name);
+  }
+  if (missing.empty()) return ok_status();
+  std::string names;
+  for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+  return usage_error("the provider is not configured (missing podman secrets: " + names +
+                     "): export CODING_AGENT_BASE_URL, CODING_AGENT_MODEL and CODING_AGENT_API_KEY, "
+                     "then run `lazyagent-oci configure`");
+}
+
+// `key`: the config setting that named the image (a missing image's error says it).
+Result<std::string> digest_of(PodmanClient& podman, const std::string& image, const std::string& key) {
+  auto img = podman.image_inspect(image, key);
+  if (!img) return img.error();
+  const std::string digest = img->value("Digest", "");
+  return digest.empty() ? img->value("Id", "") : digest;
+}
+
+void merge(ReapReport& into, ReapReport&& r) {
+  using List = std::vector<std::string> ReapReport::*;
+  for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
+                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::errors}) {
+    (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
+  }
+}
+
+}  // namespace
+
+PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner,
+                           RunStore store, std::string runtime)
+    : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
+      runtime_(std::move(runtime)) {}
+
+Status PodmanEngine::check_policy(const Config& config) const { return check_policy_acceptable(config); }
+
+json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config) const {
+  return effective_policy_json(policy, config.engine.runtime, config.engine.accept_weaker_policy);
+}
+
+Status PodmanEngine::check(const ProgressFn& progress) {
+  if (auto st = check_engine_runtime(*sandbox_, runtime_); !st) return st;
+  if (planner_) {
+    if (auto v = planner_->ping(); !v) return v.error();
+  }
+  auto reaped = reap(false);
+  if (!reaped) return reaped.error();
+  if (!reaped->removed.empty() && progress) {
+    progress("reaped " + std::to_string(reaped->removed.size()) + " container(s) left by crashed runs");
+  }
+  return ok_status();
+}
+
+Result<std::string> PodmanEngine::image_digest(const std::string& image) { return digest_of(*sandbox_, image, "images.sandbox"); }
+
+Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
+  const std::string dir = store_.work_dir() + "/" + spec.run_id;
+  if (auto st = remove_tree(dir); !st) return st.error();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return engine_error("creating " + dir + ": " + std::strerror(errno));
+  }
+  SandboxRequest req;
+  req.policy = spec.policy;
+  req.name = "lazyagent-sandbox-" + spec.run_id;
+  req.labels = owner_labels(current_owner(), "sandbox", spec.run_id);
+  req.seed_copy_path = dir + "/seed";
+  // podman reads the seccomp profile from a path on its host at create.
+  req.seccomp_profile_path = dir + "/seccomp.json";
+  req.test_command = spec.config->test_command;
+  req.runtime = spec.config->engine.runtime;
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress);
+  if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  // The sandbox's root is host id userns.host_id: it owns its copy (read-only
+  // at /seed), as host root owned it before; the run directory stays 0700.
+  if (req.policy.userns.enabled) {
+    const auto id = req.policy.userns.host_id;
+    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st.error();
+  }
+  if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
+  return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
+
+Result<std::string> PodmanEngine::planner_image_digest(const Config& config) {
+  auto d = digest_of(planner_client(), config.images.planner, "images.planner");
+  if (!d) return d.error().context("the planner image");
+  return d;
+}
+
+Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSpec& spec) {
+  PlannerRequest req = planner_request_from_config(*spec.config);
+  req.name = "lazyagent-planner-" + spec.run_id;
+  req.labels = owner_labels(current_owner(), "planner", spec.run_id);
+  auto tar = write_tar({{"task.json", task_to_json(*spec.task).dump(), 0644, false}});
+  if (!tar) return tar.error();
+  return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
+}
+
+Result<ReapReport> PodmanEngine::reap(bool all) {
+  auto report = reap_leftovers(*sandbox_, store_, all);
+  if (!report || !planner_ || planner_->socket_path() == sandbox_->socket_path()) return report;
+  auto more = reap_leftovers(*planner_, store_, all);
+  if (!more) return more.error();
+  merge(*report, std::move(*more));
+  return report;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,60 @@
+// The podman engine (engine.h): sandboxes and planners as containers of a
+// podman service, through its REST API (podman_client.h).
+//
+//   check     ping, API version, the sandbox service's runtime
+//             (runtime_engine.h); containers and private copies of dead
+//             runs reaped (reaper.h)
+//   copy      seed + patch written to work/<run>/seed under the run store
+//             (mode 0700), owned by the user namespace's root, plus the
+//             seccomp profile podman reads at create
+//   create    POST containers/create with the policy's request (sandbox_policy.h)
+//   verify    init, then inspect + the OCI spec podman generated, checked by
+//             the policy verifier (policy_verifier.h): any difference refuses
+//   wait      podman's wait with a host-side deadline, SIGKILL at it
+//   logs      demultiplexed (log_stream.h), at most the cap
+//   remove    DELETE, busy retries, confirmed gone; the private copy deleted
+// The planner runs on the runc service (it needs a network, and gVisor's
+// service has none); sandboxes on the service of the config's runtime.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "engine/podman/podman_client.h"
+#include "pipeline/run_store.h"
+
+namespace lazyagent {
+
+class PodmanEngine : public Engine {
+ public:
+  // `planner` runs planners (nullptr: `sandbox` does); `runtime` is the
+  // sandbox service's OCI runtime ("runc" or "runsc").
+  PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner, RunStore store,
+               std::string runtime);
+
+  PodmanClient& sandbox_client() { return *sandbox_; }
+  PodmanClient& planner_client() { return planner_ ? *planner_ : *sandbox_; }
+
+  const char* name() const override { return "podman"; }
+  Status check_policy(const Config& config) const override;
+  void adapt_policy(SandboxPolicy*) const override {}
+  nlohmann::json policy_json(const SandboxPolicy& policy, const Config& config) const override;
+
+  Status check(const ProgressFn& progress) override;
+  Result<std::string> image_digest(const std::string& image) override;
+  Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override;
+
+  Status check_planner(const Config& config) override;
+  Result<std::string> planner_image_digest(const Config& config) override;
+  Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
+
+  Result<ReapReport> reap(bool all) override;
+
+ private:
+  std::unique_ptr<PodmanClient> sandbox_, planner_;
+  RunStore store_;
+  std::string runtime_;
+};
+
+}  // namespace lazyagent

@@ -1,0 +1,59 @@
+// How the attempts at one eval task become its category.
+//
+// This is the one place that decides retries and flakiness, so a finer policy
+// (per-test reruns and triage inside the pipeline, sandbox_run.h) can replace
+// it without touching the runner:
+//   - an infrastructure failure (any Error from the pipeline: podman, the
+//     image, the seed, the planner) is retried `infra_retries` times; if it
+//     persists the task is `infra_error` (or `failed` when an earlier run of
+//     it already failed its tests), never a test failure; an isolation
+//     violation (kIsolation) is not retried;
+//   - a refused patch is `refused` (deterministic: never rerun);
+//   - failing tests are rerun up to `reruns` times; a pass on a rerun makes
+//     the task `flaky`, no pass leaves it `failed`;
+//   - SIGINT/SIGTERM (kInterrupted) stops at once: the task has no category
+//     and is not recorded, so a resumed eval runs it again.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+#include "pipeline/run_result.h"
+
+namespace lazyagent {
+
+enum class EvalCategory { kPassed, kFailed, kRefused, kInfraError, kFlaky };
+inline constexpr EvalCategory kAllCategories[] = {EvalCategory::kPassed, EvalCategory::kFailed,
+                                                  EvalCategory::kRefused, EvalCategory::kInfraError,
+                                                  EvalCategory::kFlaky};
+
+// "passed", "failed", "refused", "infra_error", "flaky".
+const char* category_name(EvalCategory c);
+// The inverse; false for an unknown name.
+bool category_from_name(const std::string& name, EvalCategory* out);
+
+struct AttemptPolicy {
+  int reruns = 0;         // --rerun K: extra runs of a failing task
+  int infra_retries = 1;  // extra runs after an infrastructure failure
+};
+
+struct AttemptLog {
+  std::string outcome;  // "passed", "failed", "refused", "infra_error"
+  std::string detail;   // the reason or the error message
+  std::string run_id;
+};
+
+struct TaskVerdict {
+  bool interrupted = false;
+  EvalCategory category = EvalCategory::kInfraError;
+  Result<TestResult> final = Error{ErrorKind::kEngine, "no attempt ran"};  // the reported run
+  std::vector<AttemptLog> attempts;
+};
+
+using AttemptFn = std::function<Result<TestResult>()>;
+
+TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy);
+
+}  // namespace lazyagent

@@ -1,0 +1,103 @@
+#include "eval/eval_summary.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vector<EvalRow>& rows) {
+  EvalSummary s;
+  s.total = task_ids.size();
+  std::map<std::string, const EvalRow*> by_id;
+  for (const auto& r : rows) by_id[r.id] = &r;
+  for (const auto& id : task_ids) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      s.not_run.push_back(id);
+      continue;
+    }
+    s.by_category[static_cast<int>(it->second->category)].push_back(id);
+    if (it->second->skipped) s.skipped.push_back(id);
+    if (!it->second->patch_format.empty()) ++s.patch_formats[it->second->patch_format];
+    s.added += it->second->added;
+    s.removed += it->second->removed;
+    for (const auto& part : it->second->changed) s.changed[part].push_back(id);
+    if (it->second->suspicious) {
+      s.suspicious.push_back(id);
+      if (it->second->category == EvalCategory::kPassed) s.suspicious_passed.push_back(id);
+    }
+  }
+  return s;
+}
+
+nlohmann::json summary_to_json(const EvalSummary& s) {
+  auto group = [](const std::vector<std::string>& ids) {
+    return nlohmann::json{{"count", ids.size()}, {"ids", ids}};
+  };
+  nlohmann::json j = {{"total", s.total}};
+  std::size_t finished = 0;
+  for (EvalCategory c : kAllCategories) {
+    j[category_name(c)] = group(s.ids(c));
+    finished += s.ids(c).size();
+  }
+  j["finished"] = finished;
+  j["skipped"] = group(s.skipped);
+  j["not_run"] = group(s.not_run);
+  // Why tasks with an earlier result ran again: the parts of their resume
+  // key that changed (eval_resume.h).
+  nlohmann::json changed = nlohmann::json::object();
+  for (const auto& [part, ids] : s.changed) changed[part] = group(ids);
+  j["changed"] = changed;
+  j["suspicious"] = group(s.suspicious);
+  j["suspicious_passed"] = group(s.suspicious_passed);
+  j["interrupted"] = s.interrupted;
+  j["jobs"] = s.jobs;
+  j["wall_ms"] = s.wall_ms;
+  j["patch_formats"] = s.patch_formats;
+  j["diff_stats"] = {{"added", s.added}, {"removed", s.removed}};
+  return j;
+}
+
+std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
+  std::ostringstream o;
+  auto row = [&](const std::string& name, const std::vector<std::string>& ids) {
+    std::string count = std::to_string(ids.size());
+    o << name << std::string(name.size() < 12 ? 12 - name.size() : 1, ' ')
+      << std::string(count.size() < 6 ? 6 - count.size() : 0, ' ') << count << (ids.empty() ? "" : "  ");
+    for (std::size_t i = 0; i < ids.size() && i < max_ids; ++i) o << (i ? ", " : "") << escape_for_terminal(ids[i]);
+    if (ids.size() > max_ids) o << ", +" << ids.size() - max_ids << " more";
+    o << "\n";
+  };
+  o << "category     count  tasks\n";
+  for (EvalCategory c : kAllCategories) row(category_name(c), s.ids(c));
+  if (!s.skipped.empty()) row("(skipped)", s.skipped);
+  if (!s.not_run.empty()) row("(not run)", s.not_run);
+  for (const auto& [part, ids] : s.changed) row("(changed: " + part + ")", ids);
+  if (!s.suspicious.empty()) {
+    std::vector<std::string> marked;
+    for (const auto& id : s.suspicious) {
+      const bool passed = std::find(s.suspicious_passed.begin(), s.suspicious_passed.end(), id) !=
+                          s.suspicious_passed.end();
+      marked.push_back(passed ? id + " (passed)" : id);
+    }
+    row("(suspicious)", marked);
+  }
+  o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
+    << (s.interrupted ? ", interrupted" : "") << "\n";
+  if (!s.patch_formats.empty()) {
+    o << "patches:";
+    for (const auto& [format, n] : s.patch_formats) o << " " << n << " " << format;
+    o << "; proven changes add " << s.added << " and remove " << s.removed << " line(s)\n";
+  }
+  return o.str();
+}
+
+int eval_exit_code(const EvalSummary& s) {
+  if (!s.ids(EvalCategory::kInfraError).empty() || !s.not_run.empty()) return 5;
+  return 0;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,117 @@
+#include "pipeline/run_result.h"
+
+#include <ctime>
+
+#include "pipeline/ownership.h"
+#include "pipeline/provenance.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+const char* status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::kRunning: return "running";
+    case RunStatus::kPlanning: return "planning";
+    case RunStatus::kPassed: return "passed";
+    case RunStatus::kFailed: return "failed";
+    case RunStatus::kRefused: return "refused";
+    case RunStatus::kPlannerError: return "planner_error";
+    case RunStatus::kError: return "error";
+    case RunStatus::kInterrupted: return "interrupted";
+  }
+  return "error";
+}
+
+const char* category_name(Category c) {
+  switch (c) {
+    case Category::kNone: return "";
+    case Category::kPassed: return "passed";
+    case Category::kFailed: return "failed";
+    case Category::kFlaky: return "flaky";
+    case Category::kRefused: return "refused";
+    case Category::kInfraError: return "infra_error";
+    case Category::kIsolationViolation: return "isolation_violation";
+  }
+  return "";
+}
+
+Category category_of(const Error& e) {
+  if (e.kind == ErrorKind::kIsolation) return Category::kIsolationViolation;
+  if (is_infra_error(e)) return Category::kInfraError;
+  return Category::kNone;
+}
+
+bool is_infra_error(const Error& e) { return e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout; }
+
+json environment_json(const EnvironmentConfig& env) {
+  if (!env.present || env.resolved.key.empty()) return nullptr;
+  return {{"key", env.resolved.key},     {"image", env.resolved.image},  {"digest", env.resolved.digest},
+          {"built", env.resolved.built}, {"build_ms", env.resolved.build_ms}};
+}
+
+json result_to_json(const TestResult& r) {
+  json timings = json::object();
+  for (const auto& t : r.timings) timings[t.step] = t.ms;
+  json j = {
+      {"run_id", r.run_id},
+      {"status", status_name(r.status)},
+      {"sandbox_id", r.sandbox_id},
+      {"changed_paths", r.changed_paths},
+      {"test_exit_code", r.test_exit_code},
+      {"test_output", r.test_output},
+      {"test_output_truncated", r.test_output_truncated},
+      {"tests_passed", r.tests_passed},
+      {"image", r.image},
+      {"image_digest", r.image_digest},
+      {"policy", r.policy},
+      {"timings", timings},
+      {"seed_sha256", r.seed_sha256},
+      {"patch_sha256", r.patch_sha256},
+  };
+  if (!r.environment.is_null()) j["environment"] = r.environment;
+  if (!r.patch_format.empty()) j["patch_format"] = r.patch_format;
+  if (r.change.is_object()) {
+    j["diff_stats"] = r.change["diff_stats"];
+    j["changed_files"] = r.change["changed_files"];
+  }
+  if (!r.diff_sha256.empty()) j["diff_sha256"] = r.diff_sha256;
+  if (r.seed_source.is_object()) j["seed_source"] = r.seed_source;
+  if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
+  if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
+  if (r.category != Category::kNone) j["category"] = category_name(r.category);
+  if (!r.triage.is_null()) j["triage"] = r.triage;
+  if (r.repair.is_object()) {
+    for (const auto& [k, v] : r.repair.items()) j[k] = v;
+  }
+  if (!r.tests_passed) j["reason"] = r.reason;
+  if (r.planner.is_object()) {
+    j["planner_task_id"] = r.planner.value("task_id", "");
+    j["usage"] = r.planner.value("usage", json::object());
+    j["planner"] = r.planner;
+  }
+  if (!r.findings.empty()) j["findings"] = findings_to_json(r.findings);
+  // Patched code a forged report needs (suspicious_code.h); [] when none.
+  if (!r.baseline) j["suspicious"] = findings_to_json(r.suspicious);
+  return j;
+}
+
+json run_record(const TestResult& r, const RecordInfo& info) {
+  json rec = result_to_json(r);
+  rec["kind"] = info.kind == RunKind::kBaseline ? "baseline" : info.kind == RunKind::kRun ? "run" : "test";
+  const Owner o = current_owner();
+  rec["owner"] = {{"user_host", o.user_host}, {"pid", o.pid}, {"start_time", o.start_time}};
+  rec["seed"] = info.seed;
+  rec["test_command"] = info.test_command;
+  rec["updated_at"] = static_cast<long>(std::time(nullptr));
+  if (!info.error.empty()) {
+    rec["error"] = info.error;
+    if (r.reason.empty()) rec["reason"] = info.error;
+  }
+  if (info.category != Category::kNone) rec["category"] = category_name(info.category);
+  if (!info.backend.empty()) rec["backend"] = info.backend;
+  rec["provenance"] = build_provenance(rec);
+  return rec;
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,19 @@
+#include "pipeline/test_pause.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace lazyagent {
+
+void test_pause_point(const std::string& point) {
+  const char* at = std::getenv("LAZYAGENT_TEST_PAUSE_AT");
+  if (!at || point != at) return;
+  if (const char* file = std::getenv("LAZYAGENT_TEST_PAUSE_FILE")) {
+    std::ofstream(file) << ::getpid() << "\n";
+  }
+  for (int i = 0; i < 600; ++i) ::sleep(1);
+}
+
+}  // namespace lazyagent

@@ -1,0 +1,158 @@
+#include "pipeline/triage_run.h"
+
+#include "util/digest.h"
+#include "cli/interrupt.h"
+#include "contract/test_report.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+std::string baseline_key(const std::string& seed_sha256, const std::string& test_command,
+                         const std::string& image_digest, const std::string& runtime) {
+  return sha256_hex(seed_sha256 + "\n" + test_command + "\n" + image_digest +
+                    (runtime.empty() ? "" : "\n" + runtime));
+}
+
+namespace {
+
+// One sandbox run, retried once (by default) after an infrastructure failure.
+Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, const RunStore& store,
+                                  const ProgressFn& progress) {
+  auto r = run_test(req, engine, store, progress);
+  for (int i = 0; i < retries && !r && is_infra_error(r.error()); ++i) {
+    if (progress) progress("infra_error, retrying once in a fresh sandbox: " + r.error().message);
+    req.run_id.clear();  // a new run id: the failed run keeps its record
+    r = run_test(req, engine, store, progress);
+  }
+  if (!r && is_infra_error(r.error())) {
+    const std::string retried = retries > 0 ? ", retried " + std::to_string(retries) + "x" : "";
+    Error e = r.error();  // keeps the ids (run_id, ...) of the last run
+    e.message = "infra_error (not a test failure" + retried + "): " + e.message;
+    return e;
+  }
+  return r;
+}
+
+struct Baseline {
+  bool ok = false;
+  bool cached = false;
+  json summary;  // what goes into triage.baseline
+  TestCases cases;
+};
+
+Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
+                      Engine& engine, const RunStore& store, const ProgressFn& progress) {
+  Baseline b;
+  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command, patched.image_digest,
+                                       patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
+  if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) {
+    b.ok = b.cached = true;
+    b.summary = *cached;
+    b.summary["cached"] = true;
+    b.cases = cases_from_json(cached->value("tests", json()));
+    return b;
+  }
+  if (progress) progress("baseline: the seed's tests without the patch");
+  TestRequest breq = req;
+  breq.baseline = true;
+  breq.patch_json.clear();
+  breq.run_id.clear();
+  breq.planner = nullptr;
+  auto r = run_with_retry(breq, opt.infra_retries, engine, store, progress);
+  if (!r) {
+    b.summary = {{"error", r.error().message}};
+    return b;
+  }
+  b.ok = true;
+  b.cases = r->tests;
+  b.summary = {{"key", key},
+               {"run_id", r->run_id},
+               {"seed_sha256", r->seed_sha256},
+               {"image_digest", r->image_digest},
+               {"test_command", req.config.test_command},
+               {"test_exit_code", r->test_exit_code},
+               {"tests_passed", r->tests_passed},
+               {"reason", r->reason},
+               {"tests", cases_to_json(r->tests)}};
+  // Only a finished verdict is cached; a timeout may be load, not the seed.
+  if (r->reason.rfind("timeout", 0) != 0) (void)store.write_in("baselines", key, b.summary);
+  b.summary["cached"] = false;
+  return b;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
+                                   const RunStore& store, const ProgressFn& progress) {
+  auto first = run_with_retry(req, opt.infra_retries, engine, store, progress);
+  if (!first) return first;
+  if (first->status == RunStatus::kRefused) return first;
+
+  std::vector<TestResult> runs = {*first};
+  std::string rerun_note;
+  for (int i = 0; i < opt.rerun && !runs.back().tests_passed; ++i) {
+    if (progress) progress("rerun " + std::to_string(i + 1) + " of " + std::to_string(opt.rerun) + ": the verdict was a failure");
+    TestRequest again = req;
+    again.run_id.clear();
+    auto r = run_with_retry(again, opt.infra_retries, engine, store, progress);
+    if (!r) {
+      if (r.error().kind == ErrorKind::kInterrupted || r.error().kind == ErrorKind::kIsolation) return r.error();
+      rerun_note = r.error().message;  // the runs so far still stand
+      break;
+    }
+    runs.push_back(*r);
+  }
+  std::size_t deciding = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].tests_passed) {
+      deciding = i;
+      break;
+    }
+  }
+  TestResult res = runs[deciding];
+
+  Baseline base;
+  if (opt.baseline) base = baseline_for(req, *first, opt, engine, store, progress);
+  if (auto st = check_interrupted(); !st) return st.error();
+  std::vector<TestCases> cases;
+  for (const auto& r : runs) cases.push_back(r.tests);
+  const Triage t = triage(base.ok ? base.cases : TestCases{}, cases);
+  // Flakiness is visible without a baseline too.
+  std::vector<std::string> flaky = t.flaky;
+  if (!base.ok) flaky = triage(cases[0], cases).flaky;
+
+  json tj = triage_to_json(t);
+  tj["flaky"] = flaky;
+  tj["baseline"] = opt.baseline ? base.summary : json("off");
+  json run_list = json::array();
+  for (const auto& r : runs) {
+    run_list.push_back({{"run_id", r.run_id},
+                        {"test_exit_code", r.test_exit_code},
+                        {"tests_passed", r.tests_passed},
+                        {"reason", r.reason}});
+  }
+  tj["runs"] = run_list;
+  if (!rerun_note.empty()) tj["rerun_stopped"] = rerun_note;
+
+  if (res.tests_passed && t.available && !(t.newly_broken.empty() && t.still_failing.empty())) {
+    res.tests_passed = false;
+    res.status = RunStatus::kFailed;
+    res.reason = !t.newly_broken.empty()
+                     ? "newly broken: " + joined(t.newly_broken) + " passed before the patch and not after"
+                     : "not fixed: " + joined(t.still_failing) + " failed before the patch and is skipped now";
+  }
+  res.category = res.tests_passed ? (flaky.empty() ? Category::kPassed : Category::kFlaky) : Category::kFailed;
+  tj["verdict"] = category_name(res.category);
+  res.triage = tj;
+  (void)write_result_record(store, engine, req, res);
+  return res;
+}
+
+}  // namespace lazyagent

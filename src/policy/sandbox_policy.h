@@ -1,0 +1,143 @@
+// The test sandbox's policy, and the libpod create request that asks for it.
+//
+// Threat model: the code under test was written by a model and is hostile. It
+// may try to reach the network (exfiltrate, call home), read secrets (the
+// CLI's environment, the provider key), write outside its working copy (the
+// user's seed, the host disk), exhaust the host (fork, memory, disk, output,
+// time) or attack the terminal that shows its output. The sandbox therefore
+// gets: no network namespace peers (nsmode none: only `lo`), no capabilities,
+// no-new-privileges, a read-only root, size-capped tmpfs for the working copy
+// and /tmp, cgroup caps on memory, pids and cpu, rlimits, a kill timeout, a
+// capped log, a fixed environment allowlist, labels for reaping, and no
+// secrets or user paths. Its root is not the host's root: it runs in a
+// private user namespace whose ids map to a high host range no host user
+// has (user_namespace in the config), so a process that escapes the
+// container's other walls is an unprivileged, unknown uid on the host. A
+// seccomp allowlist stricter than podman's default (oci/seccomp.json, shared
+// with the OCI export) refuses the kernel interfaces a test run never needs:
+// new namespaces, mounts, ptrace, keyrings, bpf, perf, io_uring, userfaultfd,
+// modules, kexec. The seed arrives as a private read-only copy made by
+// this tool (never the user's directory), copied into the tmpfs at start.
+//
+// The same policy value is what the verifier checks the effective container
+// against (policy_verifier.h) and what exports turn into other formats.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "policy/oci_seccomp.h"
+
+namespace lazyagent {
+
+// Where things live inside the sandbox.
+inline constexpr const char* kSeedMount = "/seed";   // read-only private copy
+inline constexpr const char* kWorkDir = "/work";     // tmpfs working copy
+inline constexpr const char* kTmpDir = "/tmp";       // tmpfs
+
+// Labels on every container the project creates (ARCHITECTURE section 4).
+inline constexpr const char* kLabelRole = "io.lazyagent.role";
+inline constexpr const char* kLabelRun = "io.lazyagent.run";
+inline constexpr const char* kLabelOwner = "io.lazyagent.owner";     // uid@host
+inline constexpr const char* kLabelPid = "io.lazyagent.pid";         // orchestrator pid
+inline constexpr const char* kLabelPidStart = "io.lazyagent.pidstart"; // its start time
+
+// The sandbox's uid/gid mapping: container ids 0..size-1 are host ids
+// host_id..host_id+size-1 (the same range for uids and gids).
+struct UserNamespace {
+  std::int64_t host_id = 1879048192;
+  std::int64_t size = 65536;
+  // false under gVisor (runsc): its gofer would run inside the mapping and
+  // cannot reach the private copy under a 0700 home directory (measured:
+  // "stat(...): permission denied" at create); there the sandbox's root is
+  // gVisor's own, and the Sentry runs on the host as uid 65534.
+  bool enabled = true;
+};
+
+struct SandboxPolicy {
+  std::string image;
+  std::int64_t memory_bytes = 512LL << 20;
+  std::int64_t pids = 256;
+  std::int64_t cpu_period = 100000;
+  std::int64_t cpu_quota = 100000;  // 1 CPU
+  std::int64_t nofile = 1024;
+  std::int64_t nproc = 256;
+  std::int64_t work_tmpfs_bytes = 64LL << 20;
+  std::int64_t tmp_tmpfs_bytes = 64LL << 20;
+  std::int64_t log_bytes = 1 << 20;
+  std::int64_t timeout_seconds = 120;
+  std::string hostname = "sandbox";
+  UserNamespace userns;
+  // The seccomp profile (OCI runtime-spec form) the sandbox must run under:
+  // oci/seccomp.json as built into the binary (oci_seccomp.h).
+  nlohmann::json seccomp = oci_seccomp_profile();
+  // The complete environment of the test process (the allowlist).
+  std::map<std::string, std::string> env = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", kWorkDir},
+      {"LANG", "C.UTF-8"},
+      {"PYTHONDONTWRITEBYTECODE", "1"},
+      {"PYTHONUNBUFFERED", "1"},
+  };
+};
+
+// Names podman itself adds to every container's environment; allowed.
+const std::vector<std::string>& podman_added_env_names();
+
+SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seconds);
+
+// The policy as JSON (the `policy` field of results: the limits in force).
+nlohmann::json policy_to_json(const SandboxPolicy& p);
+
+// The uid (and gid) map as libpod wants it: [{container_id, host_id, size}].
+nlohmann::json userns_map_json(const UserNamespace& u);
+
+// Host users, groups and subordinate ranges whose ids fall in the sandbox's
+// range, one "FILE: NAME (ids A..B)" each; empty when the range is unused.
+// Inputs are the texts of /etc/passwd, /etc/group, /etc/subuid, /etc/subgid.
+std::vector<std::string> userns_collisions(const UserNamespace& u, const std::string& passwd,
+                                           const std::string& group, const std::string& subuid,
+                                           const std::string& subgid);
+
+// sha256 of the profile's canonical JSON text (sorted keys, no spaces).
+std::string seccomp_profile_sha256(const nlohmann::json& profile);
+
+// Tmpfs option lists, shared by the request and the verifier.
+std::vector<std::string> work_tmpfs_options(const SandboxPolicy& p);
+std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p);
+
+// What the sandbox prints between the head and the tail of an output longer
+// than its budget: "[lazyagent-oci: output cut: kept the first H and the last T bytes]".
+inline constexpr const char* kOutputCutMarker = "[lazyagent-oci: output cut";
+
+// The shell program the sandbox runs: copy the seed into the tmpfs, run the
+// test command there with its output capped at `output_bytes` (head and
+// tail kept), exit with its status.
+// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL}.
+std::vector<std::string> sandbox_command(const std::string& test_command,
+                                         std::int64_t output_bytes);
+
+struct SandboxRequest {
+  SandboxPolicy policy;
+  std::string name;                       // unique container name
+  std::map<std::string, std::string> labels;
+  std::string seed_copy_path;             // host path of the private copy ("" = upload)
+  std::string seccomp_profile_path;       // host path of policy.seccomp, written for podman to read
+  std::string test_command;
+  std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
+};
+
+// libpod SpecGenerator JSON for POST /libpod/containers/create. Field names
+// were checked against podman 4.3.1, which silently ignores unknown ones.
+// The id mappings are containers/storage IDMappingOptions: Go field names
+// (HostUIDMapping, UIDMap, ...) but each map entry has json tags
+// (container_id, host_id, size): `{"ContainerID":0,"HostID":N,...}` is
+// accepted and silently maps the sandbox's root to host uid 0 (measured).
+nlohmann::json build_create_spec(const SandboxRequest& req);
+
+}  // namespace lazyagent
