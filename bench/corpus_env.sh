@@ -29,8 +29,8 @@ export XDG_STATE_HOME="$work/state"
 
 # name | Debian source package | file to patch | allow | test command
 projects=(
-  "python-ordered-set|python-ordered-set|ordered_set/__init__.py|ordered_set/|python3 -m pytest -q -p no:cacheprovider"
-  "python-hashids|python-hashids|hashids.py|hashids.py|python3 -m pytest -q -p no:cacheprovider test"
+  "python-ordered-set|python-ordered-set|ordered_set/__init__.py|ordered_set/|python3 -m pytest -v -p no:cacheprovider"
+  "python-hashids|python-hashids|hashids.py|hashids.py|python3 -m pytest -v -p no:cacheprovider test"
 )
 
 ms() { date +%s%3N; }
