@@ -16,7 +16,7 @@ if [ $# -gt 0 ]; then
   echo "==> tests (ctest $*)" >&2
   ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
 else
-  echo "==> tests: unit, integration, security (ctest -LE k8s-cluster)" >&2
+  echo "==> tests: unit, integration, security, corpus (ctest -LE k8s-cluster)" >&2
   ctest --test-dir build --output-on-failure -j2 -LE k8s-cluster || status=$?
   # The one-node cluster takes the machine's two cores for a minute: alone.
   echo "==> tests: Kubernetes backend on a real one-node cluster (ctest -L k8s-cluster)" >&2

@@ -85,6 +85,10 @@ std::string join_key(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+bool is_image_reference(const std::string& s);
+constexpr const char* kImageText = "an image reference without spaces or control characters";
+bool is_build_network(const std::string& s) { return s == "bridge" || s == "none"; }
+
 // Reads one document against the schema, collecting every error.
 class Reader {
  public:
@@ -202,10 +206,11 @@ class Reader {
 
   // A non-empty list of allowlist entries, each obeying the patch contract's
   // path rules (an entry may end in one '/' to allow a directory).
-  Read allow_list(std::vector<std::string>* out) {
-    return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsSequence() || n.size() == 0)
-        return error(p, "expected a non-empty list of relative paths, got " + describe(n));
+  Read allow_list(std::vector<std::string>* out, bool may_be_empty = false) {
+    return [this, out, may_be_empty](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence() || (n.size() == 0 && !may_be_empty))
+        return error(p, std::string("expected a ") + (may_be_empty ? "" : "non-empty ") +
+                            "list of relative paths, got " + describe(n));
       std::vector<std::string> entries;
       for (std::size_t i = 0; i < n.size(); ++i) {
         const std::string item_path = p + "[" + std::to_string(i) + "]";
@@ -248,6 +253,60 @@ class Reader {
         entries.push_back(item.Scalar());
       }
       *out = std::move(entries);
+    };
+  }
+
+  // A non-empty list of non-empty strings (shell commands).
+  Read command_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence() || n.size() == 0)
+        return error(p, "expected a non-empty list of commands, got " + describe(n));
+      std::vector<std::string> items;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        if (!item.IsScalar() || item.Scalar().empty()) {
+          error(p + "[" + std::to_string(i) + "]", "expected a non-empty command, got " + describe(item));
+          continue;
+        }
+        items.push_back(item.Scalar());
+      }
+      *out = std::move(items);
+    };
+  }
+
+  // `environment`: the project's test image (environment.h). Either
+  // `containerfile` or `base` + `setup`; `inputs` with both.
+  Read environment(EnvironmentConfig* env) {
+    return [this, env](const YAML::Node& n, const std::string& p) {
+      if (!n.IsMap()) return error(p, "expected a mapping (containerfile, or base + setup; inputs), got " + describe(n));
+      const std::size_t before = errors().size();
+      mapping(n, p,
+              {{"containerfile", relative_path(&env->containerfile)},
+               {"base", string(&env->base, is_image_reference, kImageText)},
+               {"setup", command_list(&env->setup)},
+               {"inputs", allow_list(&env->inputs, true)},
+               {"network", string(&env->network, is_build_network, "'bridge' or 'none'")},
+               {"timeout_seconds", integer(&env->timeout_seconds, 1, 86400)}});
+      if (errors().size() != before) return;
+      if (!env->containerfile.empty() && (!env->setup.empty() || !env->base.empty()))
+        return error(p, "give either containerfile, or base and setup, not both");
+      if (env->containerfile.empty() && env->setup.empty())
+        return error(p, "needs containerfile (a Containerfile in the seed) or setup (commands run on base)");
+      env->present = true;
+    };
+  }
+
+  // One seed-relative path obeying the patch contract's path rules.
+  Read relative_path(std::string* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsScalar() || n.Scalar().empty()) return error(p, "expected a relative path, got " + describe(n));
+      const std::vector<Finding> findings = check_patch_path(n.Scalar());
+      if (!findings.empty()) {
+        std::string why = findings.front().message;
+        if (!why.empty() && why.back() == '.') why.pop_back();
+        return error(p, why);
+      }
+      *out = n.Scalar();
     };
   }
 
@@ -324,6 +383,7 @@ bool is_report_spec(const std::string& s) {
   }
   return true;
 }
+
 
 // `seed` relative to the config file's directory (or the working directory).
 std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
@@ -474,6 +534,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"secret", r.string(&cfg.k8s.secret)},
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},
                               {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)}})},
+            {"environment", r.environment(&cfg.environment)},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

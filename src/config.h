@@ -135,6 +135,28 @@ struct PlannerConfig {
   std::int64_t max_reply_tokens = 0;  // 0 = omit
 };
 
+// The project's test image (environment.h): built with network before any
+// sandbox, from a Containerfile in the seed or from a base image plus set-up
+// commands, cached under a key that hashes the base image, the set-up and
+// the inputs' contents. Absent (`present` false): images.sandbox as it is.
+struct EnvironmentConfig {
+  bool present = false;               // an `environment:` section was given
+  std::string containerfile;          // relative to the seed; the build context is `inputs`
+  std::string base;                   // "" = images.sandbox
+  std::vector<std::string> setup;     // one RUN (/bin/sh -c) each, in /lazyagent-env
+  std::vector<std::string> inputs;    // seed-relative files or directories (trailing '/')
+  std::string network = "bridge";     // the build's network: bridge or none
+  std::int64_t timeout_seconds = 1800;  // the whole build
+  // Set once the image exists (resolve_environment): what the result records.
+  struct Resolved {
+    std::string key;      // 32 hex: sha256 of base image ids, Containerfile text, inputs
+    std::string image;    // localhost/lazyagent-env:<key>
+    std::string digest;   // the built image's digest (as image_digest: Digest, else Id)
+    bool built = false;   // built by this command (false: reused)
+    long build_ms = 0;
+  } resolved;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -155,6 +177,7 @@ struct Config {
   RepairConfig repair;
   K8sConfig k8s;
   PlannerConfig planner;
+  EnvironmentConfig environment;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

@@ -60,6 +60,15 @@ lazyagent_test_executable(security_tests ${SECURITY_SOURCES} ${CMAKE_SOURCE_DIR}
 catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn NoTests
   PROPERTIES LABELS security RESOURCE_LOCK podman TIMEOUT 600)
 
+# The real-projects corpus (tests/corpus/): open-source projects from Debian's
+# source packages, each with its environment (built with network on first
+# use, then cached as an image), an injected bug, its fix and a wrong fix.
+# The first run downloads and builds (minutes); a second one reuses both.
+file(GLOB CORPUS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/corpus/*.cpp)
+lazyagent_test_executable(corpus_tests ${CORPUS_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
+catch_discover_tests(corpus_tests TEST_PREFIX "corpus: " EXTRA_ARGS --warn NoTests
+  PROPERTIES LABELS corpus RESOURCE_LOCK podman TIMEOUT 900)
+
 # The docs check (tests/docs/check_docs.py): every command block of README.md
 # and docs/*.md runs here and succeeds, or says why it cannot; every synopsis
 # names the options --help lists. --self-test first proves on

@@ -49,6 +49,7 @@ const std::vector<Command>& commands() {
       {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},
       {"diff", "print a run's proven change as a unified diff against its seed", cmd_diff},
       {"apply", "write a passed run's change into your work tree (optionally on a new git branch)", cmd_apply},
+      {"env", "build, list or prune the project's test image (config environment: base + setup + inputs)", cmd_env},
       {"seed", "show what a run takes from a seed (git work tree or directory), and how long it takes", cmd_seed},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},

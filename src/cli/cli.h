@@ -139,6 +139,13 @@ int cmd_eval(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);
+int cmd_env(const std::vector<std::string>& args);
+
+// The config's environment (environment.h), built on first use with its
+// progress on stderr, then reused: sets config->images.sandbox to it. A
+// failed set-up step is an engine error (infra_error) with the step's log.
+// No-op without an `environment:` section; refused on another backend.
+Status use_environment(Config* config, const BackendOptions& backend, bool rebuild = false);
 
 // `configure --backend k8s` (cmd_k8s.cpp): one Kubernetes Secret instead of
 // podman secrets. k8s_backend_args: when `args` ask for `--backend k8s`, the

@@ -200,6 +200,8 @@ int cmd_eval(const std::vector<std::string>& args) {
   std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
                    [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
   if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
+  // The config's environment (relative to the config's seed), built once for every task.
+  if (auto st = use_environment(&*config, opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
 
   const RunStore store = default_run_store();
   // Eval's waits poll less often than a single `test` (5 ms): at 5 ms each

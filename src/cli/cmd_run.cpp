@@ -58,6 +58,7 @@ int cmd_run(const std::vector<std::string>& args) {
   req.judge.baseline = !no_baseline;
   // The user's input, refused before anything runs: no record, no container.
   if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("run"), json);
+  if (auto st = use_environment(&req.config, backend); !st) return report_error(st.error(), json);
 
   const RunStore store = default_run_store();
   auto factory = engine_factory(backend, req.config, store);

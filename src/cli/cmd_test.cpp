@@ -57,6 +57,7 @@ int cmd_test(const std::vector<std::string>& args) {
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   // The user's input, refused before anything runs: no record, no container.
   if (auto st = check_seed_dir(req.config.seed); !st) return report_error(st.error().context("test"), opt.json);
+  if (auto st = use_environment(&req.config, opt.backend); !st) return report_error(st.error(), opt.json);
 
   auto patch = read_patch_file(opt.patch);
   if (!patch) return report_error(patch.error(), opt.json);

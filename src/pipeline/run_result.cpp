@@ -44,6 +44,12 @@ Category category_of(const Error& e) {
 
 bool is_infra_error(const Error& e) { return e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout; }
 
+json environment_json(const EnvironmentConfig& env) {
+  if (!env.present || env.resolved.key.empty()) return nullptr;
+  return {{"key", env.resolved.key},     {"image", env.resolved.image},  {"digest", env.resolved.digest},
+          {"built", env.resolved.built}, {"build_ms", env.resolved.build_ms}};
+}
+
 json result_to_json(const TestResult& r) {
   json timings = json::object();
   for (const auto& t : r.timings) timings[t.step] = t.ms;
@@ -63,6 +69,7 @@ json result_to_json(const TestResult& r) {
       {"seed_sha256", r.seed_sha256},
       {"patch_sha256", r.patch_sha256},
   };
+  if (!r.environment.is_null()) j["environment"] = r.environment;
   if (!r.patch_format.empty()) j["patch_format"] = r.patch_format;
   if (r.change.is_object()) {
     j["diff_stats"] = r.change["diff_stats"];

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config.h"
 #include "contract/patch_contract.h"
 #include "util/result.h"
 #include "contract/test_report.h"
@@ -60,6 +61,7 @@ struct TestResult {
   std::string reason;            // why not passed
   std::string image;
   std::string image_digest;
+  nlohmann::json environment;   // environment.h: key, image, digest, built, build_ms (null: none)
   nlohmann::json policy;
   std::vector<StepTiming> timings;
   std::vector<Finding> findings; // contract findings when refused
@@ -79,6 +81,10 @@ struct TestResult {
   nlohmann::json triage;         // set by run_judged_test (triage_run.h); null otherwise
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
+
+// The result's `environment` object (engine/podman/environment.h): key,
+// image, digest, built, build_ms; null without an environment.
+nlohmann::json environment_json(const EnvironmentConfig& env);
 
 // What `test --json` / `run --json` print.
 nlohmann::json result_to_json(const TestResult& r);

@@ -42,6 +42,7 @@ class TestPipeline {
     policy_ = policy_from_config(req_.config, req_.timeout_seconds);
     engine_.adapt_policy(&policy_);
     res_.image = policy_.image;
+    res_.environment = environment_json(req_.config.environment);
     // A demanded limit the runtime cannot enforce refuses the run before
     // anything exists, unless the weaker policy was accepted explicitly.
     if (auto st = engine_.check_policy(req_.config); !st) return st.error();

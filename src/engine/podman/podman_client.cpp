@@ -316,4 +316,53 @@ Status PodmanClient::export_filesystem(const std::string& id, int fd) {
   return ok_status();
 }
 
+Status PodmanClient::stream_get(const std::string& path, const std::function<void(std::string_view)>& on_chunk,
+                                long timeout_ms, const std::string& what) {
+  TransferRequest t;
+  t.method = "GET";
+  t.url = std::string("http://d") + kApiPrefix + path;
+  t.unix_socket = socket_path_;
+  t.connect_timeout_ms = 5000;
+  t.timeout_ms = timeout_ms;
+  t.interruptible = true;
+  std::string error_body;
+  t.on_chunk = [&](const char* data, std::size_t len, long status) {
+    if (status != 200) {
+      if (error_body.size() < 4096) error_body.append(data, len);
+      return true;
+    }
+    on_chunk(std::string_view(data, len));
+    return true;
+  };
+  TransferReply x = http_transfer(curl_, t);
+  if (!x.ok()) return transport_error(x, what, timeout_ms);
+  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
+  return ok_status();
+}
+
+Result<std::string> PodmanClient::commit(const std::string& id, const std::string& repo, const std::string& tag,
+                                         const std::vector<std::string>& changes) {
+  std::string q = "/commit?container=" + url_escape(id) + "&repo=" + url_escape(repo) + "&tag=" + url_escape(tag) +
+                  "&pause=false";
+  for (const auto& c : changes) q += "&changes=" + url_escape(c);
+  const std::string what = "committing container " + id.substr(0, 12) + " as " + repo + ":" + tag;
+  auto r = call("POST", q, "", RequestOptions{.timeout_ms = 600000, .interruptible = true});
+  if (auto st = expect(r, {200, 201}, what); !st) return st.error();
+  auto j = parse_json_reply(r, what);
+  if (!j) return j.error();
+  if (!j->contains("Id") || !(*j)["Id"].is_string()) return engine_error(what + ": podman's reply has no Id");
+  return (*j)["Id"].get<std::string>();
+}
+
+Result<json> PodmanClient::images_by_label(const std::string& label) {
+  const json filters = {{"label", {label}}};
+  auto r = call("GET", "/images/json?filters=" + url_escape(filters.dump()));
+  if (auto st = expect(r, {200}, "listing images labelled " + label); !st) return st.error();
+  return parse_json_reply(r, "listing images labelled " + label);
+}
+
+Status PodmanClient::image_remove(const std::string& name) {
+  return expect(call("DELETE", "/images/" + url_escape(name)), {200}, "removing image " + name);
+}
+
 }  // namespace lazyagent

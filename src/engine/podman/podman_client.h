@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +101,20 @@ class PodmanClient {
   Status secret_create(const std::string& name, const std::string& value);
   Status secret_delete(const std::string& name);  // a missing secret is an error
   Result<nlohmann::json> secret_list();
+
+  // GET `path` (below kApiPrefix), each chunk of a 200 reply's body handed to
+  // `on_chunk` as it arrives (a followed log). Another status is an error
+  // with podman's message. timeout_ms bounds the whole transfer (kTimeout).
+  Status stream_get(const std::string& path, const std::function<void(std::string_view)>& on_chunk,
+                    long timeout_ms, const std::string& what);
+  // POST /commit: the container's filesystem as image repo:tag; `changes`
+  // are Containerfile instructions (LABEL, WORKDIR). Returns the image id.
+  Result<std::string> commit(const std::string& id, const std::string& repo, const std::string& tag,
+                             const std::vector<std::string>& changes);
+  // Images carrying `label` (key or key=value), as podman lists them.
+  Result<nlohmann::json> images_by_label(const std::string& label);
+  // DELETE /images/{name}: an image in use is an error naming it.
+  Status image_remove(const std::string& name);
 
   // GET /containers/{id}/export: the container's filesystem as a tar stream,
   // written to `fd` as it arrives (an image's root is too big to hold in

@@ -1,0 +1,375 @@
+#include "engine/podman/environment.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "util/digest.h"
+#include "pipeline/ownership.h"
+#include "engine/podman/podman_client.h"
+#include "engine/podman/tar_writer.h"
+
+namespace lazyagent {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxEnvironmentInputBytes = 64u << 20;
+constexpr const char* kEnvStepMarker = "::lazyagent-env step ";
+constexpr const char* kEnvFailedMarker = "::lazyagent-env failed ";
+
+struct InputReader {
+  std::string seed;
+  std::string key_path;  // environment.inputs[i]
+  std::size_t total = 0;
+  std::vector<EnvironmentInput>* out;
+
+  Status fail(const std::string& rel, const std::string& why) const {
+    return usage_error(key_path + ": " + rel + ": " + why);
+  }
+
+  // rel: a seed-relative path whose every component was lstat'ed already.
+  Status add(const std::string& rel, int depth) {
+    if (depth > 64) return fail(rel, "directories nested deeper than 64");
+    const std::string full = seed + "/" + rel;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0) return fail(rel, errno == ENOENT ? "no such file in the seed" : std::strerror(errno));
+    if (S_ISLNK(st.st_mode)) return fail(rel, "a symbolic link (inputs are read without following links)");
+    if (S_ISDIR(st.st_mode)) {
+      DIR* d = ::opendir(full.c_str());
+      if (d == nullptr) return fail(rel, std::strerror(errno));
+      std::vector<std::string> names;
+      while (dirent* e = ::readdir(d)) {
+        const std::string n = e->d_name;
+        if (n != "." && n != "..") names.push_back(n);
+      }
+      ::closedir(d);
+      std::sort(names.begin(), names.end());
+      for (const auto& n : names) {
+        if (auto s = add(rel + "/" + n, depth + 1); !s) return s;
+      }
+      return ok_status();
+    }
+    if (!S_ISREG(st.st_mode)) return fail(rel, "not a regular file or directory");
+    const int fd = ::open(full.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return fail(rel, std::strerror(errno));
+    EnvironmentInput in;
+    in.path = rel;
+    in.mode = (st.st_mode & 0111) ? 0755 : 0644;
+    char buf[65536];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0) {
+      in.content.append(buf, static_cast<std::size_t>(n));
+      if (total + in.content.size() > kMaxEnvironmentInputBytes) {
+        ::close(fd);
+        return fail(rel, "the inputs hold more than 64 MiB in all (name the lock files, not the project)");
+      }
+    }
+    const int err = errno;
+    ::close(fd);
+    if (n < 0) return fail(rel, std::strerror(err));
+    total += in.content.size();
+    in.sha256 = sha256_hex(in.content);
+    out->push_back(std::move(in));
+    return ok_status();
+  }
+};
+
+// "a/b/c" -> every proper prefix must be a real directory (no symlink).
+Status check_parents(const std::string& seed, const std::string& rel, const std::string& key_path) {
+  std::size_t pos = 0;
+  while ((pos = rel.find('/', pos)) != std::string::npos) {
+    const std::string prefix = rel.substr(0, pos);
+    struct stat st {};
+    const std::string full = seed + "/" + prefix;
+    if (::lstat(full.c_str(), &st) != 0) return usage_error(key_path + ": " + rel + ": no such file in the seed");
+    if (S_ISLNK(st.st_mode)) return usage_error(key_path + ": " + rel + ": " + prefix + " is a symbolic link");
+    if (!S_ISDIR(st.st_mode)) return usage_error(key_path + ": " + rel + ": " + prefix + " is not a directory");
+    ++pos;
+  }
+  return ok_status();
+}
+
+// The last `max_lines` lines of `text`.
+std::string last_lines(const std::string& text, std::size_t max_lines) {
+  std::size_t end = text.size();
+  while (end > 0 && text[end - 1] == '\n') --end;
+  std::size_t pos = end, lines = 0;
+  while (pos > 0) {
+    if (text[pos - 1] == '\n' && ++lines == max_lines) break;
+    --pos;
+  }
+  std::string out = text.substr(pos, end - pos);
+  if (out.size() > 8192) out = "..." + out.substr(out.size() - 8192);
+  return out;
+}
+
+std::string base_image(const Config& config) {
+  return config.environment.base.empty() ? config.images.sandbox : config.environment.base;
+}
+
+}  // namespace
+
+Result<std::vector<EnvironmentInput>> read_environment_inputs(const EnvironmentConfig& env, const std::string& seed_dir) {
+  std::vector<EnvironmentInput> out;
+  InputReader reader{seed_dir, "", 0, &out};
+  for (std::size_t i = 0; i < env.inputs.size(); ++i) {
+    std::string rel = env.inputs[i];
+    while (rel.size() > 1 && rel.back() == '/') rel.pop_back();
+    reader.key_path = "environment.inputs[" + std::to_string(i) + "]";
+    if (auto st = check_parents(seed_dir, rel, reader.key_path); !st) return st.error();
+    if (auto st = reader.add(rel, 0); !st) return st.error();
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (out[i].path == out[i - 1].path) out[i - 1].path.clear();  // named twice (a file and its directory)
+  }
+  out.erase(std::remove_if(out.begin(), out.end(), [](const auto& in) { return in.path.empty(); }), out.end());
+  return out;
+}
+
+std::string environment_key(const EnvironmentConfig& env, const std::string& base, const std::string& base_id,
+                            const std::vector<EnvironmentInput>& inputs) {
+  json files = json::array();
+  for (const auto& in : inputs) files.push_back({{"path", in.path}, {"mode", in.mode}, {"sha256", in.sha256}});
+  const json doc = {{"version", 1},     {"base", base},         {"base_id", base_id},
+                    {"setup", env.setup}, {"network", env.network}, {"inputs", files}};
+  return sha256_hex(doc.dump()).substr(0, 32);
+}
+
+std::vector<std::string> setup_command(const std::vector<std::string>& steps) {
+  // Everything on stdout, in order; each step in its own shell, from
+  // /lazyagent-env; the first failure stops the set-up with its exit code.
+  std::vector<std::string> cmd = {
+      "/bin/sh", "-c",
+      std::string("exec 2>&1; n=0; for s in \"$@\"; do n=$((n+1)); echo \"") + kEnvStepMarker +
+          "$n::\"; cd /lazyagent-env && /bin/sh -c \"$s\"; rc=$?; if [ $rc -ne 0 ]; then echo \"" + kEnvFailedMarker +
+          "$n $rc::\"; exit $rc; fi; done",
+      "lazyagent-env"};
+  cmd.insert(cmd.end(), steps.begin(), steps.end());
+  return cmd;
+}
+
+std::string setup_failure_message(const std::vector<std::string>& steps, const std::string& output, int exit_code) {
+  // The output since the last step marker is the failing step's.
+  std::size_t step = 0, from = 0, pos = 0;
+  while ((pos = output.find(kEnvStepMarker, pos)) != std::string::npos) {
+    const std::size_t num = pos + std::strlen(kEnvStepMarker);
+    step = static_cast<std::size_t>(std::strtoul(output.c_str() + num, nullptr, 10));
+    const std::size_t eol = output.find('\n', pos);
+    from = eol == std::string::npos ? output.size() : eol + 1;
+    pos = num;
+  }
+  std::string log = output.substr(from);
+  if (const std::size_t f = log.find(kEnvFailedMarker); f != std::string::npos) log.erase(f);
+  std::string msg;
+  if (step >= 1 && step <= steps.size()) {
+    msg = "environment: set-up step " + std::to_string(step) + " of " + std::to_string(steps.size()) +
+          " failed with exit code " + std::to_string(exit_code) + ": " + steps[step - 1];
+  } else {
+    msg = "environment: the set-up container exited " + std::to_string(exit_code) + " before its first step";
+  }
+  const std::string tail = last_lines(log, 40);
+  msg += tail.empty() ? "\n(the step printed nothing)" : "\n--- the step's output (last lines) ---\n" + tail;
+  return msg;
+}
+
+json setup_container_spec(const EnvironmentConfig& env, const std::string& base, const std::string& name,
+                          const std::map<std::string, std::string>& labels) {
+  json spec = {
+      {"image", base},
+      {"name", name},
+      {"labels", labels},
+      {"command", setup_command(env.setup)},
+      {"env",
+       {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        {"HOME", "/root"},
+        {"LANG", "C.UTF-8"},
+        {"DEBIAN_FRONTEND", "noninteractive"}}},
+      {"work_dir", "/"},
+      {"netns", {{"nsmode", env.network == "none" ? "none" : "bridge"}}},
+      {"cap_drop", {"CAP_SYS_CHROOT", "CAP_SETFCAP", "CAP_MKNOD", "CAP_NET_RAW", "CAP_AUDIT_WRITE", "CAP_SETPCAP",
+                    "CAP_NET_BIND_SERVICE"}},
+      {"r_limits", {{{"type", "nofile"}, {"soft", 4096}, {"hard", 4096}},
+                    {{"type", "nproc"}, {"soft", 4096}, {"hard", 4096}}}},
+      {"resource_limits", {{"pids", {{"limit", 4096}}}}},
+      {"log_configuration", {{"driver", "k8s-file"}}},
+      {"stop_timeout", 5},
+  };
+  return spec;
+}
+
+namespace {
+
+// Incremental demultiplexer of a followed log: complete lines to `line`,
+// everything to `all` (bounded).
+struct FollowedLog {
+  std::string pending;   // undecoded frame bytes
+  std::string partial;   // an unfinished line
+  std::string all;
+  std::function<void(const std::string&)> line;
+
+  void feed(std::string_view chunk) {
+    pending.append(chunk);
+    std::size_t pos = 0;
+    while (pending.size() - pos >= 8) {
+      const auto* h = reinterpret_cast<const unsigned char*>(pending.data() + pos);
+      const std::size_t size = (std::size_t{h[4]} << 24) | (std::size_t{h[5]} << 16) | (std::size_t{h[6]} << 8) | h[7];
+      if (pending.size() - pos - 8 < size) break;
+      text(std::string_view(pending).substr(pos + 8, size));
+      pos += 8 + size;
+    }
+    pending.erase(0, pos);
+  }
+  void text(std::string_view t) {
+    if (all.size() < (4u << 20)) all.append(t);
+    partial.append(t);
+    std::size_t nl = 0;
+    while ((nl = partial.find('\n')) != std::string::npos) {
+      line(partial.substr(0, nl));
+      partial.erase(0, nl + 1);
+    }
+  }
+  void finish() {
+    if (!partial.empty()) line(partial);
+    partial.clear();
+  }
+};
+
+Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, const std::string& base,
+                         const std::string& key, const std::vector<EnvironmentInput>& inputs,
+                         const std::function<void(const std::string&)>& progress) {
+  const Owner owner = current_owner();
+  auto labels = owner_labels(owner, "envbuild", "env-" + key.substr(0, 12));
+  const std::string name = "lazyagent-envbuild-" + key.substr(0, 12) + "-" + std::to_string(owner.pid);
+  auto created = podman.create(setup_container_spec(env, base, name, labels));
+  if (!created) return created.error().context("environment: creating the set-up container from " + base);
+  ScopedContainer box(podman, created->id);
+
+  std::vector<TarEntry> entries;
+  entries.push_back({"lazyagent-env", "", 0755, true});
+  for (const auto& in : inputs) {
+    // Parent directories first (the tar writer writes what it is given).
+    std::size_t pos = 0;
+    while ((pos = in.path.find('/', pos)) != std::string::npos) {
+      const std::string dir = "lazyagent-env/" + in.path.substr(0, pos);
+      bool have = false;
+      for (const auto& e : entries) have = have || (e.directory && e.path == dir);
+      if (!have) entries.push_back({dir, "", 0755, true});
+      ++pos;
+    }
+    entries.push_back({"lazyagent-env/" + in.path, in.content, in.mode, false});
+  }
+  auto tar = write_tar(entries);
+  if (!tar) return tar.error().context("environment: packing the inputs");
+  if (auto st = podman.put_archive(box.id(), "/", *tar); !st) return st.error().context("environment: uploading the inputs");
+  if (auto st = podman.start(box.id()); !st) return st.error().context("environment: starting the set-up");
+
+  FollowedLog log;
+  log.line = [&](const std::string& l) {
+    if (l.rfind(kEnvStepMarker, 0) == 0) {
+      const std::size_t n = std::strtoul(l.c_str() + std::strlen(kEnvStepMarker), nullptr, 10);
+      if (n >= 1 && n <= env.setup.size()) {
+        progress("environment: step " + std::to_string(n) + "/" + std::to_string(env.setup.size()) + ": " +
+                 env.setup[n - 1]);
+      }
+      return;
+    }
+    if (l.rfind(kEnvFailedMarker, 0) == 0) return;
+    progress("  | " + l);
+  };
+  const long deadline_ms = static_cast<long>(env.timeout_seconds) * 1000;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto followed = podman.stream_get("/containers/" + box.id() + "/logs?follow=true&stdout=true&stderr=true",
+                                    [&](std::string_view c) { log.feed(c); }, deadline_ms, "environment: following the set-up");
+  log.finish();
+  if (!followed) {
+    (void)podman.kill(box.id());
+    if (followed.error().kind == ErrorKind::kTimeout) {
+      return engine_error("environment: the set-up did not finish within environment.timeout_seconds (" +
+                          std::to_string(env.timeout_seconds) + " s)\n" + last_lines(log.all, 20));
+    }
+    return followed.error();
+  }
+  const long spent = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  auto code = podman.wait(box.id(), std::max(10000L, deadline_ms - spent));
+  if (!code) return code.error().context("environment: waiting for the set-up");
+  if (*code != 0) return engine_error(setup_failure_message(env.setup, log.all, *code));
+  // A rebuild moves the tag: the image it leaves untagged is removed (when no
+  // container uses it), not left behind as a nameless environment.
+  std::string previous;
+  if (auto old = podman.call("GET", "/images/" + url_escape(std::string(kEnvironmentRepo) + ":" + key) + "/json");
+      old && old->status == 200) {
+    const auto j = nlohmann::json::parse(old->body, nullptr, false);
+    if (j.is_object()) previous = j.value("Id", "");
+  }
+  auto id = podman.commit(box.id(), kEnvironmentRepo, key,
+                          {"LABEL io.lazyagent.role=environment", std::string("LABEL ") + kEnvironmentKeyLabel + "=" + key,
+                           "LABEL io.lazyagent.env.base=" + base, "WORKDIR /work",
+                           // The set-up container's owner labels are not the image's.
+                           "LABEL io.lazyagent.run=", "LABEL io.lazyagent.owner=", "LABEL io.lazyagent.pid=",
+                           "LABEL io.lazyagent.pidstart="});
+  if (!id) return id.error().context("environment");
+  if (!previous.empty() && previous != *id) (void)podman.image_remove(previous);
+  if (auto st = box.remove_now(); !st) return st.error().context("environment: removing the set-up container");
+  return ok_status();
+}
+
+}  // namespace
+
+Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
+                           const std::function<void(const std::string&)>& progress) {
+  EnvironmentConfig& env = config->environment;
+  if (!env.present) return ok_status();
+  if (!env.containerfile.empty()) {
+    return usage_error("environment.containerfile: not supported with podman 4.3: its build API runs RUN steps as "
+                       "the host's root in the host's network namespace (chroot isolation, whatever the request "
+                       "asks), where a step could read the host; describe the image as base + setup + inputs");
+  }
+  if (config->seed.empty()) return usage_error("environment: the inputs are relative to the seed, and no seed is set");
+  auto inputs = read_environment_inputs(env, config->seed);
+  if (!inputs) return inputs.error();
+  const std::string base = base_image(*config);
+  auto base_img = podman.image_inspect(base, env.base.empty() ? "images.sandbox" : "environment.base");
+  if (!base_img) return base_img.error();
+  const std::string key = environment_key(env, base, base_img->value("Id", ""), *inputs);
+  const std::string image = std::string(kEnvironmentRepo) + ":" + key;
+  env.resolved = {};
+  env.resolved.key = key;
+  env.resolved.image = image;
+  bool exists = false;
+  if (!rebuild) {
+    auto r = podman.call("GET", "/images/" + url_escape(image) + "/json");
+    if (!r) return r.error();
+    exists = r->status == 200;
+  }
+  if (!exists) {
+    progress("environment: building " + image + " (" + std::to_string(env.setup.size()) + " set-up step(s) on " + base +
+             ", network " + env.network + ", " + std::to_string(inputs->size()) + " input file(s))");
+    const auto t0 = std::chrono::steady_clock::now();
+    if (auto st = build_environment(podman, env, base, key, *inputs, progress); !st) return st;
+    env.resolved.built = true;
+    env.resolved.build_ms = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    progress("environment: built " + image + " in " + std::to_string(env.resolved.build_ms) + " ms");
+  } else {
+    progress("environment: reusing " + image);
+  }
+  auto built = podman.image_inspect(image, "environment");
+  if (!built) return built.error();
+  // The same digest the result's image_digest is (podman_engine.cpp digest_of).
+  env.resolved.digest = built->value("Digest", "");
+  if (env.resolved.digest.empty()) env.resolved.digest = built->value("Id", "");
+  config->images.sandbox = image;
+  return ok_status();
+}
+
+}  // namespace lazyagent

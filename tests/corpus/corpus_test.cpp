@@ -1,0 +1,147 @@
+// The real-projects corpus (issue 15 item 4): open-source projects no one
+// here wrote, taken from Debian 12's source packages at test time
+// (scripts/debian-source.sh: a private deb-src apt configuration, cached
+// under /var/cache/lazyagent-oci/debian-src, never committed). Each one gets
+// an environment (config `environment:`, built with network on first use and
+// cached as localhost/lazyagent-env:<key>: a second run reuses it), a bug
+// injected and committed in its git repository, the fix and a wrong fix as
+// `git diff`s. For each: the fix passes and the triage names exactly the
+// tests the bug broke (the baseline fails them), the wrong fix fails with
+// them still failing. The environment images are the corpus's cache and are
+// kept (`lazyagent-oci env prune --all` removes them).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CorpusProject {
+  std::string package;               // Debian source package
+  std::string file;                  // the file the bug is injected into
+  std::string right, bug, wrong;     // one line each: upstream's, the bug, a wrong fix
+  std::string config;                // the config without `seed:`
+  std::vector<std::string> fixed;    // what the fix fixes (the tests the bug breaks), sorted
+};
+
+void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+void git(const std::string& dir, const std::string& args) {
+  REQUIRE(sh("git -C " + dir + " -c user.name=it -c user.email=it@example.invalid " + args + " >/dev/null 2>&1; echo $?") ==
+          "0\n");
+}
+
+// `text` with the one occurrence of `from` replaced by `to`.
+std::string replaced_once(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(text.find(from, at + 1) == std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+std::vector<std::string> sorted_strings(const json& list) {
+  std::vector<std::string> v = list.get<std::vector<std::string>>();
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+void prove(const CorpusProject& p) {
+  const std::string src = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/debian-source.sh " + p.package + " 2>/dev/null"));
+  INFO("scripts/debian-source.sh " << p.package << " gave '" << src << "' (the Debian mirror must be reachable the first time)");
+  REQUIRE(fs::exists(src + "/" + p.file));
+  TempDir dir;
+  const std::string repo = dir.path() + "/" + p.package;
+  fs::copy(src, repo, fs::copy_options::recursive);
+  fs::remove(repo + "/.lazyagent-source");
+  git(repo, "init -q -b main");
+  git(repo, "add -A");
+  git(repo, "commit -q -m 'upstream (Debian source package " + p.package + ")'");
+  const std::string path = repo + "/" + p.file;
+  const std::string upstream = read_file(path);
+  const std::string buggy = replaced_once(upstream, p.right, p.bug);
+  put(path, buggy);
+  git(repo, "commit -q -am 'the injected bug'");
+  put(path, upstream);
+  const std::string fix = sh("git -C " + repo + " diff");
+  put(path, replaced_once(buggy, p.bug, p.wrong));
+  const std::string wrong = sh("git -C " + repo + " diff");
+  put(path, buggy);
+  REQUIRE(sh("git -C " + repo + " status --porcelain") == "");
+  const std::string fix_file = dir.file("fix.diff", fix);
+  const std::string wrong_file = dir.file("wrong.diff", wrong);
+  const std::string config = dir.file("corpus.yaml", "seed: " + repo + "\n" + p.config);
+
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+  const auto good = run_cli(env, {"test", "--config", config, "--patch", fix_file, "--json"}, 900);
+  INFO(good.err.substr(good.err.size() > 6000 ? good.err.size() - 6000 : 0));
+  REQUIRE(good.exit_code == 0);
+  const json r = json_out(good);
+  CHECK(r["status"] == "passed");
+  CHECK(r["category"] == "passed");
+  CHECK(r["environment"]["key"].get<std::string>().size() == 32);
+  CHECK(r["image"] == r["environment"]["image"]);
+  CHECK(r["isolation_probe"]["violations"].empty());
+  CHECK(sorted_strings(r["triage"]["fixed"]) == p.fixed);
+  CHECK(r["triage"]["newly_broken"].empty());
+  CHECK(r["triage"]["still_failing"].empty());
+
+  const auto bad = run_cli(env, {"test", "--config", config, "--patch", wrong_file, "--json"}, 900);
+  CHECK(bad.exit_code == 1);
+  const json w = json_out(bad);
+  CHECK(w["status"] == "failed");
+  CHECK(w["environment"]["built"] == false);  // reused
+  CHECK(w["environment"]["key"] == r["environment"]["key"]);
+  CHECK(w["triage"]["fixed"].empty());
+  CHECK(sorted_strings(w["triage"]["still_failing"]) == p.fixed);
+}
+
+const std::string kPytestEnv =
+    "environment:\n"
+    "  setup: [apt-get update, \"apt-get install -y --no-install-recommends python3-pytest\"]\n";
+
+}  // namespace
+
+TEST_CASE("corpus: python-ordered-set (Python, pytest), an index off by one after discard") {
+  prove({"python-ordered-set", "ordered_set/__init__.py", "                    self.map[k] = v - 1\n",
+         "                    self.map[k] = v\n", "                    self.map[k] = v + 1\n",
+         "allow: [ordered_set/]\ntest_command: python3 -m pytest -v -p no:cacheprovider\npatch: {format: diff}\n" + kPytestEnv,
+         {"README.md::README.md", "test/test_ordered_set.py::test_remove"}});
+}
+
+TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base") {
+  prove({"python-hashids", "hashids.py", "        number *= len_alphabet\n", "        number *= len_alphabet - 1\n",
+         "        number *= len_alphabet + 1\n",
+         "allow: [hashids.py]\ntest_command: python3 -m pytest -v -p no:cacheprovider test\npatch: {format: diff}\n" +
+             kPytestEnv,
+         {"test/test_hashids.py::TestDecoding::test_all_parameters",
+          "test/test_hashids.py::TestDecoding::test_alphabet",
+          "test/test_hashids.py::TestDecoding::test_alphabet_with_two_standard_separators",
+          "test/test_hashids.py::TestDecoding::test_alphabet_without_standard_separators",
+          "test/test_hashids.py::TestDecoding::test_decode_hex",
+          "test/test_hashids.py::TestDecoding::test_min_length",
+          "test/test_hashids.py::TestDecoding::test_multiple_numbers",
+          "test/test_hashids.py::TestDecoding::test_salt",
+          "test/test_hashids.py::TestDecoding::test_single_number",
+          "test/test_legacy.py::TestDecryption::test_all_parameters",
+          "test/test_legacy.py::TestDecryption::test_alphabet",
+          "test/test_legacy.py::TestDecryption::test_alphabet_with_two_standard_separators",
+          "test/test_legacy.py::TestDecryption::test_alphabet_without_standard_separators",
+          "test/test_legacy.py::TestDecryption::test_min_length",
+          "test/test_legacy.py::TestDecryption::test_multiple_numbers",
+          "test/test_legacy.py::TestDecryption::test_salt",
+          "test/test_legacy.py::TestDecryption::test_single_number"}});
+}
