@@ -96,7 +96,7 @@ std::string fewer_tests(const RunnerReport& before, const RunnerReport& after) {
          ", the baseline ran " + std::to_string(before.tests_run);
 }
 
-std::string joined(const std::vector<std::string>& v) {
+std::string comma_joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
@@ -160,8 +160,8 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
     res.tests_passed = false;
     res.status = RunStatus::kFailed;
     res.reason = !t.newly_broken.empty()
-                     ? "newly broken: " + joined(t.newly_broken) + " passed before the patch and not after"
-                     : "not fixed: " + joined(t.still_failing) + " failed before the patch and is skipped now";
+                     ? "newly broken: " + comma_joined(t.newly_broken) + " passed before the patch and not after"
+                     : "not fixed: " + comma_joined(t.still_failing) + " failed before the patch and is skipped now";
   }
   if (const std::string fewer = base.ok ? fewer_tests(base.runner, res.runner) : "";
       res.tests_passed && !fewer.empty()) {
