@@ -1,6 +1,12 @@
 // `lazyagent-oci test`: prove a given patch against a seed project.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "contract/junit_report.h"
 #include "engine/engine.h"
 #include "pipeline/sandbox_run.h"
 #include "contract/seed_snapshot.h"
@@ -19,15 +25,27 @@ struct TestOptions {
   bool json = false;
   long rerun = -1;
   bool no_baseline = false;
+  std::string report;
   BackendOptions backend;
 };
+
+// --report junit:PATH: the per-test results as JUnit XML at PATH (on this
+// machine). A file that cannot be written is said on stderr; the verdict and
+// its exit code stand.
+void write_report(const std::string& spec, const TestResult& r) {
+  const std::string path = spec.substr(6);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << junit_xml_of(r.tests, "lazyagent-oci " + r.run_id, r.tests_passed, r.reason);
+  f.close();
+  if (!f) std::fprintf(stderr, "test: --report: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+}
 
 }  // namespace
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
   ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K]\n"
-              "            [--no-baseline] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy]\n"
+              "            [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy]\n"
               "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
@@ -40,12 +58,16 @@ int cmd_test(const std::vector<std::string>& args) {
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.integer("--rerun", &opt.rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
   p.flag("--no-baseline", &opt.no_baseline, "skip the unpatched baseline run and the per-test triage");
+  p.option("--report", &opt.report, "junit:PATH", "also write the per-test results as JUnit XML to PATH");
   p.option("--runtime", &opt.runtime, "RUNTIME", "runc or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &opt.accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &opt.backend);
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
+  if (!opt.report.empty() && (opt.report.rfind("junit:", 0) != 0 || opt.report.size() == 6)) {
+    return report_error(usage_error("test: --report: expected junit:PATH, got '" + opt.report + "'"), opt.json);
+  }
 
   auto config = project_config(opt.project, "test");
   if (!config) return report_error(config.error(), opt.json);
@@ -72,6 +94,7 @@ int cmd_test(const std::vector<std::string>& args) {
   judge.baseline = !opt.no_baseline;
   judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
   auto result = run_judged_test(req, judge, *engine, store, [](const std::string& step) { progress_line(step); });
+  if (result && !opt.report.empty()) write_report(opt.report, *result);
   return finish_result(result, opt.json);
 }
 

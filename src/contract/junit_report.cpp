@@ -1,5 +1,7 @@
 #include "contract/junit_report.h"
 
+#include <sstream>
+
 #include <pugixml.hpp>
 
 namespace lazyagent {
@@ -80,6 +82,43 @@ JunitDump take_junit_dump(std::string* output) {
   }
   output->replace(at, erase_to - at, erase_to < output->size() ? "\n" : "");
   return d;
+}
+
+std::string junit_xml_of(const TestCases& cases, const std::string& suite, bool passed, const std::string& reason) {
+  pugi::xml_document doc;
+  pugi::xml_node decl = doc.append_child(pugi::node_declaration);
+  decl.append_attribute("version") = "1.0";
+  decl.append_attribute("encoding") = "UTF-8";
+  pugi::xml_node root = doc.append_child("testsuites");
+  pugi::xml_node ts = root.append_child("testsuite");
+  long failures = 0, skipped = 0;
+  for (const auto& c : cases.cases) {
+    failures += c.outcome == TestOutcome::kFailed;
+    skipped += c.outcome == TestOutcome::kSkipped;
+  }
+  ts.append_attribute("name") = suite.c_str();
+  ts.append_attribute("tests") = static_cast<long long>(cases.cases.size());
+  ts.append_attribute("failures") = static_cast<long long>(failures);
+  ts.append_attribute("errors") = 0;
+  ts.append_attribute("skipped") = static_cast<long long>(skipped);
+  pugi::xml_node props = ts.append_child("properties");
+  auto prop = [&](const char* name, const std::string& value) {
+    pugi::xml_node p = props.append_child("property");
+    p.append_attribute("name") = name;
+    p.append_attribute("value") = value.c_str();
+  };
+  prop("verdict", passed ? "passed" : "failed");
+  if (!reason.empty()) prop("reason", reason);
+  prop("complete", cases.complete ? "true" : "false");
+  for (const auto& c : cases.cases) {
+    pugi::xml_node tc = ts.append_child("testcase");
+    tc.append_attribute("name") = c.id.c_str();
+    if (c.outcome == TestOutcome::kFailed) tc.append_child("failure");
+    if (c.outcome == TestOutcome::kSkipped) tc.append_child("skipped");
+  }
+  std::ostringstream out;
+  doc.save(out, "  ", pugi::format_default, pugi::encoding_utf8);
+  return out.str();
 }
 
 JunitReport parse_junit_xml(std::string_view xml) {

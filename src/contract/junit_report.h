@@ -35,6 +35,13 @@ struct JunitReport {
 
 JunitReport parse_junit_xml(std::string_view xml);
 
+// The other way (`test --report junit:PATH`): a run's per-test results as a
+// JUnit XML document CI systems read, one <testsuite name=`suite`> with a
+// <testcase> per case (a <failure/> or <skipped/> child as the outcome says);
+// `reason` (a failed verdict's) goes into the suite's properties. Written
+// with pugixml, so every name is escaped. parse_junit_xml reads it back.
+std::string junit_xml_of(const TestCases& cases, const std::string& suite, bool passed, const std::string& reason);
+
 // Getting the file out of the sandbox, the same way on every engine: the
 // test command runs in a subshell after the report file is removed (a stale
 // copy in the seed is no evidence), then the file is printed to the output

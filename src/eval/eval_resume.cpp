@@ -37,6 +37,8 @@ json decisive_settings_json(const DecisiveSettings& s) {
       {"baseline", s.baseline},
       {"reruns", s.reruns},
   };
+  // Only when set: the keys of every config without one stay as they were.
+  if (!c.report.empty()) j["report"] = c.report;
   if (s.backend == "k8s") {
     j["k8s"] = {{"namespace", s.k8s_namespace}, {"runtime_class", s.k8s_runtime_class}};
   }

@@ -45,7 +45,9 @@ struct Baseline {
 Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
                       Engine& engine, const RunStore& store, const ProgressFn& progress) {
   Baseline b;
-  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command, patched.image_digest,
+  // The evidence read (the output or a JUnit file) is part of what the baseline is.
+  const std::string evidence = req.config.report.empty() ? "" : "\nreport: " + req.config.report;
+  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence, patched.image_digest,
                                        patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) {
     b.ok = b.cached = true;

@@ -30,6 +30,7 @@ TEST_CASE("eval resume key: every decisive setting changes the config hash") {
   };
   edit("test command", [](DecisiveSettings& s) { s.config.test_command = "python3 -m pytest -v"; });
   edit("allowlist", [](DecisiveSettings& s) { s.config.allow = {"calculator.py", "util.py"}; });
+  edit("JUnit report", [](DecisiveSettings& s) { s.config.report = "junit:r.xml"; });
   edit("memory limit", [](DecisiveSettings& s) { s.config.limits.memory_mib = 256; });
   edit("pids limit", [](DecisiveSettings& s) { s.config.limits.pids = 64; });
   edit("timeout", [](DecisiveSettings& s) { s.timeout_seconds = 30; });

@@ -127,3 +127,23 @@ TEST_CASE("junit: the report block travels in the output and is taken out of it"
   std::string bad = "\nlazyagent-oci junit-report: 99999999999999\n";
   CHECK(take_junit_dump(&bad).error == "the report block in the output is malformed");
 }
+
+TEST_CASE("junit: a run's per-test results written out read back the same (test --report)", "[junit]") {
+  TestCases t;
+  t.format = "pytest";
+  t.complete = true;
+  t.cases = {{"test_a.py::test_<ok>&\"x\"", TestOutcome::kPassed},
+             {"test_a.py::test_b", TestOutcome::kFailed},
+             {"test_a.py::test_c", TestOutcome::kSkipped}};
+  const std::string xml = junit_xml_of(t, "lazyagent-oci r-1", false, "tests failed: exit 1 <&>");
+  CHECK(xml.find("<property name=\"reason\" value=\"tests failed: exit 1 &lt;&amp;") != std::string::npos);  // escaped
+  const JunitReport back = parse_junit_xml(xml);
+  REQUIRE(back.error.empty());
+  CHECK(listed(back.cases) == "test_a.py::test_<ok>&\"x\"=passed test_a.py::test_b=failed test_a.py::test_c=skipped");
+  CHECK(back.report.tests_run == 2);
+  CHECK(back.report.failed == 1);
+  // No per-test results: an empty suite that still carries the verdict.
+  const std::string empty = junit_xml_of(TestCases{}, "s", true, "");
+  CHECK(parse_junit_xml(empty).report.tests_run == 0);
+  CHECK(empty.find("<property name=\"verdict\" value=\"passed\" />") != std::string::npos);
+}
