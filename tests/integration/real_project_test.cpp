@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -222,4 +223,64 @@ TEST_CASE("a real project: run, with the scripted provider replying with the dif
   CHECK(sh("git -C " + ply.repo + " log -1 --format=%s") == "lazyagent-oci: apply run " + id + "\n");
   CHECK(sh("git -C " + ply.repo + " diff --stat main HEAD | tail -1") ==
         " 1 file changed, 1 insertion(+), 1 deletion(-)\n");
+}
+
+TEST_CASE("a real project through the planner's tool loop: PLY's yacc.py is over the context budget, found and read with the tools",
+          "[real-project]") {
+  PlyRepo ply;
+  PlannerImage planner;
+  TempDir state, work;
+  // The line of the bug, as read_file numbers it.
+  const std::string yacc = read_file(ply.yacc_path());
+  const long bug_line = 1 + static_cast<long>(std::count(yacc.begin(), yacc.begin() + static_cast<long>(yacc.find(kBug)), '\n'));
+  const auto call = [](const std::string& name, json args) { return json{{"name", name}, {"arguments", std::move(args)}}; };
+  const json replies = json::array(
+      {{{"tool_calls", {call("list_files", {{"glob", "ply/*.py"}})}}, {"require", "call submit_patch once"}},
+       {{"tool_calls", {call("search", {{"regex", "return self\\.slice\\[n - 1\\]"}, {"glob", "*.py"}})}},
+        {"require_last", "ply/yacc.py " + std::to_string(yacc.size())}},
+       {{"tool_calls", {call("read_file", {{"path", "ply/yacc.py"}, {"start_line", bug_line - 5}, {"end_line", bug_line + 5}})}},
+        {"require_last", "ply/yacc.py:" + std::to_string(bug_line) + ": " + kBug.substr(0, kBug.size() - 1)}},
+       {{"tool_calls", {call("submit_patch", {{"diff", ply.git_diff()}})}},
+        {"require_last", std::to_string(bug_line) + ": " + kBug.substr(0, kBug.size() - 1)}}});
+  auto script = lazyagent::parse_stub_script(json{{"api_key", kKey}, {"replies", replies}}.dump());
+  REQUIRE(script.ok());
+  lazyagent::ProviderStub stub(*script);
+  auto port = stub.listen("0.0.0.0", 0);
+  REQUIRE(port.ok());
+  const std::string prefix = "LAZYAGENT_IT_REAL_LOOP_" + std::to_string(getpid());
+  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
+  struct Secrets {
+    std::vector<std::string> names;
+    ~Secrets() {
+      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
+    }
+  } secrets{names};
+  const std::string config =
+      ply.config(work, "images:\n  planner: " + planner.tag + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
+                           "\n    model: " + names[1] + "\n    api_key: " + names[2] +
+                           "\nplanner:\n  tools: true\n  context_bytes: 16384\n  max_turns: 6\n");
+  CliResult conf = run_cli({state.path(),
+                            {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
+                             {names[1], "lazyagent-stub"},
+                             {names[2], kKey}}},
+                           {"configure", "--config", config});
+  INFO(conf.err);
+  REQUIRE(conf.exit_code == 0);
+  CliResult r = run_cli({state.path()}, {"run", "Fix the bug in the yacc module without changing the tests.", "--config",
+                                         config, "--json", "--no-baseline"});
+  INFO(r.out.substr(0, 4000) << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["changed_paths"] == json::array({"ply/yacc.py"}));
+  CHECK(j["planner"]["loop"]["turns"] == 4);
+  CHECK(j["planner"]["loop"]["stop_reason"] == "submitted");
+  // yacc.py (137 KB) was not in the prompt: the context budget cut it, the tools read it.
+  const std::vector<std::string> log = stub.request_log();
+  REQUIRE(log.size() == 4);
+  CHECK(log[0].find("=== ply/yacc.py (editable) ===") == std::string::npos);
+  CliResult show = run_cli({state.path()}, {"task", "show", j["planner"]["task_id"].get<std::string>()});
+  CHECK(show.out.find("cut:        ply/yacc.py (over_budget)") != std::string::npos);
+  WARN("PLY through the tool loop: " << j["planner"]["loop"].dump() << "; usage " << j["usage"].dump() << "; timings "
+                                     << j["timings"].dump());
 }
