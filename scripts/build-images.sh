@@ -22,9 +22,11 @@ usage() {
   cat <<EOF
 usage: $(basename "$0") [options]
 
-  --only base|sandbox|planner|llama
+  --only base|sandbox|planner|planner-runtime|llama
                                 build just this image (may be repeated);
-                                a missing local base is still built first
+                                a missing local base is still built first;
+                                planner-runtime caches the planner's runtime
+                                layer (no binary needed)
   --rebuild                     rebuild the selected images even if present
   --refresh                     also re-download the cached debootstrap tarball
                                 ($LAZYAGENT_CACHE_DIR)
@@ -69,7 +71,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#ONLY[@]} -gt 0 ] || ONLY=(base sandbox planner llama)
 for o in "${ONLY[@]}"; do
-  case "$o" in base|sandbox|planner|llama) ;; *) die "--only: unknown image '$o' (base|sandbox|planner|llama)" ;; esac
+  case "$o" in base|sandbox|planner|planner-runtime|llama) ;;
+    *) die "--only: unknown image '$o' (base|sandbox|planner|planner-runtime|llama)" ;; esac
 done
 selected() { local o; for o in "${ONLY[@]}"; do [ "$o" = "$1" ] && return 0; done; return 1; }
 
@@ -316,7 +319,10 @@ build_containerfile() {
   probe_build_network "$base"
   local -a args=(build --file "$file" --tag "$name" --build-arg "BASE=$base"
     --label "io.lazyagent.image=$role" --label "io.lazyagent.recipe=$recipe"
-    --label "io.lazyagent.base=$base" --squash --force-rm)
+    --label "io.lazyagent.base=$base" --force-rm)
+  # The planner's layers are cached (its runtime layer was built while the CLI
+  # compiled, build_planner_runtime); the other images are squashed to one layer.
+  if [ "$role" = planner ]; then args+=(--layers); else args+=(--squash); fi
   # Never contact a registry for a local base.
   if [ -n "$suite" ]; then args+=(--pull=never); fi
   if [ -n "$BUILD_NETWORK" ]; then args+=(--network "$BUILD_NETWORK"); fi
@@ -356,6 +362,26 @@ build_planner() {
   fi
   build_containerfile planner "$LAZYAGENT_PLANNER_IMAGE" "$file" "$LAZYAGENT_ROOT" "$bin"
 }
+# The planner image's runtime stage alone (Containerfile, `--target runtime`),
+# into podman's layer cache: setup.sh runs this while the CLI compiles, so that
+# the planner image, which needs the binary, is then only a COPY.
+build_planner_runtime() {
+  local file="$LAZYAGENT_ROOT/Containerfile" t0 log suite
+  [ -f "$file" ] || return 0
+  suite="$(local_base_suite "$BASE" || true)"
+  if [ -n "$suite" ] && ! image_exists "$BASE"; then build_base "$suite" "$BASE"; fi
+  t0="$(now)"
+  log="$(mktemp /var/tmp/lazyagent-build.XXXXXX)"
+  local -a args=(build --file "$file" --target runtime --layers --build-arg "BASE=$BASE" --force-rm)
+  if [ -n "$suite" ]; then args+=(--pull=never); fi
+  if [ -n "$BUILD_NETWORK" ]; then args+=(--network "$BUILD_NETWORK"); fi
+  if ! podman "${args[@]}" "$LAZYAGENT_ROOT" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2; rm -f "$log"
+    die "podman build of the planner's runtime stage failed (if RUN apt-get cannot reach the mirror, try --network host)"
+  fi
+  rm -f "$log"
+  info "planner runtime layer: cached in $(elapsed "$t0")"
+}
 # ---- end of planner section ------------------------------------------------------
 
 # The llama.cpp server for the tests against a real OpenAI-compatible server
@@ -380,6 +406,7 @@ if selected base; then
   if is_local_base; then build_base; else info "base: using $BASE (not built locally)"; fi
 fi
 if selected sandbox; then build_sandbox; fi
+if selected planner-runtime; then build_planner_runtime; fi
 if selected planner; then build_planner; fi
 if selected llama; then build_llama; fi
 drop_replaced

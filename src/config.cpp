@@ -15,6 +15,7 @@
 //   limits.*_tmpfs_mib     1..16384
 //   limits.log_bytes       4096..64 MiB
 //   timeouts.test_seconds  1..86400
+//   report                 junit:PATH, PATH relative, no "..": the JUnit XML evidence
 //   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
 //   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
@@ -29,6 +30,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -346,6 +348,7 @@ bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_tool_choice(const std::string& s) { return s == "auto" || s == "required"; }
 bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
 }
@@ -358,6 +361,28 @@ bool is_image_reference(const std::string& s) {
   return true;
 }
 constexpr const char* kImage = "an image reference without spaces or control characters";
+constexpr const char* kReport =
+    "junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..')";
+
+bool is_report_spec(const std::string& s) {
+  if (s.rfind("junit:", 0) != 0) return false;
+  const std::string path = s.substr(6);
+  if (path.empty() || path.size() > 255 || path[0] == '/' || path.back() == '/') return false;
+  for (const char c : path) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._-+/").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    const std::string part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
 
 
 // `seed` relative to the config file's directory (or the working directory).
@@ -443,6 +468,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"seed", r.seed(&seed, &cfg.seed_options)},
             {"allow", r.allow_list(&cfg.allow)},
             {"test_command", r.string(&cfg.test_command)},
+            {"report", r.string(&cfg.report, is_report_spec, kReport)},
             {"images",
              r.nested({{"sandbox", r.string(&cfg.images.sandbox, is_image_reference, kImage)},
                        {"planner", r.string(&cfg.images.planner, is_image_reference, kImage)}})},
@@ -496,6 +522,14 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"repair", r.nested({{"attempts", r.integer(&cfg.repair.attempts, 1, 20)},
                                  {"max_tokens", r.integer(&cfg.repair.max_tokens, 0, std::int64_t{1} << 40)},
                                  {"rerun", r.integer(&cfg.repair.rerun, 0, 10)}})},
+            {"planner", r.nested({{"context_bytes", r.integer(&cfg.planner.context_bytes, 1024, 64 << 20)},
+                                  {"tools", r.boolean(&cfg.planner.tools)},
+                                  {"max_turns", r.integer(&cfg.planner.max_turns, 1, 200)},
+                                  {"tool_result_bytes", r.integer(&cfg.planner.tool_result_bytes, 256, 1 << 20)},
+                                  {"loop_seconds", r.integer(&cfg.planner.loop_seconds, 1, 86400)},
+                                  {"tool_choice", r.string(&cfg.planner.tool_choice, is_tool_choice,
+                                                           "'auto' or 'required'")},
+                                  {"max_reply_tokens", r.integer(&cfg.planner.max_reply_tokens, 0, 1 << 20)}})},
             {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
                               {"secret", r.string(&cfg.k8s.secret)},
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},

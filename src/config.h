@@ -146,12 +146,27 @@ struct EnvironmentConfig {
   } resolved;
 };
 
+// The planner's context and tool loop (planner_task.h LoopSettings).
+struct PlannerConfig {
+  std::int64_t context_bytes = 256 * 1024;  // the task's files, in bytes
+  bool tools = false;                       // offer the read-only tools (planner_tools.h)
+  std::int64_t max_turns = 20;
+  std::int64_t tool_result_bytes = 16 * 1024;
+  std::int64_t loop_seconds = 300;
+  std::string tool_choice = "auto";  // auto | required
+  std::int64_t max_reply_tokens = 0;  // 0 = omit
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
   SeedConfig seed_options;  // the rest of `seed:` when it is a mapping
   std::vector<std::string> allow = {"calculator.py"};
   std::string test_command = "python3 -m unittest -v";
+  // `report: junit:PATH`: the test command writes a JUnit XML report at PATH
+  // (relative to the project's copy in the sandbox); it, not the runner's
+  // output, is then the verdict's evidence (junit_report.h). "" = the output.
+  std::string report;
   ImagesConfig images;
   LimitsConfig limits;
   TimeoutsConfig timeouts;
@@ -162,6 +177,7 @@ struct Config {
   RepairConfig repair;
   K8sConfig k8s;
   EnvironmentConfig environment;
+  PlannerConfig planner;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

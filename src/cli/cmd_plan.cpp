@@ -8,6 +8,8 @@
 //         line is "planner-summary: {json}" (model, usage, attempts, timings,
 //         error or findings)
 //   exit: 0 patch written, 3 provider error, 4 reply refused, 2 bad task/secrets
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -17,6 +19,7 @@
 #include "contract/patch_contract.h"
 #include "contract/patch_format.h"
 #include "policy/planner_policy.h"
+#include "provider/planner_loop.h"
 #include "contract/planner_task.h"
 #include "provider/provider_client.h"
 #include "util/terminal_text.h"
@@ -63,12 +66,15 @@ json findings_json(const std::vector<Finding>& findings) { return findings_to_js
 int cmd_plan(const std::vector<std::string>& args) {
   std::string task_path = kTaskFile;
   std::string secrets_dir = kSecretsDir;
-  ArgParser p("plan", "[--task FILE] [--secrets-dir DIR]",
+  std::string snapshot_dir = kSnapshotDir;
+  ArgParser p("plan", "[--task FILE] [--secrets-dir DIR] [--snapshot DIR]",
               "Runs inside the planner container: asks the provider for one patch for the task and\n"
               "prints it on stdout. The provider's base URL, model and API key are read from files in\n"
               "the secrets directory (base_url, model, api_key). You normally do not run this yourself.");
   p.option("--task", &task_path, "FILE", "the task JSON (default /task/task.json)");
   p.option("--secrets-dir", &secrets_dir, "DIR", "where the secret files are (default /run/secrets)");
+  p.option("--snapshot", &snapshot_dir, "DIR",
+           "the project the tools read, when the task offers tools (default /task/seed)");
   if (auto done = parse_or_exit(p, args)) return *done;
   PlanLog log;
   ProviderSettings settings;
@@ -105,15 +111,67 @@ int cmd_plan(const std::vector<std::string>& args) {
   log.summary["model"] = settings.model;
   log.line("task " + task->task_id + ": " + std::to_string(task->files.size()) + " files, model " + settings.model);
 
-  int attempts = 0;
-  auto reply = chat_completion(settings, build_chat_request(*task), [&](const std::string& l) { log.line(l); },
+  // The tool loop when the task offers tools and the snapshot is here (the
+  // Kubernetes engine does not upload one: the one-shot prompt there).
+  struct stat st {};
+  const bool loop = task->loop.tools && ::stat(snapshot_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (task->loop.tools && !loop) log.line("no snapshot at " + snapshot_dir + ": the one-shot prompt, no tools");
+  ChatReply reply_data;
+  if (loop) {
+    ToolLimits limits;
+    limits.result_bytes = task->loop.tool_result_bytes;
+    const SnapshotTools tools(snapshot_dir, limits);
+    auto out = run_tool_loop(settings, *task, tools, [&](const std::string& l) { log.line(l); });
+    if (!out) {
+      log.summary["error"] = redact(out.error().message, settings.api_key);
+      log.line("error: " + out.error().message);
+      return log.finish(out.error().kind == ErrorKind::kInterrupted ? 130 : kExitPlanner);
+    }
+    json calls = out->calls;
+    json tools_used = json::object();
+    for (const auto& c : calls) tools_used[c.value("name", "")] = tools_used.value(c.value("name", ""), 0) + 1;
+    log.summary["loop"] = {{"turns", out->turns},
+                           {"stop_reason", loop_stop_name(out->stop)},
+                           {"tool_calls", calls},
+                           {"tools_used", tools_used},
+                           {"max_turns", task->loop.max_turns},
+                           {"max_tokens", task->loop.max_tokens},
+                           {"tool_choice", task->loop.tool_choice}};
+    if (!out->tools_refusal.empty()) log.summary["loop"]["tools_refused"] = out->tools_refusal;
+    reply_data.content = out->reply;
+    reply_data.usage = out->usage;
+    reply_data.attempts = out->attempts;
+    reply_data.elapsed_ms = out->provider_ms;
+    reply_data.response_format = out->response_format;
+    reply_data.format_refusals = out->format_refusals;
+    reply_data.finish_reason = out->finish_reason;
+    reply_data.model = out->provider_model;
+    log.line("loop: " + std::to_string(out->turns) + " turn(s), " + std::to_string(calls.size()) +
+             " tool call(s), stop_reason " + loop_stop_name(out->stop));
+    if (out->stop != LoopStop::kSubmitted && out->stop != LoopStop::kAnswered) {
+      log.summary["usage"] = {{"prompt_tokens", out->usage.prompt_tokens},
+                              {"completion_tokens", out->usage.completion_tokens},
+                              {"total_tokens", out->usage.total_tokens}};
+      log.summary["attempts"] = out->attempts;
+      const std::string why = std::string("the tool loop stopped without a patch: ") + loop_stop_name(out->stop);
+      log.summary["findings"] = findings_json({{"no_patch", "", why}});
+      log.summary["error"] = why;
+      log.line(why);
+      return log.finish(kExitRefused);
+    }
+  } else {
+    int attempts = 0;
+    auto one = chat_completion(settings, build_chat_request(*task), [&](const std::string& l) { log.line(l); },
                                &attempts);
-  log.summary["attempts"] = attempts;  // on a failure too: `task show` counts them
-  if (!reply) {
-    log.summary["error"] = redact(reply.error().message, settings.api_key);
-    log.line("error: " + reply.error().message);
-    return log.finish(reply.error().kind == ErrorKind::kInterrupted ? 130 : kExitPlanner);
+    log.summary["attempts"] = attempts;  // on a failure too: `task show` counts them
+    if (!one) {
+      log.summary["error"] = redact(one.error().message, settings.api_key);
+      log.line("error: " + one.error().message);
+      return log.finish(one.error().kind == ErrorKind::kInterrupted ? 130 : kExitPlanner);
+    }
+    reply_data = std::move(*one);
   }
+  const ChatReply* reply = &reply_data;
   log.summary["usage"] = {{"prompt_tokens", reply->usage.prompt_tokens},
                           {"completion_tokens", reply->usage.completion_tokens},
                           {"total_tokens", reply->usage.total_tokens}};

@@ -1,6 +1,7 @@
 // `lazyagent-oci task show ID` and `lazyagent-oci task logs ID`: the planner
 // task records kept in the run store (planner_run.h).
 #include <iostream>
+#include <map>
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -46,6 +47,37 @@ int cmd_task(const std::vector<std::string>& args) {
             << "timings:    " << r.value("ms", 0L) << " ms in all, " << r.value("provider_ms", 0L) << " ms at the provider\n"
             << "container:  " << r.value("container_id", "").substr(0, 12) << " (removed)\n"
             << "patch:      " << r.value("patch_bytes", 0UL) << " bytes, sha256 " << r.value("patch_sha256", "") << "\n";
+  if (const json ctx = r.value("context", json()); ctx.is_object()) {
+    std::map<std::string, int> why;
+    for (const auto& f : ctx.value("included", json::array())) ++why[f.value("why", "")];
+    std::string whys;
+    for (const auto& [w, n] : why) whys += (whys.empty() ? "" : ", ") + std::to_string(n) + " " + w;
+    std::cout << "context:    " << ctx.value("included", json::array()).size() << " file(s) (" << (whys.empty() ? "none" : whys)
+              << "), " << ctx.value("used_bytes", 0UL) << " of " << ctx.value("budget_bytes", 0UL) << " bytes, ~"
+              << ctx.value("token_estimate", 0UL) << " tokens; cut " << ctx.value("cut", 0UL) << "\n";
+    for (const auto& f : ctx.value("cut_sample", json::array())) {
+      std::cout << "cut:        " << escape_for_terminal(f.value("path", "")) << " (" << f.value("why", "") << ")\n";
+    }
+  }
+  if (const json loop = r.value("loop", json()); loop.is_object()) {
+    std::string used;
+    const json tools_used = loop.value("tools_used", json::object());  // items() must not outlive it
+    for (const auto& [name, n] : tools_used.items()) {
+      used += (used.empty() ? "" : ", ") + escape_for_terminal(name) + " x" + std::to_string(n.get<long>());
+    }
+    std::cout << "loop:       " << loop.value("turns", 0) << " turn(s) of at most " << loop.value("max_turns", 0)
+              << ", stop_reason " << loop.value("stop_reason", "") << "; tools: " << (used.empty() ? "none" : used)
+              << "\n";
+    if (!loop.value("tools_refused", "").empty()) {
+      std::cout << "loop:       the provider refused tools (" << escape_for_terminal(loop.value("tools_refused", ""))
+                << "): one-shot prompt\n";
+    }
+    for (const auto& c : loop.value("tool_calls", json::array())) {
+      std::cout << "tool call:  turn " << c.value("turn", 0) << " " << escape_for_terminal(c.value("name", "")) << " "
+                << escape_for_terminal(c.value("arguments", "")) << " -> " << c.value("result_bytes", 0UL) << " bytes"
+                << (c.value("ok", true) ? "" : " (" + c.value("code", std::string()) + ")") << "\n";
+    }
+  }
   if (!r.value("error", "").empty()) std::cout << "error:      " << escape_for_terminal(r.value("error", "")) << "\n";
   for (const auto& f : r.value("findings", json::array())) {
     std::cout << "finding:    " << f.value("code", "") << " " << escape_for_terminal(f.value("path", "")) << ": "

@@ -1,6 +1,7 @@
 #include "contract/planner_task.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "contract/patch_contract.h"
 #include "util/terminal_text.h"
@@ -43,9 +44,40 @@ AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::stri
   return f;
 }
 
+namespace {
+
+// Whether `text` names the file at `path`: the path itself, or its module
+// name (the file name without extension, as a whole word, 3 characters or more).
+bool text_names(std::string_view text, const std::string& path) {
+  if (text.empty()) return false;
+  if (text.find(path) != std::string_view::npos) return true;
+  const std::size_t slash = path.rfind('/');
+  std::string stem = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (const std::size_t dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
+  if (stem.size() < 3 || stem == "__init__") return false;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::size_t at = text.find(stem); at != std::string_view::npos; at = text.find(stem, at + 1)) {
+    const bool left = at == 0 || !word(text[at - 1]);
+    const bool right = at + stem.size() >= text.size() || !word(text[at + stem.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+bool looks_like_test(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  return name.rfind("test_", 0) == 0 || name.find("_test.") != std::string::npos ||
+         path.find("tests/") != std::string::npos || path.rfind("test/", 0) == 0;
+}
+
+constexpr std::size_t kMaxCutSample = 50;
+
+}  // namespace
+
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
-                       std::size_t max_bytes) {
+                       std::size_t max_bytes, const AttemptFeedback* feedback) {
   PlannerTask t;
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
@@ -56,25 +88,56 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.timeout_ms = static_cast<long>(config.provider.timeout_seconds) * 1000;
   t.max_retries = static_cast<int>(config.provider.max_retries);
   t.response_format = parse_response_format(config.provider.response_format).value_or(ResponseFormat::kJsonSchema);
-  // The files the patch may change come first: a model cannot write a diff
-  // against a file it was not shown. Then the rest, as context.
-  std::size_t used = 0;
-  for (const bool editable : {true, false}) {
-    for (const auto& e : seed.entries) {
-      if (e.kind != SeedEntry::Kind::kFile || path_on_allowlist(e.path, config.allow) != editable) continue;
-      if (used + e.size > max_bytes) {
-        t.skipped.push_back(e.path);
-        continue;
-      }
-      auto content = read_seed_file(seed, e, max_bytes);
-      if (!content || !is_text(*content)) {
-        t.skipped.push_back(e.path);
-        continue;
-      }
-      used += content->size();
-      t.files.push_back({e.path, std::move(*content), editable});
-    }
+  t.loop.tools = config.planner.tools;
+  t.loop.max_turns = static_cast<int>(config.planner.max_turns);
+  t.loop.tool_result_bytes = static_cast<std::size_t>(config.planner.tool_result_bytes);
+  t.loop.loop_seconds = static_cast<long>(config.planner.loop_seconds);
+  t.loop.tool_choice = config.planner.tool_choice;
+  t.loop.max_reply_tokens = static_cast<long>(config.planner.max_reply_tokens);
+  t.loop.max_tokens = static_cast<long>(config.repair.max_tokens);
+  // Rank every file: the files the patch may change first (a model cannot
+  // write a diff against a file it was not shown), then what the instruction
+  // or the last test output names, then tests, then the rest, by path within each.
+  const std::string named_in = t.instruction + "\n" + (feedback ? feedback->reason + "\n" + feedback->test_output : "");
+  struct Ranked {
+    const SeedEntry* e;
+    int rank;
+    const char* why;
+  };
+  std::vector<Ranked> ranked;
+  for (const auto& e : seed.entries) {
+    if (e.kind != SeedEntry::Kind::kFile) continue;
+    if (path_on_allowlist(e.path, config.allow)) ranked.push_back({&e, 0, "editable"});
+    else if (text_names(named_in, e.path)) ranked.push_back({&e, 1, "named"});
+    else if (looks_like_test(e.path)) ranked.push_back({&e, 2, "test"});
+    else ranked.push_back({&e, 3, "source"});
   }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
+  std::size_t used = 0;
+  json included = json::array(), cut_sample = json::array();
+  std::size_t cut = 0;
+  for (const auto& r : ranked) {
+    const SeedEntry& e = *r.e;
+    const char* why_cut = nullptr;
+    std::string content;
+    if (used + e.size > max_bytes) {
+      why_cut = "over_budget";
+    } else if (auto c = read_seed_file(seed, e, max_bytes); !c || !is_text(*c)) {
+      why_cut = "binary";
+    } else {
+      content = std::move(*c);
+    }
+    if (why_cut) {
+      t.skipped.push_back(e.path);
+      if (cut++ < kMaxCutSample) cut_sample.push_back({{"path", e.path}, {"why", why_cut}});
+      continue;
+    }
+    used += content.size();
+    included.push_back({{"path", e.path}, {"bytes", content.size()}, {"why", r.why}});
+    t.files.push_back({e.path, std::move(content), r.rank == 0});
+  }
+  t.context = {{"budget_bytes", max_bytes}, {"used_bytes", used}, {"token_estimate", (used + 3) / 4},
+               {"included", included}, {"cut", cut}, {"cut_sample", cut_sample}};
   return t;
 }
 
@@ -86,6 +149,7 @@ json task_to_json(const PlannerTask& t) {
               {"test_command", t.test_command},
               {"files", files},
               {"skipped", t.skipped},
+              {"context", t.context},
               {"contract",
                {{"allow", t.contract.allow},
                 {"max_files", t.contract.max_files},
@@ -99,6 +163,14 @@ json task_to_json(const PlannerTask& t) {
                 {"timeout_ms", t.timeout_ms},
                 {"max_retries", t.max_retries},
                 {"response_format", response_format_name(t.response_format)}}},
+              {"loop",
+               {{"tools", t.loop.tools},
+                {"max_turns", t.loop.max_turns},
+                {"tool_result_bytes", t.loop.tool_result_bytes},
+                {"loop_seconds", t.loop.loop_seconds},
+                {"tool_choice", t.loop.tool_choice},
+                {"max_reply_tokens", t.loop.max_reply_tokens},
+                {"max_tokens", t.loop.max_tokens}}},
               {"feedback",
                t.feedback.attempt == 0
                    ? json(nullptr)
@@ -138,6 +210,16 @@ Result<PlannerTask> task_from_json(const std::string& text) {
     const auto format = parse_response_format(p.value("response_format", "json_schema"));
     if (!format) return usage_error("task: provider.response_format: expected json_schema, json_object or none");
     t.response_format = *format;
+    if (j.contains("loop") && j["loop"].is_object()) {  // bounded again: the task is input here too
+      const json& l = j["loop"];
+      t.loop.tools = l.value("tools", false);
+      t.loop.max_turns = std::clamp(l.value("max_turns", 20), 1, 200);
+      t.loop.tool_result_bytes = std::clamp<std::size_t>(l.value("tool_result_bytes", std::size_t{16384}), 256, 1u << 20);
+      t.loop.loop_seconds = std::clamp(l.value("loop_seconds", 300L), 1L, 86400L);
+      t.loop.tool_choice = l.value("tool_choice", std::string("auto")) == "required" ? "required" : "auto";
+      t.loop.max_reply_tokens = std::clamp(l.value("max_reply_tokens", 0L), 0L, 1L << 20);
+      t.loop.max_tokens = std::max(l.value("max_tokens", 0L), 0L);
+    }
     if (j.contains("feedback") && j["feedback"].is_object()) {
       const json& f = j["feedback"];
       // Bounded again here: the task file is input to the planner too.
@@ -180,8 +262,17 @@ ChatRequest build_chat_request(const PlannerTask& t) {
     if (!f.content.empty() && f.content.back() != '\n') user += "\n";
   }
   if (!t.skipped.empty()) {
-    user += "\nFiles not shown (binary or over the size budget):";
-    for (const auto& s : t.skipped) user += " " + s;
+    // Bounded: a large repository lists thousands (the tools list the rest).
+    constexpr std::size_t kMaxListed = 16 * 1024;
+    std::string listed;
+    std::size_t n = 0;
+    for (const auto& s : t.skipped) {
+      if (listed.size() + s.size() + 1 > kMaxListed) break;
+      listed += " " + s;
+      ++n;
+    }
+    user += "\nFiles not shown (binary or over the size budget):" + listed;
+    if (n < t.skipped.size()) user += " ... and " + std::to_string(t.skipped.size() - n) + " more";
     user += "\n";
   }
   if (t.feedback.attempt > 0) {
@@ -195,7 +286,7 @@ ChatRequest build_chat_request(const PlannerTask& t) {
             "test-output>>>\nPropose a new patch that makes all the tests pass.\n";
   }
   ChatRequest req;
-  req.messages = {{"system", system}, {"user", user}};
+  req.messages = {{"system", system, nullptr, ""}, {"user", user, nullptr, ""}};
   // A diff is text: no JSON response format is asked for.
   req.response_format = t.patch_format == "diff" ? ResponseFormat::kNone : t.response_format;
   if (req.response_format == ResponseFormat::kJsonSchema) req.json_schema = patch_json_schema(t.contract);

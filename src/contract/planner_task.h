@@ -53,6 +53,28 @@ struct AttemptFeedback {
 AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::string_view patch_json,
                                  std::string_view test_output);
 
+// The planner's read-only tool loop (planner_loop.h), from config `planner:`.
+// Off: the one-shot prompt. On: the model may call list_files, read_file and
+// search over the snapshot (uploaded with the task to /task/seed, read-only)
+// and ends with submit_patch; bounded by turns, bytes per tool result, wall
+// time and tokens (`run --max-tokens`).
+struct LoopSettings {
+  bool tools = false;
+  int max_turns = 20;
+  std::size_t tool_result_bytes = 16 * 1024;
+  long loop_seconds = 300;
+  std::string tool_choice = "auto";  // auto | required
+  long max_reply_tokens = 0;         // per reply; 0 = omit
+  long max_tokens = 0;               // all turns; 0 = no ceiling
+};
+
+// Where the snapshot sits in the planner container, and its name in the task upload.
+inline constexpr const char* kSnapshotDir = "/task/seed";
+inline constexpr const char* kSnapshotUploadDir = "seed";
+// What the snapshot upload carries at most (a larger file is not sent).
+inline constexpr std::size_t kMaxSnapshotFileBytes = 4u << 20;
+inline constexpr std::size_t kMaxSnapshotBytes = 256u << 20;
+
 struct PlannerTask {
   std::string task_id;
   std::string instruction;
@@ -61,12 +83,18 @@ struct PlannerTask {
   ContractLimits contract;
   std::string patch_format = "files";  // what the prompt asks for: files | diff
   std::vector<std::string> skipped;  // seed files left out (binary, too large)
+  // What the context holds and why (`task show` prints it): {budget_bytes,
+  // used_bytes, token_estimate, included: [{path, bytes, why}], cut: count,
+  // cut_sample: [{path, why}]}. why: editable, named (by the instruction or
+  // the previous attempt's output), test, source, in_budget; cut: over_budget, binary.
+  nlohmann::json context;
   // How the planner talks to the provider (never the URL or key: those are secrets).
   long connect_timeout_ms = 10000;
   long timeout_ms = 120000;
   int max_retries = 3;
   ResponseFormat response_format = ResponseFormat::kJsonSchema;
   AttemptFeedback feedback;  // from the previous attempt, if any
+  LoopSettings loop;
 };
 
 // Text files of the seed (valid UTF-8, no NUL), the editable ones (on the
@@ -74,9 +102,15 @@ struct PlannerTask {
 // listed in `skipped`. The seed's own file list
 // (seed_source.h): what the model sees is what is tested. A streamed
 // snapshot's files are read from disk, checked against their hashes.
+//
+// Order within the budget: the editable files, then files the instruction or
+// `feedback`'s test output names (a traceback's `File "x.py"`, a path, a
+// module name), then tests, then the rest by path. The file list as a map
+// (path and size) follows in the prompt for what did not fit, bounded; the
+// tool loop reads the rest on demand. `context` records it.
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
-                       std::size_t max_bytes = 256 * 1024);
+                       std::size_t max_bytes = 256 * 1024, const AttemptFeedback* feedback = nullptr);
 
 nlohmann::json task_to_json(const PlannerTask& task);
 Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors

@@ -1,5 +1,7 @@
 #include "contract/test_report.h"
 
+#include "contract/runner_cases.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -110,8 +112,9 @@ void parse_unittest(const std::vector<std::string_view>& lines, Collector& c) {
 }
 
 std::optional<TestOutcome> pytest_status(std::string_view s) {
-  if (s == "PASSED" || s == "XFAIL") return TestOutcome::kPassed;
-  if (s == "FAILED" || s == "ERROR" || s == "XPASS") return TestOutcome::kFailed;
+  // XPASS: an xfail test that passed; pytest exits 0 on it unless strict.
+  if (s == "PASSED" || s == "XFAIL" || s == "XPASS") return TestOutcome::kPassed;
+  if (s == "FAILED" || s == "ERROR") return TestOutcome::kFailed;
   if (s == "SKIPPED") return TestOutcome::kSkipped;
   return std::nullopt;
 }
@@ -132,9 +135,12 @@ void parse_pytest_verbose(const std::vector<std::string_view>& lines, Collector&
   }
 }
 
-// "FAILED path::test - message" in the short test summary.
-void parse_pytest_summary(const std::vector<std::string_view>& lines, Collector& c) {
-  bool in_summary = false;
+// The short test summary: "FAILED path::test - message", "ERROR ...", and
+// with -rA (or -rp) "PASSED path::test", "XFAIL ...", "XPASS ...". Returns
+// true when passing tests are named too (the list is then complete but for
+// skips, which name a file and line, not a test).
+bool parse_pytest_summary(const std::vector<std::string_view>& lines, Collector& c) {
+  bool in_summary = false, passes = false;
   for (std::string_view line : lines) {
     if (line.size() > kMaxLine) continue;
     if (starts_with(line, "=") && line.find(" short test summary info ") != std::string_view::npos) {
@@ -143,13 +149,17 @@ void parse_pytest_summary(const std::vector<std::string_view>& lines, Collector&
     }
     if (!in_summary) continue;
     if (starts_with(line, "=")) break;
-    for (std::string_view word : {std::string_view("FAILED "), std::string_view("ERROR ")}) {
-      if (!starts_with(line, word)) continue;
-      std::string_view id = line.substr(word.size());
-      id = id.substr(0, id.find(' '));
-      if (is_node_id(id) || id.find(".py") != std::string_view::npos) c.add(std::string(id), TestOutcome::kFailed);
-    }
+    const auto sp = line.find(' ');
+    if (sp == std::string_view::npos) continue;
+    const auto st = pytest_status(line.substr(0, sp));
+    if (!st || line.substr(0, sp) == "SKIPPED") continue;
+    std::string_view id = line.substr(sp + 1);
+    id = id.substr(0, id.find(' '));
+    if (!is_node_id(id) && id.find(".py") == std::string_view::npos) continue;
+    c.add(std::string(id), *st);
+    passes = passes || line.substr(0, sp) == "PASSED";
   }
+  return passes;
 }
 
 struct Side {
@@ -203,9 +213,13 @@ TestCases parse_test_cases(std::string_view output) {
       out.format = "pytest";
       out.complete = true;
     }
-    parse_pytest_summary(lines, c);  // -v lists failures again; consistent
-    if (!c.empty() && out.format.empty()) out.format = "pytest-summary";
+    const bool all_named = parse_pytest_summary(lines, c);  // -v lists failures again; consistent
+    if (!c.empty() && out.format.empty()) {
+      out.format = all_named ? "pytest" : "pytest-summary";
+      out.complete = all_named;
+    }
   }
+  if (c.empty()) return parse_runner_cases(lines);
   out.cases = c.take();
   return out;
 }

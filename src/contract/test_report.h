@@ -8,7 +8,9 @@
 //                 status word)
 //   pytest -v     "path::Class::test_x PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS [ 12%]"
 //   pytest        only the "short test summary info" lines "FAILED path::test - ..."
-//                 (passing tests are not named: the report is partial)
+//                 (passing tests are not named: the report is partial);
+//                 with -rA also "PASSED path::test" (complete)
+//   go, cargo, ctest, node --test: runner_cases.h
 // Anything else yields no per-test results; the triage then says so.
 //
 // The output comes from the sandbox and is untrusted: a test can print lines

@@ -6,8 +6,7 @@
 // working directory looks exactly like that (ARCHITECTURE section 5). So
 // `tests_passed` requires exit status 0 AND a test runner's closing report,
 // found at the end of the output, saying that at least one test ran and none
-// failed. Recognised reports: Python unittest ("Ran N tests" ... "OK"),
-// pytest ("N passed in Xs"), and the plain line "N passed, M failed".
+// failed. The runners recognised, and how: runner_report.h.
 //
 // This judges honest runners. Code that runs inside the test process can print
 // a forged report; what a passing test proves is bounded by the test itself.
@@ -16,18 +15,9 @@
 #include <string>
 #include <string_view>
 
+#include "contract/runner_report.h"
+
 namespace lazyagent {
-
-struct RunnerReport {
-  bool found = false;
-  std::string runner;  // "unittest", "pytest", "plain"
-  long tests_run = 0;
-  long failed = 0;     // failures + errors
-  bool success = false;
-};
-
-// Finds the last runner report in the output.
-RunnerReport find_runner_report(std::string_view output);
 
 struct Verdict {
   bool passed = false;
@@ -43,5 +33,9 @@ struct RunOutcome {
 };
 
 Verdict judge(const RunOutcome& outcome, std::string_view output);
+
+// The same rules over a report from elsewhere (a JUnit file, junit_report.h);
+// `missing` says why there is none when !report.found ("" = not found).
+Verdict judge_report(const RunOutcome& outcome, const RunnerReport& report, const std::string& missing = "");
 
 }  // namespace lazyagent

@@ -43,8 +43,10 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
                              const AttemptFeedback& feedback, Engine& engine, const RunStore& store,
                              const ProgressFn& progress) {
   const std::string task_id = "t-" + run_id.substr(2);
-  PlannerTask task = build_task(seed, req.config, req.instruction, task_id);
+  PlannerTask task = build_task(seed, req.config, req.instruction, task_id,
+                                static_cast<std::size_t>(req.config.planner.context_bytes), &feedback);
   task.feedback = feedback;
+  task.loop.max_tokens = req.max_tokens;  // --max-tokens bounds the tool loop's turns too
   json planner = {{"task_id", task_id}, {"status", "running"}};
   save_record(store, engine, run_id, RunStatus::kPlanning, req.config, planner, "");
   auto outcome = run_planner(engine, store, req.config, task, seed, run_id, progress);

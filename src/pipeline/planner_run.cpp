@@ -54,6 +54,7 @@ json task_record(const PlannerOutcome& o, const std::string& run_id) {
               {"error", s.value("error", o.timed_out ? "the planner did not finish in time" : "")},
               {"findings", s.value("findings", json::array())},
               {"updated_at", static_cast<long>(std::time(nullptr))}};
+  if (s.contains("loop") && s["loop"].is_object()) rec["loop"] = s["loop"];  // turns, stop_reason, every tool call
   if (o.objects.is_object()) {
     for (const auto& [k, v] : o.objects.items()) rec[k] = v;
   }
@@ -113,7 +114,9 @@ Result<PlannerOutcome> run_planner(Engine& engine, const RunStore& store, const 
   if (auto st = planner.remove(); !st) return st.error();
   o.ms = ms_since(t0);
   (void)store.write_text("tasks", task.task_id + ".log", o.log);
-  (void)store.write_in("tasks", task.task_id, task_record(o, run_id));
+  json rec = task_record(o, run_id);
+  rec["context"] = task.context;  // what the task held and what was cut, why (`task show`)
+  (void)store.write_in("tasks", task.task_id, rec);
   return o;
 }
 

@@ -79,6 +79,7 @@ json result_to_json(const TestResult& r) {
   if (r.seed_source.is_object()) j["seed_source"] = r.seed_source;
   if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
   if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
+  if (r.runner.found) j["runner"] = runner_report_to_json(r.runner);
   if (r.category != Category::kNone) j["category"] = category_name(r.category);
   if (!r.triage.is_null()) j["triage"] = r.triage;
   if (r.repair.is_object()) {

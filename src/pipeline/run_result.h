@@ -24,6 +24,7 @@
 #include "contract/patch_contract.h"
 #include "util/result.h"
 #include "contract/test_report.h"
+#include "contract/verdict.h"
 
 namespace lazyagent {
 
@@ -75,6 +76,7 @@ struct TestResult {
   nlohmann::json planner;        // the planner task's record; null for `test`
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
   TestCases tests;               // per-test results from the runner's output (test_report.h)
+  RunnerReport runner;           // the runner's closing report the verdict read (verdict.h)
   Category category = Category::kNone;  // set by run_judged_test (or the refusal)
   nlohmann::json triage;         // set by run_judged_test (triage_run.h); null otherwise
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)

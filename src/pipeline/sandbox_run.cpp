@@ -14,6 +14,7 @@
 #include "util/terminal_text.h"
 #include "pipeline/test_pause.h"
 #include "contract/verdict.h"
+#include "contract/junit_report.h"
 
 namespace lazyagent {
 
@@ -180,7 +181,13 @@ class TestPipeline {
   Status copy() {
     SandboxSpec spec;
     spec.run_id = res_.run_id;
-    spec.config = &req_.config;
+    // With `report: junit:PATH` the sandbox runs the command that prints the
+    // report after the tests (junit_report.h); records keep the user's command.
+    run_config_ = req_.config;
+    if (run_config_.report.rfind("junit:", 0) == 0) {
+      run_config_.test_command = test_command_with_junit(req_.config.test_command, run_config_.report.substr(6));
+    }
+    spec.config = &run_config_;
     spec.policy = policy_;
     spec.seed = &seed_;
     writes_ = copy_writes(changes_);
@@ -267,10 +274,22 @@ class TestPipeline {
     outcome.timeout_seconds = req_.timeout_seconds;
     outcome.output_truncated = res_.test_output_truncated;
     res_.test_exit_code = outcome.exit_code;
-    const Verdict v = judge(outcome, output_for_verdict_);
+    Verdict v;
+    if (req_.config.report.rfind("junit:", 0) == 0) {
+      const std::string path = req_.config.report.substr(6);
+      (void)take_junit_dump(&res_.test_output);  // the log shown keeps the tests' output only
+      const JunitDump dump = take_junit_dump(&output_for_verdict_);
+      const JunitReport junit = dump.error.empty() ? parse_junit_xml(dump.xml) : JunitReport{};
+      const std::string why = !dump.error.empty() ? dump.error : junit.error;
+      v = judge_report(outcome, junit.report, why.empty() ? "" : "the JUnit report " + path + ": " + why);
+      res_.tests = junit.cases;
+    } else {
+      v = judge(outcome, output_for_verdict_);
+      res_.tests = parse_test_cases(output_for_verdict_);
+    }
     res_.tests_passed = v.passed;
     res_.reason = v.reason;
-    res_.tests = parse_test_cases(output_for_verdict_);
+    res_.runner = v.report;
     res_.status = v.passed ? RunStatus::kPassed : RunStatus::kFailed;
     save();
   }
@@ -296,6 +315,7 @@ class TestPipeline {
   ChangeSet changes_;
   std::vector<FileWrite> writes_;  // copy_writes(changes_), for the engine
   SeedSnapshot seed_;
+  Config run_config_;  // req_.config with the command the sandbox really runs (outlives sandbox_)
   std::unique_ptr<Sandbox> sandbox_;
   ContainerExit exit_;
   std::string output_for_verdict_;

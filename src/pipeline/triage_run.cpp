@@ -39,6 +39,7 @@ struct Baseline {
   bool cached = false;
   json summary;  // what goes into triage.baseline
   TestCases cases;
+  RunnerReport runner;  // found=false when unknown (no report, or a cache from before it was kept)
 };
 
 Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
@@ -51,6 +52,7 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
     b.summary = *cached;
     b.summary["cached"] = true;
     b.cases = cases_from_json(cached->value("tests", json()));
+    b.runner = runner_report_from_json(cached->value("runner", json()));
     return b;
   }
   if (progress) progress("baseline: the seed's tests without the patch");
@@ -66,6 +68,7 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
   }
   b.ok = true;
   b.cases = r->tests;
+  b.runner = r->runner;
   b.summary = {{"key", key},
                {"run_id", r->run_id},
                {"seed_sha256", r->seed_sha256},
@@ -74,14 +77,26 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
                {"test_exit_code", r->test_exit_code},
                {"tests_passed", r->tests_passed},
                {"reason", r->reason},
-               {"tests", cases_to_json(r->tests)}};
+               {"tests", cases_to_json(r->tests)},
+               {"runner", runner_report_to_json(r->runner)}};
   // Only a finished verdict is cached; a timeout may be load, not the seed.
   if (r->reason.rfind("timeout", 0) != 0) (void)store.write_in("baselines", key, b.summary);
   b.summary["cached"] = false;
   return b;
 }
 
-std::string joined(const std::vector<std::string>& v) {
+// A pass that ran fewer tests than the baseline (the same runner counting the
+// same unit): tests went missing (deleted, skipped, no longer collected).
+std::string fewer_tests(const RunnerReport& before, const RunnerReport& after) {
+  if (!before.found || !after.found || before.runner != after.runner || before.unit != after.unit ||
+      after.tests_run >= before.tests_run) {
+    return "";
+  }
+  return "fewer tests: " + after.runner + " ran " + std::to_string(after.tests_run) + " " + after.unit +
+         ", the baseline ran " + std::to_string(before.tests_run);
+}
+
+std::string joined_tests(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
@@ -145,8 +160,14 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
     res.tests_passed = false;
     res.status = RunStatus::kFailed;
     res.reason = !t.newly_broken.empty()
-                     ? "newly broken: " + joined(t.newly_broken) + " passed before the patch and not after"
-                     : "not fixed: " + joined(t.still_failing) + " failed before the patch and is skipped now";
+                     ? "newly broken: " + joined_tests(t.newly_broken) + " passed before the patch and not after"
+                     : "not fixed: " + joined_tests(t.still_failing) + " failed before the patch and is skipped now";
+  }
+  if (const std::string fewer = base.ok ? fewer_tests(base.runner, res.runner) : "";
+      res.tests_passed && !fewer.empty()) {
+    res.tests_passed = false;
+    res.status = RunStatus::kFailed;
+    res.reason = fewer;
   }
   res.category = res.tests_passed ? (flaky.empty() ? Category::kPassed : Category::kFlaky) : Category::kFailed;
   tj["verdict"] = category_name(res.category);

@@ -13,7 +13,9 @@
 //                digest and the runtime: runc, runsc, k8s:<RuntimeClass>)
 //   triage       per test (test_report.h): fixed, still failing, newly
 //                broken, passing, flaky. A pass that leaves a test newly
-//                broken or a failing test skipped is not a pass.
+//                broken or a failing test skipped is not a pass, nor is one
+//                whose runner counted fewer tests than the baseline's did
+//                (same runner and unit, verdict.h): "fewer tests: ...".
 // Every sandbox run is a run record of its own; the returned result is the
 // deciding run (the first passing one, else the first) with `triage` holding
 // the baseline, every run, and the per-test lists.

@@ -200,7 +200,47 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
   }
   const json* message = choice && choice->contains("message") && (*choice)["message"].is_object()
                             ? &(*choice)["message"] : nullptr;
-  if (!message || !message->contains("content") || !(*message)["content"].is_string()) {
+  // Tool calls, each checked for its shape and normalised: arguments as a
+  // string (some servers send an object), an id made up when absent.
+  json calls = nullptr;
+  if (message && message->contains("tool_calls") && (*message)["tool_calls"].is_array() &&
+      !(*message)["tool_calls"].empty()) {
+    calls = json::array();
+    for (const json& c : (*message)["tool_calls"]) {
+      const json* f = c.is_object() && c.contains("function") && c["function"].is_object() ? &c["function"] : nullptr;
+      if (!f || !f->contains("name") || !(*f)["name"].is_string()) {
+        return planner_error("provider reply has a tool call without function.name");
+      }
+      const json& args = f->contains("arguments") ? (*f)["arguments"] : json();
+      calls.push_back({{"id", c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>()
+                                                                      : "call_" + std::to_string(calls.size())},
+                       {"type", "function"},
+                       {"function",
+                        {{"name", (*f)["name"]},
+                         {"arguments", args.is_string() ? args.get<std::string>()
+                                                        : args.is_null() ? std::string("{}")
+                                                                         : args.dump(-1, ' ', false, json::error_handler_t::replace)}}}});
+    }
+  }
+  const bool no_content = !message || !message->contains("content") || !(*message)["content"].is_string();
+  if (no_content && calls.is_array()) {
+    ChatReply reply;
+    reply.tool_calls = std::move(calls);
+    if (choice->contains("finish_reason") && (*choice)["finish_reason"].is_string()) {
+      reply.finish_reason = (*choice)["finish_reason"].get<std::string>();
+    }
+    if (j.contains("model") && j["model"].is_string()) reply.model = j["model"].get<std::string>();
+    if (j.contains("usage") && j["usage"].is_object()) {
+      auto count = [&](const char* key) -> long {
+        const json& u = j["usage"];
+        if (!u.contains(key) || !u[key].is_number_integer() || u[key].get<long long>() < 0) return 0;
+        return static_cast<long>(std::min<long long>(u[key].get<long long>(), 1LL << 40));
+      };
+      reply.usage = {count("prompt_tokens"), count("completion_tokens"), count("total_tokens")};
+    }
+    return reply;
+  }
+  if (no_content) {
     if (message && message->contains("refusal") && (*message)["refusal"].is_string()) {
       return planner_error("the model refused: " + one_line((*message)["refusal"].get<std::string>(), 300));
     }
@@ -208,6 +248,7 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
   }
   ChatReply reply;
   reply.content = (*message)["content"].get<std::string>();
+  reply.tool_calls = std::move(calls);
   if (choice->contains("finish_reason") && (*choice)["finish_reason"].is_string()) {
     reply.finish_reason = (*choice)["finish_reason"].get<std::string>();
   }
@@ -243,10 +284,22 @@ TransferReply post(const CurlHandle& curl, const std::string& url, const std::ve
   return http_transfer(curl, t);
 }
 
-std::string request_body(const ProviderSettings& s, const ChatRequest& r, ResponseFormat format) {
+std::string request_body(const ProviderSettings& s, const ChatRequest& r, ResponseFormat format, bool tools) {
   json messages = json::array();
-  for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+  for (const auto& m : r.messages) {
+    json msg = {{"role", m.role}, {"content", m.content}};
+    if (m.tool_calls.is_array() && !m.tool_calls.empty()) {
+      msg["tool_calls"] = m.tool_calls;
+      if (m.content.empty()) msg["content"] = nullptr;
+    }
+    if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
+    messages.push_back(std::move(msg));
+  }
   json j = {{"model", s.model}, {"messages", messages}, {"temperature", r.temperature}};
+  if (tools && r.tools.is_array()) {
+    j["tools"] = r.tools;
+    if (!r.tool_choice.empty()) j["tool_choice"] = r.tool_choice;
+  }
   if (format == ResponseFormat::kJsonSchema) {
     json schema = r.json_schema.is_object() ? r.json_schema : json::object();
     schema["strict"] = true;
@@ -256,6 +309,14 @@ std::string request_body(const ProviderSettings& s, const ChatRequest& r, Respon
   }
   if (r.max_tokens > 0) j["max_tokens"] = r.max_tokens;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);  // invalid UTF-8 -> U+FFFD
+}
+
+// A provider that does not take `tools` says so in a 400 (vLLM without
+// --enable-auto-tool-choice: "\"auto\" tool choice requires ...", llama.cpp
+// without --jinja: "tools param requires --jinja flag").
+bool mentions_tools(const std::string& body) {
+  const std::string b = lower(provider_error_text(body));
+  return b.find("tool") != std::string::npos;
 }
 
 bool mentions_response_format(const std::string& body) {
@@ -311,6 +372,8 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
   ResponseFormat format = request.response_format;
   if (format == ResponseFormat::kJsonSchema && !request.json_schema.is_object()) format = ResponseFormat::kJsonObject;
   std::vector<std::string> refusals;
+  std::string tools_refusal;
+  bool send_tools = request.tools.is_array();
   int retries = 0;
   long backoff = std::max(0L, s.backoff_ms);
   while (true) {
@@ -319,7 +382,7 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
     say("provider: attempt " + std::to_string(attempts) + ": POST " + url + " (model " + s.model +
         (format == ResponseFormat::kNone ? std::string() : std::string(", ") + response_format_name(format)) + ")");
     const auto t0 = Clock::now();
-    const TransferReply x = post(curl, url, headers, request_body(s, request, format), s);
+    const TransferReply x = post(curl, url, headers, request_body(s, request, format, send_tools), s);
     const long took = ms_since(t0);
     std::string problem;
     bool retryable = true;
@@ -346,9 +409,16 @@ Result<ChatReply> chat_completion(const ProviderSettings& s, const ChatRequest& 
       reply->elapsed_ms = ms_since(start);
       reply->response_format = format;
       reply->format_refusals = refusals;
+      reply->tools_refusal = tools_refusal;
       return reply;
     } else {
       problem = "provider said " + std::to_string(x.status) + ": " + provider_error_text(x.body);
+      if ((x.status == 400 || x.status == 422) && send_tools && mentions_tools(x.body)) {  // at most once
+        tools_refusal = redact(provider_error_text(x.body), s.api_key);
+        say("provider: HTTP " + std::to_string(x.status) + " about tools; retrying at once without them");
+        send_tools = false;
+        continue;
+      }
       if ((x.status == 400 || x.status == 422) && format != ResponseFormat::kNone &&
           mentions_response_format(x.body)) {  // each format at most once
         const ResponseFormat next = weaker(format);

@@ -58,8 +58,13 @@ struct ProviderSettings {
 Status validate_base_url(const std::string& url);
 
 struct ChatMessage {
-  std::string role;  // system | user | assistant
+  std::string role;  // system | user | assistant | tool
   std::string content;
+  // An assistant turn that called tools: the provider's tool_calls array, sent
+  // back as it came (content is then null when empty). A tool turn: the id of
+  // the call it answers.
+  nlohmann::json tool_calls;
+  std::string tool_call_id;
 };
 
 enum class ResponseFormat { kJsonSchema, kJsonObject, kNone };
@@ -76,6 +81,13 @@ struct ChatRequest {
   nlohmann::json json_schema;
   double temperature = 0.0;
   long max_tokens = 0;  // 0 = omit
+  // The OpenAI `tools` array (planner_tools.h) and tool_choice ("auto",
+  // "required"); omitted when tools is not an array. A 400 or 422 whose error
+  // mentions tools is retried at once without tools and tool_choice (each
+  // request at most once): ChatReply::tools_refusal then holds the
+  // provider's words, and the reply is a plain one.
+  nlohmann::json tools;
+  std::string tool_choice;
 };
 
 struct TokenUsage {
@@ -91,6 +103,11 @@ struct ChatReply {
   long elapsed_ms = 0;        // all attempts and waits
   ResponseFormat response_format = ResponseFormat::kNone;  // what the accepted reply was asked with
   std::vector<std::string> format_refusals;  // the provider's words for each refused format
+  // choices[0].message.tool_calls when the model called tools (content may
+  // then be empty): [{id, type:"function", function:{name, arguments}}],
+  // each checked for that shape; null otherwise.
+  nlohmann::json tool_calls;
+  std::string tools_refusal;  // non-empty: the provider refused `tools`, the reply was asked without
 };
 
 // One line per event (attempt, status, retry wait); never the key.

@@ -75,17 +75,44 @@ StubReply read_reply(const json& r, const std::string& path, Problems& p) {
     p.add(path, "must be an object");
     return reply;
   }
-  check_keys(r, path, {"match", "status", "content", "raw_body", "delay_ms", "retry_after", "usage", "require"}, p);
-  if (r.contains("require")) {
-    const json& q = r["require"];
+  check_keys(r, path, {"match", "status", "content", "raw_body", "delay_ms", "retry_after", "usage", "require",
+                       "require_last", "tool_calls"}, p);
+  for (auto [key, out] : {std::pair{"require", &reply.require}, std::pair{"require_last", &reply.require_last}}) {
+    if (!r.contains(key)) continue;
+    const json& q = r[key];
     if (q.is_string() && !q.get<std::string>().empty()) {
-      reply.require.push_back(q.get<std::string>());
+      out->push_back(q.get<std::string>());
     } else if (q.is_array() && std::all_of(q.begin(), q.end(), [](const json& x) {
                  return x.is_string() && !x.get<std::string>().empty();
                })) {
-      for (const auto& x : q) reply.require.push_back(x.get<std::string>());
+      for (const auto& x : q) out->push_back(x.get<std::string>());
     } else {
-      p.add(path + ".require", "must be a non-empty string or an array of non-empty strings");
+      p.add(path + "." + key, "must be a non-empty string or an array of non-empty strings");
+    }
+  }
+  if (r.contains("tool_calls")) {
+    const json& calls = r["tool_calls"];
+    bool good = calls.is_array() && !calls.empty();
+    for (std::size_t i = 0; good && i < calls.size(); ++i) {
+      const json& c = calls[i];
+      good = c.is_object() && c.contains("name") && c["name"].is_string() &&
+             (!c.contains("arguments") || c["arguments"].is_object() || c["arguments"].is_string());
+      if (good) {
+        for (const auto& [k, v] : c.items()) {
+          if (k != "name" && k != "arguments") good = false;
+        }
+      }
+    }
+    if (good) {
+      reply.tool_calls = json::array();
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        const json& a = calls[i].contains("arguments") ? calls[i]["arguments"] : json::object();
+        reply.tool_calls.push_back({{"type", "function"},
+                                    {"function", {{"name", calls[i]["name"]},
+                                                  {"arguments", a.is_string() ? a.get<std::string>() : dump(a)}}}});
+      }
+    } else {
+      p.add(path + ".tool_calls", "must be a non-empty array of {\"name\": string, \"arguments\": object or string}");
     }
   }
   const std::string at = path + ".";
@@ -223,6 +250,17 @@ struct ProviderStub::Impl {
         }
       }
     }
+    if (!r.require_last.empty()) {
+      const json& last = in["messages"].empty() ? json() : in["messages"].back();
+      const std::string text = last.is_object() && last.contains("content") && last["content"].is_string()
+                                   ? last["content"].get<std::string>() : "";
+      for (const auto& need : r.require_last) {
+        if (text.find(need) == std::string::npos) {
+          return answer(req, res, 400, error_json("provider stub: the last message lacks required text: " + need,
+                                                  "invalid_request_error"), index);
+        }
+      }
+    }
     pause(r.delay_ms);
     if (stopping) return answer(req, res, 503, error_json("provider stub is stopping", "server_error"), index);
     if (!r.retry_after.empty()) res.set_header("Retry-After", r.retry_after);
@@ -233,14 +271,23 @@ struct ProviderStub::Impl {
     }
     const std::string model = in.contains("model") && in["model"].is_string() ? in["model"].get<std::string>()
                                                                                : "lazyagent-stub";
+    json message = {{"role", "assistant"}, {"content", r.content}};
+    if (r.tool_calls.is_array()) {
+      json calls = r.tool_calls;
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        calls[i]["id"] = "call_" + std::to_string(index) + "_" + std::to_string(i);
+      }
+      message = {{"role", "assistant"}, {"content", r.content.empty() ? json(nullptr) : json(r.content)},
+                 {"tool_calls", calls}};
+    }
     const json reply = {
         {"id", "chatcmpl-stub-" + std::to_string(index)},
         {"object", "chat.completion"},
         {"created", static_cast<long long>(std::time(nullptr))},
         {"model", model},
         {"choices", json::array({{{"index", 0},
-                                  {"message", {{"role", "assistant"}, {"content", r.content}}},
-                                  {"finish_reason", "stop"}}})},
+                                  {"message", message},
+                                  {"finish_reason", r.tool_calls.is_array() ? "tool_calls" : "stop"}}})},
         {"usage", {{"prompt_tokens", r.usage.prompt_tokens},
                    {"completion_tokens", r.usage.completion_tokens},
                    {"total_tokens", r.usage.total_tokens}}}};

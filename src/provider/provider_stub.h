@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "provider/provider_client.h"
 #include "util/result.h"
 
@@ -41,6 +43,11 @@ struct StubReply {
   std::string retry_after;
   TokenUsage usage{12, 34, 46};
   std::vector<std::string> require;  // each must occur in the request's messages, else 400
+  // Each must occur in the last message (a tool result, in a tool loop), else 400.
+  std::vector<std::string> require_last;
+  // Replied as choices[0].message.tool_calls (content null, finish_reason
+  // tool_calls): [{"name": ..., "arguments": {...} or "..."}]; ids call_<reply>_<i>.
+  nlohmann::json tool_calls;
 };
 
 struct StubScript {
@@ -49,7 +56,8 @@ struct StubScript {
 };
 
 // {"api_key": "...", "replies": [{"match", "status", "content", "raw_body",
-//  "delay_ms", "retry_after", "require": "..." or ["...", ...], "usage": {"prompt_tokens", "completion_tokens",
+//  "delay_ms", "retry_after", "require": "..." or ["...", ...], "require_last": the same,
+//  "tool_calls": [{"name", "arguments"}], "usage": {"prompt_tokens", "completion_tokens",
 //  "total_tokens"}}]}. Every problem is reported (joined by "; "), each with
 // its path: "replies[1].stauts: unknown key". Errors are kUsage.
 Result<StubScript> parse_stub_script(const std::string& json_text);

@@ -332,3 +332,31 @@ TEST_CASE("the fixture: a server whose owner is gone is reaped, and stop removes
   CHECK(said.find("exit=1") != std::string::npos);
   CHECK(sh("podman ps -a --filter label=io.lazyagent.owner-pid=" + std::to_string(getpid()) + " --format '{{.Names}}'") == "");
 }
+
+TEST_CASE("the planner's tool loop against llama-server: real tool calls under json-tools, bounded by max_turns", "[llama][tools]") {
+  LlamaServer server("json-tools");
+  Configured c(server,
+               "planner:\n  tools: true\n  max_turns: 3\n  tool_choice: required\n  max_reply_tokens: 200\n");
+  CliResult r = c.run();
+  json j = parse_result(r);
+  INFO(r.err << server.logs());
+  // Random weights: the calls are real tool calls (the template's grammar
+  // makes their shape) with noise for arguments. The loop answers each with
+  // a bounded result (an error, mostly) and stops at the turn cap, or on a
+  // submit_patch whose noise the contract refuses: exit 4 either way.
+  CHECK(r.exit_code == 4);
+  const json loop = j["planner"]["loop"];
+  REQUIRE(loop.is_object());
+  CHECK(loop["turns"].get<int>() >= 1);
+  CHECK(loop["turns"].get<int>() <= 3);
+  CHECK(loop["tool_choice"] == "required");
+  CHECK_FALSE(loop["tool_calls"].empty());
+  const std::string stop = loop["stop_reason"];
+  CHECK((stop == "max_turns" || stop == "submitted"));
+  for (const auto& call : loop["tool_calls"]) {
+    const std::string name = call["name"];
+    CHECK((name == "list_files" || name == "read_file" || name == "search" || name == "submit_patch"));
+  }
+  check_real_usage(j["usage"]);
+  CHECK(run_containers_gone(j));
+}

@@ -232,9 +232,9 @@ seed:
 
 TEST_CASE("unknown keys are errors naming the full key path and the valid keys", "[config]") {
   CHECK(error_of("sed: ../seed") ==
-        "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, images, limits, "
+        "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, k8s, environment)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment)");
   CHECK(error_of("limits: {memory: 5}") ==
         "cfg.yaml: limits.memory: unknown key (valid keys: memory_mib, pids, cpus, nofile, nproc, "
         "work_tmpfs_mib, tmp_tmpfs_mib, log_bytes)");
@@ -271,9 +271,9 @@ TEST_CASE("all errors are reported, one per line", "[config]") {
         "cfg.yaml: limits.memory_mib: expected a positive integer, got 'lots'\n"
         "cfg.yaml: limits.pids: must be between 1 and 65536, got 0\n"
         "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'\n"
-        "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, images, limits, "
+        "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, k8s, environment)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment)");
 }
 
 TEST_CASE("YAML syntax errors report line and column", "[config]") {
@@ -376,4 +376,19 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
         "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip)");
+}
+
+TEST_CASE("report: junit:PATH, relative to the project, nothing else", "[config]") {
+  const Result<Config> r = parse("report: junit:build/test-results.xml\n");
+  REQUIRE(r.ok());
+  CHECK(r->report == "junit:build/test-results.xml");
+  CHECK(parse("{}")->report.empty());
+  const std::string want =
+      "expected junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..'), got ";
+  CHECK(error_of("report: junit:../x.xml") == "cfg.yaml: report: " + want + "'junit:../x.xml'");
+  CHECK(error_of("report: junit:/tmp/x.xml") == "cfg.yaml: report: " + want + "'junit:/tmp/x.xml'");
+  CHECK(error_of("report: \"junit:a b.xml\"") == "cfg.yaml: report: " + want + "'junit:a b.xml'");
+  CHECK(error_of("report: \"junit:x';rm -rf ~;'\"") == "cfg.yaml: report: " + want + "'junit:x';rm -rf ~;''");
+  CHECK(error_of("report: xunit:x.xml") == "cfg.yaml: report: " + want + "'xunit:x.xml'");
+  CHECK(error_of("report: 'junit:'") == "cfg.yaml: report: " + want + "'junit:'");
 }

@@ -263,6 +263,48 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
   }
 }
 
+TEST_CASE("pipeline: a pass whose runner counted fewer tests than the baseline is not a pass", "[pipeline]") {
+  // Plain `go test` and ctest's summary name no tests, so per-test triage
+  // cannot see a test go missing; the counts can (issue 15).
+  World w;
+  fake::Run before;
+  before.exit_code = 8;
+  before.output = "67% tests passed, 1 tests failed out of 3\n";
+  {
+    fake::Engine e;
+    fake::Run fewer;
+    fewer.output = "100% tests passed, 0 tests failed out of 2\n";
+    e.runs = {fewer, before};
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->tests_passed);
+    CHECK(r->category == Category::kFailed);
+    CHECK(r->reason == "fewer tests: ctest ran 2 tests, the baseline ran 3");
+    CHECK(r->triage["baseline"]["runner"] ==
+          json{{"runner", "ctest"}, {"unit", "tests"}, {"tests_run", 3}, {"passed", 2}, {"failed", 1}, {"skipped", 0}});
+    CHECK(w.record(r->run_id)["runner"]["tests_run"] == 2);
+  }
+  {
+    fake::Engine e;  // the cached baseline keeps the count
+    fake::Run all;
+    all.output = "100% tests passed, 0 tests failed out of 3\n";
+    e.runs = {all};
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->tests_passed);
+    CHECK(r->triage["baseline"]["cached"] == true);
+  }
+  {
+    fake::Engine e;  // another runner's count is not compared
+    fake::Run other;
+    other.output = "ok  \texample.com/m\t0.004s\n";
+    e.runs = {other};
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->tests_passed);
+  }
+}
+
 TEST_CASE("pipeline: the run record's fields, for the run and its baseline", "[pipeline]") {
   World w;
   fake::Engine e;

@@ -51,7 +51,8 @@ TEST_CASE("the editable files come first in the planner's view", "[planner]") {
   REQUIRE(t.files.size() == 3);
   CHECK(t.files[0].path == "calculator.py");
   CHECK(t.files[0].editable);
-  CHECK(t.files[1].path == "README.md");
+  CHECK(t.files[1].path == "test_calculator.py");  // tests before other context (planner_task.h)
+  CHECK(t.files[2].path == "README.md");
   // Over the budget: an editable file is still shown before any context.
   SeedSnapshot seed;
   seed.entries.push_back({"big_context.txt", SeedEntry::Kind::kFile, 0644, std::string(200, 'x') + "\n", "", 201});

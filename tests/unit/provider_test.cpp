@@ -470,7 +470,7 @@ TEST_CASE("stub scripts: every problem is named with its path", "[provider]") {
   CHECK(err(R"({"replies":[]})") == "stub script: replies: must be a non-empty array of replies");
   CHECK(err(R"({"key":"k","replies":[{"stauts":500,"status":"500","usage":{"tokens":1}},3]})") ==
         "stub script: key: unknown key (known: api_key, replies); "
-        "replies[0].stauts: unknown key (known: match, status, content, raw_body, delay_ms, retry_after, usage, require); "
+        "replies[0].stauts: unknown key (known: match, status, content, raw_body, delay_ms, retry_after, usage, require, require_last, tool_calls); "
         "replies[0].status: must be an integer from 100 to 599; "
         "replies[0].usage.tokens: unknown key (known: prompt_tokens, completion_tokens, total_tokens); "
         "replies[1]: must be an object");
