@@ -283,8 +283,10 @@ class TestPipeline {
       const std::string why = !dump.error.empty() ? dump.error : junit.error;
       v = judge_report(outcome, junit.report, why.empty() ? "" : "the JUnit report " + path + ": " + why);
       res_.tests = junit.cases;
+      res_.evidence = "junit";
     } else {
       v = judge(outcome, output_for_verdict_);
+      res_.evidence = "output";
       res_.tests = parse_test_cases(output_for_verdict_);
     }
     res_.tests_passed = v.passed;

@@ -27,6 +27,7 @@ TEST_CASE("junit report: the file written in the sandbox decides the verdict", "
   CHECK(r.result["runner"] == json{{"runner", "junit"}, {"unit", "tests"}, {"tests_run", 2},
                                    {"passed", 1}, {"failed", 1}, {"skipped", 0}});
   CHECK(r.result["tests"]["format"] == "junit");
+  CHECK(r.result["evidence"] == "junit");  // the file decided, not unittest's "OK"
   CHECK(r.result["tests"]["tests"] == json::array({{{"id", "t.a"}, {"outcome", "passed"}},
                                                   {{"id", "t.b"}, {"outcome", "failed"}}}));
   const std::string out = r.result["test_output"];
@@ -50,4 +51,13 @@ TEST_CASE("junit report: the file written in the sandbox decides the verdict", "
   CHECK(missing.cli.exit_code == 1);
   CHECK(missing.result["reason"] == "no test report: the JUnit report r.xml: the test command wrote no report file");
   CHECK(missing.result["test_output"].get<std::string>().find("Ran 4 tests") != std::string::npos);
+  CHECK(missing.result["evidence"] == "junit");
+
+  // Without `report:` the printed output decides, and the result says so.
+  TestRun text = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
+                            "test_command: python3 -m unittest -v\n");
+  INFO(text.cli.err << text.result.dump(2));
+  CHECK(text.cli.exit_code == 0);
+  CHECK(text.result["evidence"] == "output");
+  CHECK(text.result["runner"]["runner"] == "unittest");
 }
