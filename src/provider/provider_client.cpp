@@ -69,6 +69,24 @@ bool is_local_host(std::string host) {
   return host == "localhost" || host == "[::1]" || host == "host.containers.internal" || is_ipv4_loopback(host);
 }
 
+// finish_reason, the provider's model name and the token usage, whatever the
+// reply's content. Usage is informative: a malformed count reads as 0 rather
+// than failing a good reply.
+void read_reply_meta(const json& j, const json& choice, ChatReply* reply) {
+  if (choice.contains("finish_reason") && choice["finish_reason"].is_string()) {
+    reply->finish_reason = choice["finish_reason"].get<std::string>();
+  }
+  if (j.contains("model") && j["model"].is_string()) reply->model = j["model"].get<std::string>();
+  if (j.contains("usage") && j["usage"].is_object()) {
+    auto count = [&](const char* key) -> long {
+      const json& u = j["usage"];
+      if (!u.contains(key) || !u[key].is_number_integer() || u[key].get<long long>() < 0) return 0;
+      return static_cast<long>(std::min<long long>(u[key].get<long long>(), 1LL << 40));
+    };
+    reply->usage = {count("prompt_tokens"), count("completion_tokens"), count("total_tokens")};
+  }
+}
+
 }  // namespace
 
 Status validate_base_url(const std::string& url) {
@@ -226,18 +244,7 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
   if (no_content && calls.is_array()) {
     ChatReply reply;
     reply.tool_calls = std::move(calls);
-    if (choice->contains("finish_reason") && (*choice)["finish_reason"].is_string()) {
-      reply.finish_reason = (*choice)["finish_reason"].get<std::string>();
-    }
-    if (j.contains("model") && j["model"].is_string()) reply.model = j["model"].get<std::string>();
-    if (j.contains("usage") && j["usage"].is_object()) {
-      auto count = [&](const char* key) -> long {
-        const json& u = j["usage"];
-        if (!u.contains(key) || !u[key].is_number_integer() || u[key].get<long long>() < 0) return 0;
-        return static_cast<long>(std::min<long long>(u[key].get<long long>(), 1LL << 40));
-      };
-      reply.usage = {count("prompt_tokens"), count("completion_tokens"), count("total_tokens")};
-    }
+    read_reply_meta(j, *choice, &reply);
     return reply;
   }
   if (no_content) {
@@ -249,19 +256,7 @@ Result<ChatReply> parse_chat_response(const std::string& body) {
   ChatReply reply;
   reply.content = (*message)["content"].get<std::string>();
   reply.tool_calls = std::move(calls);
-  if (choice->contains("finish_reason") && (*choice)["finish_reason"].is_string()) {
-    reply.finish_reason = (*choice)["finish_reason"].get<std::string>();
-  }
-  if (j.contains("model") && j["model"].is_string()) reply.model = j["model"].get<std::string>();
-  if (j.contains("usage") && j["usage"].is_object()) {
-    // Usage is informative: a malformed count reads as 0 rather than failing a good reply.
-    auto count = [&](const char* key) -> long {
-      const json& u = j["usage"];
-      if (!u.contains(key) || !u[key].is_number_integer() || u[key].get<long long>() < 0) return 0;
-      return static_cast<long>(std::min<long long>(u[key].get<long long>(), 1LL << 40));
-    };
-    reply.usage = {count("prompt_tokens"), count("completion_tokens"), count("total_tokens")};
-  }
+  read_reply_meta(j, *choice, &reply);
   return reply;
 }
 

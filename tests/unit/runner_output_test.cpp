@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "runner_fixtures.h"
 #include "contract/test_report.h"
 #include "contract/verdict.h"
 
@@ -17,13 +18,7 @@ using namespace lazyagent;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/runner-output/" + name);
-  REQUIRE(f);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using runner_fixtures::fixture;
 
 std::map<std::string, int> exit_codes() {
   std::map<std::string, int> codes;

@@ -6,19 +6,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "runner_fixtures.h"
 #include "contract/test_report.h"
 
 using namespace lazyagent;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream f(std::string(LAZYAGENT_SOURCE_DIR) + "/tests/fixtures/runner-output/" + name);
-  REQUIRE(f);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using runner_fixtures::fixture;
 
 std::string outcomes(const TestCases& t) {
   std::string s;
