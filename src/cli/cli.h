@@ -101,6 +101,13 @@ struct TestResult;
 int finish_result(const Result<TestResult>& result, bool json,
                   const std::string& removed_what = "the sandbox was removed");
 
+// --report junit:PATH of `test` and `run`: the per-test results as JUnit XML at
+// PATH on this machine. Anything but junit:PATH is a usage error naming it.
+Status check_report_option(const std::string& command, const std::string& spec);
+// Writes the report after the verdict; a file that cannot be written is said
+// on stderr, and the verdict and its exit code stand.
+void write_report(const std::string& command, const std::string& spec, const TestResult& result);
+
 // --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):
 // which engine (engine.h) runs the sandboxes and planners of test, run, eval
 // and reap. Everything else about those commands is the same on both.

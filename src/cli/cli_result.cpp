@@ -1,9 +1,14 @@
 // How the CLI shows a test/run result: exactly one JSON object on stdout
 // with --json, else a summary for people with every byte from the sandbox
 // escaped (terminal_text.h); and the exit code the result means (cli.h).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include "cli/cli.h"
+#include "contract/junit_report.h"
 #include "pipeline/run_result.h"
 #include "util/terminal_text.h"
 
@@ -95,6 +100,21 @@ int finish_result(const Result<TestResult>& result, bool json, const std::string
   }
   if (result->status == RunStatus::kRefused) return kExitRefused;
   return result->tests_passed ? kExitPassed : kExitFailed;
+}
+
+Status check_report_option(const std::string& command, const std::string& spec) {
+  if (spec.empty() || (spec.rfind("junit:", 0) == 0 && spec.size() > 6)) return ok_status();
+  return usage_error(command + ": --report: expected junit:PATH, got '" + spec + "'");
+}
+
+void write_report(const std::string& command, const std::string& spec, const TestResult& r) {
+  const std::string path = spec.substr(6);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << junit_xml_of(r.tests, "lazyagent-oci " + r.run_id, r.tests_passed, r.reason);
+  f.close();
+  if (!f) {
+    std::fprintf(stderr, "%s: --report: cannot write %s: %s\n", command.c_str(), path.c_str(), std::strerror(errno));
+  }
 }
 
 }  // namespace lazyagent

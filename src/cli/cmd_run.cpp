@@ -18,9 +18,10 @@ int cmd_run(const std::vector<std::string>& args) {
   bool json = false;
   long attempts = 0, max_tokens = -1, rerun = -1;
   bool no_baseline = false;
+  std::string report;
   BackendOptions backend;
   ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
-              "           [--max-tokens T] [--rerun K] [--no-baseline] [--config FILE] [--runtime runc|runsc]\n"
+              "           [--max-tokens T] [--rerun K] [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|runsc]\n"
               "           [--accept-weaker-policy] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
@@ -40,11 +41,13 @@ int cmd_run(const std::vector<std::string>& args) {
   p.integer("--max-tokens", &max_tokens, "T", "stop the loop once the provider used T tokens in all (0 = no ceiling)", 0, 1L << 40);
   p.integer("--rerun", &rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &no_baseline, "skip the unpatched baseline run and the per-test triage");
+  p.option("--report", &report, "junit:PATH", "also write the last attempt's per-test results as JUnit XML to PATH");
   p.option("--runtime", &runtime, "RUNTIME", "the sandbox's runtime: runc or runsc (gVisor; the planner stays on runc); default: the config's engine.runtime");
   p.flag("--accept-weaker-policy", &accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &backend);
   p.flag("--json", &json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  if (auto st = check_report_option("run", report); !st) return report_error(st.error(), json);
   auto config = project_config(project, "run");
   if (!config) return report_error(config.error(), json);
   RunRequest req;
@@ -64,8 +67,9 @@ int cmd_run(const std::vector<std::string>& args) {
   auto factory = engine_factory(backend, req.config, store);
   if (!factory) return report_error(factory.error(), json);
   const auto engine = (*factory)();
-  return finish_result(run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); }), json,
-                       "its planner and sandbox containers were removed");
+  auto result = run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); });
+  if (result && !report.empty()) write_report("run", report, *result);
+  return finish_result(result, json, "its planner and sandbox containers were removed");
 }
 
 }  // namespace lazyagent

@@ -29,17 +29,6 @@ struct TestOptions {
   BackendOptions backend;
 };
 
-// --report junit:PATH: the per-test results as JUnit XML at PATH (on this
-// machine). A file that cannot be written is said on stderr; the verdict and
-// its exit code stand.
-void write_report(const std::string& spec, const TestResult& r) {
-  const std::string path = spec.substr(6);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << junit_xml_of(r.tests, "lazyagent-oci " + r.run_id, r.tests_passed, r.reason);
-  f.close();
-  if (!f) std::fprintf(stderr, "test: --report: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-}
-
 }  // namespace
 
 int cmd_test(const std::vector<std::string>& args) {
@@ -65,9 +54,7 @@ int cmd_test(const std::vector<std::string>& args) {
   p.flag("--json", &opt.json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.patch.empty()) return report_error(usage_error("test: --patch FILE is required"), opt.json);
-  if (!opt.report.empty() && (opt.report.rfind("junit:", 0) != 0 || opt.report.size() == 6)) {
-    return report_error(usage_error("test: --report: expected junit:PATH, got '" + opt.report + "'"), opt.json);
-  }
+  if (auto st = check_report_option("test", opt.report); !st) return report_error(st.error(), opt.json);
 
   auto config = project_config(opt.project, "test");
   if (!config) return report_error(config.error(), opt.json);
@@ -94,7 +81,7 @@ int cmd_test(const std::vector<std::string>& args) {
   judge.baseline = !opt.no_baseline;
   judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
   auto result = run_judged_test(req, judge, *engine, store, [](const std::string& step) { progress_line(step); });
-  if (result && !opt.report.empty()) write_report(opt.report, *result);
+  if (result && !opt.report.empty()) write_report("test", opt.report, *result);
   return finish_result(result, opt.json);
 }
 

@@ -32,6 +32,12 @@ TEST_CASE("usage errors are exit 2 and say what to do", "[cli]") {
   CliResult badtimeout = run_cli({state.path()}, {"test", "--patch", "x", "--timeout", "0"});
   CHECK(badtimeout.exit_code == 2);
   CHECK(badtimeout.err == "lazyagent-oci: test: --timeout: expected an integer between 1 and 86400, got '0'\n");
+  for (const std::string cmd : {"test", "run"}) {
+    CliResult badreport = run_cli({state.path()}, {cmd, "--patch", "x", "--report", "xml:out.xml", "--json"});
+    if (cmd == "run") badreport = run_cli({state.path()}, {cmd, "--report", "xml:out.xml", "--json"});
+    CHECK(badreport.exit_code == 2);
+    CHECK(json::parse(badreport.out)["error"] == cmd + ": --report: expected junit:PATH, got 'xml:out.xml'");
+  }
   TempDir cfg;
   const std::string bad = cfg.file("bad.yaml", "limits:\n  memory_mib: lots\n");
   CliResult badcfg = run_cli({state.path()}, {"test", "--config", bad, "--patch", "x"});

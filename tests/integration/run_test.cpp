@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "harness.h"
@@ -80,9 +81,16 @@ bool no_containers_of_runs_in(const std::string& state) {
 
 TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key is nowhere", "[run]") {
   Provider p(tagged_script());
-  CliResult r = p.run();
+  const std::string report = p.state.path() + "/report.xml";
+  CliResult r = p.run({"--report", "junit:" + report});
   json j = json_out(r);
   CHECK(r.exit_code == 0);
+  // --report: the run's per-test results as JUnit XML, the verdict among its properties.
+  std::ifstream xml_file(report);
+  REQUIRE(xml_file);
+  const std::string xml((std::istreambuf_iterator<char>(xml_file)), std::istreambuf_iterator<char>());
+  CHECK(xml.find("<testsuite") != std::string::npos);
+  CHECK(xml.find("lazyagent-oci " + j["run_id"].get<std::string>()) != std::string::npos);
   CHECK(j["tests_passed"] == true);
   CHECK(j["test_exit_code"] == 0);
   CHECK(j["changed_paths"] == json::array({"calculator.py"}));
