@@ -112,8 +112,17 @@ std::vector<Finding> validate_diff(const UnifiedDiff& diff, std::size_t text_byt
       if (p->empty() || *p == f.path) continue;
       for (Finding& x : check_patch_path(*p)) out.push_back(std::move(x));
     }
+    const std::size_t before = out.size();
     check_kinds(f, &out);
-    if (f.path.empty()) continue;  // a binary line outside a section: named above
+    if (f.path.empty()) {
+      // A binary line outside a section is named by check_kinds; any other
+      // section without a path (an empty `+++ ` header, found by fuzzing) is
+      // refused here, never passed on with nothing to check.
+      if (out.size() == before) {
+        for (Finding& x : check_patch_path(f.path)) out.push_back(std::move(x));
+      }
+      continue;
+    }
     const auto [first, fresh] = seen.emplace(f.path, f.line);
     if (!fresh) {
       out.push_back(make_finding(reason::kDuplicatePath, f.path,

@@ -165,3 +165,14 @@ TEST_CASE("the suspicious scan is not run on a diff's added text alone, even wit
               l)
             .empty());
 }
+
+TEST_CASE("a section whose +++ header names no file is refused, not passed on with no path", "[diff_contract]") {
+  // Found by the unified_diff fuzzer: an empty `+++ ` name after a quoted
+  // `---` name gave a file with an empty path and no finding.
+  const std::string text = "--- /\"a/dev/null\n+++ \n@@ -0,0 +1 @@\n+x\n";
+  const auto r = validate_diff_text(text, limits());
+  CHECK_FALSE(r.ok());
+  bool named = false;
+  for (const auto& f : r.findings) named = named || f.code == "empty_path" || f.code == "malformed_diff";
+  CHECK(named);
+}
