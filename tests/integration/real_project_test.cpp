@@ -116,6 +116,35 @@ struct PlannerImage {
   ~PlannerImage() { sh("podman rmi -f " + tag + " >/dev/null 2>&1"); }
 };
 
+// The scripted provider's three secrets (names under `prefix`), stored by
+// `configure` for the config that names them, and removed when the test ends.
+struct StubSecrets {
+  std::vector<std::string> names;
+  explicit StubSecrets(const std::string& prefix)
+      : names{prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"} {}
+  StubSecrets(const StubSecrets&) = delete;
+  StubSecrets& operator=(const StubSecrets&) = delete;
+  ~StubSecrets() {
+    for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
+  }
+  // PLY's config with this planner image, these secrets and `extra` YAML,
+  // configured against the stub listening on `port`; returns its path.
+  std::string configure(const PlyRepo& ply, const TempDir& work, const TempDir& state, const PlannerImage& planner,
+                        int port, const std::string& extra = "") const {
+    const std::string config =
+        ply.config(work, "images:\n  planner: " + planner.tag + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
+                             "\n    model: " + names[1] + "\n    api_key: " + names[2] + "\n" + extra);
+    CliResult conf = run_cli({state.path(),
+                              {{names[0], "http://host.containers.internal:" + std::to_string(port) + "/v1"},
+                               {names[1], "lazyagent-stub"},
+                               {names[2], kKey}}},
+                             {"configure", "--config", config});
+    INFO(conf.err);
+    REQUIRE(conf.exit_code == 0);
+    return config;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a real project: a one-line fix to PLY's 137 KB yacc.py proven as a unified diff through test",
@@ -173,24 +202,8 @@ TEST_CASE("a real project: run, with the scripted provider replying with the dif
   lazyagent::ProviderStub stub(script);
   auto port = stub.listen("0.0.0.0", 0);
   REQUIRE(port.ok());
-  const std::string prefix = "LAZYAGENT_IT_REAL_" + std::to_string(getpid());
-  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-  struct Secrets {
-    std::vector<std::string> names;
-    ~Secrets() {
-      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
-    }
-  } secrets{names};
-  const std::string config =
-      ply.config(work, "images:\n  planner: " + planner.tag + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
-                           "\n    model: " + names[1] + "\n    api_key: " + names[2] + "\n");
-  CliResult conf = run_cli({state.path(),
-                            {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
-                             {names[1], "lazyagent-stub"},
-                             {names[2], kKey}}},
-                           {"configure", "--config", config});
-  INFO(conf.err);
-  REQUIRE(conf.exit_code == 0);
+  const StubSecrets secrets("LAZYAGENT_IT_REAL_" + std::to_string(getpid()));
+  const std::string config = secrets.configure(ply, work, state, planner, *port);
 
   CliResult r = run_cli({state.path()}, {"run", "Fix the bug in ply/yacc.py without changing the tests.", "--config",
                                          config, "--json", "--no-baseline"});
@@ -247,25 +260,9 @@ TEST_CASE("a real project through the planner's tool loop: PLY's yacc.py is over
   lazyagent::ProviderStub stub(*script);
   auto port = stub.listen("0.0.0.0", 0);
   REQUIRE(port.ok());
-  const std::string prefix = "LAZYAGENT_IT_REAL_LOOP_" + std::to_string(getpid());
-  const std::vector<std::string> names = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-  struct Secrets {
-    std::vector<std::string> names;
-    ~Secrets() {
-      for (const auto& n : names) sh("podman secret rm " + n + " >/dev/null 2>&1");
-    }
-  } secrets{names};
-  const std::string config =
-      ply.config(work, "images:\n  planner: " + planner.tag + "\nprovider:\n  secrets:\n    base_url: " + names[0] +
-                           "\n    model: " + names[1] + "\n    api_key: " + names[2] +
-                           "\nplanner:\n  tools: true\n  context_bytes: 16384\n  max_turns: 6\n");
-  CliResult conf = run_cli({state.path(),
-                            {{names[0], "http://host.containers.internal:" + std::to_string(*port) + "/v1"},
-                             {names[1], "lazyagent-stub"},
-                             {names[2], kKey}}},
-                           {"configure", "--config", config});
-  INFO(conf.err);
-  REQUIRE(conf.exit_code == 0);
+  const StubSecrets secrets("LAZYAGENT_IT_REAL_LOOP_" + std::to_string(getpid()));
+  const std::string config = secrets.configure(ply, work, state, planner, *port,
+                                               "planner:\n  tools: true\n  context_bytes: 16384\n  max_turns: 6\n");
   CliResult r = run_cli({state.path()}, {"run", "Fix the bug in the yacc module without changing the tests.", "--config",
                                          config, "--json", "--no-baseline"});
   INFO(r.out.substr(0, 4000) << r.err);
