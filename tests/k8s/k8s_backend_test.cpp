@@ -244,6 +244,32 @@ TEST_CASE("k8s: a wrong patch fails with the runner's report", "[k8s]") {
   CHECK(j["test_output"].get<std::string>().find("FAILED") != std::string::npos);
 }
 
+TEST_CASE("k8s: report junit:PATH, the file written in the sandbox pod decides the verdict", "[k8s]") {
+  // unittest prints its own OK; the JUnit file says two tests, one failed: as
+  // on podman (tests/integration/junit_test.cpp), the file comes out through
+  // the pod's log and decides.
+  Provider p({reply(fixing_patch())},
+             "report: junit:out/results.xml\n"
+             "test_command: >-\n"
+             "  python3 -m unittest -q 2>&1; mkdir -p out &&\n"
+             "  printf '%s' '<testsuites><testsuite><testcase classname=\"t\" name=\"a\"/>"
+             "<testcase classname=\"t\" name=\"b\"><failure message=\"no\"/></testcase></testsuite></testsuites>'\n"
+             "  > out/results.xml\n");
+  CliResult r = p.run({"--no-baseline"});
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code == 1);
+  CHECK(j["test_exit_code"] == 0);
+  CHECK(j["evidence"] == "junit");
+  CHECK(j["reason"] == "inconsistent: the test command exited 0 but junit reported 1 failed");
+  CHECK(j["runner"]["tests_run"] == 2);
+  CHECK(j["tests"]["tests"] == json::array({{{"id", "t.a"}, {"outcome", "passed"}},
+                                           {{"id", "t.b"}, {"outcome", "failed"}}}));
+  const std::string out = j["test_output"];
+  CHECK(out.find("Ran 4 tests") != std::string::npos);
+  CHECK(out.find("<testsuites>") == std::string::npos);  // the block is taken out of the log
+}
+
 TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
   Provider p({reply(patch_json("test_calculator.py", "print('rigged')\n"))});
   Recorder jobs(kK8sJobs, "io.lazyagent.role");
