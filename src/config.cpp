@@ -533,7 +533,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
                               {"secret", r.string(&cfg.k8s.secret)},
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},
-                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)}})},
+                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)},
+                              {"ttl_seconds_after_finished",
+                               r.integer(&cfg.k8s.ttl_seconds_after_finished, 0, 30 * 86400)}})},
             {"environment", r.environment(&cfg.environment)},
         });
     if (r.errors().empty() &&

@@ -122,6 +122,10 @@ struct K8sConfig {
   // base_url http://host.containers.internal:PORT/v1 reaches it. Empty =
   // https only. Named in every result that used it.
   std::string plain_http_provider_ip;
+  // Seconds after a run's Job finishes before the cluster deletes it (and,
+  // through the owner references, its ConfigMaps and NetworkPolicy): the
+  // collection that does not rest on the CLI, for a run whose CLI was killed.
+  std::int64_t ttl_seconds_after_finished = 3600;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).

@@ -428,6 +428,54 @@ TEST_CASE("k8s: SIGINT mid-run leaves no Job, pod or ConfigMap", "[k8s]") {
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
 }
 
+TEST_CASE("k8s: a run's ConfigMap and NetworkPolicy are owned by its Job, and a SIGKILLed CLI's Job is "
+          "collected by its TTL with them", "[k8s]") {
+  // No reap, no CLI: the cluster's TTL controller deletes the finished Job,
+  // its garbage collector the objects that name the Job as owner.
+  Provider p({}, "  ttl_seconds_after_finished: 2\ntest_command: sleep 8 && python3 -m unittest -v\n");
+  K8sClient k = client();
+  TempDir out, dir;
+  const std::string patch = dir.file("fix.json", fixing_patch());
+  const pid_t pid = spawn_cli(p.env(), {"test", "--backend", "k8s", "--config", p.config(), "--patch", patch,
+                                        "--no-baseline", "--json"}, out.path());
+  std::string run;
+  for (int i = 0; i < 600 && run.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto pods = k.list(kK8sPods, kNs, "io.lazyagent.role=sandbox,io.lazyagent.pid=" + std::to_string(pid));
+    REQUIRE(pods.ok());
+    for (const auto& pod : pods->value("items", json::array())) {
+      if (pod.value("/status/phase"_json_pointer, std::string()) == "Running") {
+        run = pod.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
+      }
+    }
+  }
+  REQUIRE_FALSE(run.empty());
+  auto job = k.get(kK8sJobs, kNs, run + "-sandbox");
+  REQUIRE(job.ok());
+  REQUIRE(job->has_value());
+  CHECK((**job)["spec"]["ttlSecondsAfterFinished"] == 2);
+  const std::string uid = (**job)["metadata"]["uid"];
+  for (const K8sKind* kind : {&kK8sConfigMaps, &kK8sNetworkPolicies}) {
+    auto l = k.list(*kind, kNs, "io.lazyagent.run=" + run);
+    REQUIRE(l.ok());
+    REQUIRE(l->value("items", json::array()).size() == 1);
+    const json owners = (*l)["items"][0]["metadata"]["ownerReferences"];
+    INFO(owners.dump());
+    REQUIRE(owners.size() == 1);
+    CHECK(owners[0]["kind"] == "Job");
+    CHECK(owners[0]["uid"] == uid);
+  }
+  ::kill(pid, SIGKILL);
+  CHECK(wait_cli(pid, 30) == 128 + SIGKILL);
+  CHECK(leftovers(k, "io.lazyagent.run=" + run) > 0);  // nothing of ours removed them
+  std::size_t left = 1;
+  for (int i = 0; i < 120 && left != 0; ++i) {  // the test's 8 s, the TTL's 2 s, the collectors' rounds
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    left = leftovers(k, "io.lazyagent.run=" + run);
+  }
+  CHECK(left == 0);
+}
+
 TEST_CASE("k8s: reap removes what a dead run left and keeps a live run's objects", "[k8s]") {
   K8sClient k = client();
   char host[256] = {0};

@@ -375,7 +375,15 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
   auto bad = lazyagent::parse_config("k8s: {namespce: x}\n", "cfg.yaml", "/tmp");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip)");
+        "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip, "
+        "ttl_seconds_after_finished)");
+  CHECK(d->k8s.ttl_seconds_after_finished == 3600);
+  auto ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: 30}\n", "cfg.yaml", "/tmp");
+  REQUIRE(ttl.ok());
+  CHECK(ttl->k8s.ttl_seconds_after_finished == 30);
+  auto bad_ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: -1}\n", "cfg.yaml", "/tmp");
+  REQUIRE_FALSE(bad_ttl.ok());
+  CHECK(bad_ttl.error().message.find("k8s.ttl_seconds_after_finished") != std::string::npos);
 }
 
 TEST_CASE("report: junit:PATH, relative to the project, nothing else", "[config]") {
