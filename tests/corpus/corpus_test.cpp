@@ -147,17 +147,50 @@ TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base
 }
 
 TEST_CASE("corpus: golang-github-google-uuid (Go, go test -v), Version reads the wrong nibble") {
-  // Go builds its test binaries under $TMPDIR: the sandbox's /tmp is noexec,
-  // the working copy is not (README "Compiled languages").
+  // The project's ordinary command: Go builds its test binaries under
+  // $TMPDIR, which the sandbox points at an executable directory in /work
+  // (/tmp is noexec; README "Compiled languages"); its build cache goes to
+  // $HOME/.cache (HOME is /work). gcc: Go 1.19 builds runtime/cgo for a test
+  // binary by default (golang-go recommends it; without it `go test` fails
+  // with `cgo: C compiler "gcc" not found`).
   prove({"golang-github-google-uuid", "uuid.go", "\treturn Version(uuid[6] >> 4)\n", "\treturn Version(uuid[6] & 0xf)\n",
          "\treturn Version(uuid[7] >> 4)\n",
          "allow: [uuid.go]\n"
-         "test_command: mkdir -p .tmp && export TMPDIR=$PWD/.tmp GOCACHE=$PWD/.tmp/cache GOPATH=$PWD/.tmp/gopath "
-         "CGO_ENABLED=0 GOFLAGS=-mod=mod && go test -v ./...\n"
+         "test_command: go test -v ./...\n"
          "patch: {format: diff}\n"
          "limits: {work_tmpfs_mib: 256, memory_mib: 1024}\n"
          "environment:\n"
-         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go\"]\n",
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go gcc libc6-dev\"]\n",
          {"github.com/google/uuid.TestDCE", "github.com/google/uuid.TestNew", "github.com/google/uuid.TestRandomUUID",
           "github.com/google/uuid.TestRandomUUID_Pooled", "github.com/google/uuid.TestUUID"}});
+}
+
+TEST_CASE("corpus: cjson (C, CMake and ctest), a lower-case hex digit loses its 10") {
+  // Configured, built and tested by CMake in a build directory under $TMPDIR
+  // (executable); each ctest test is one of cJSON's unity test programs.
+  prove({"cjson", "cJSON.c", "            h += (unsigned int) 10 + input[i] - 'a';\n",
+         "            h += (unsigned int) input[i] - 'a';\n", "            h += (unsigned int) 10 + input[i] - 'A';\n",
+         "allow: [cJSON.c]\n"
+         "test_command: cmake -S . -B \"$TMPDIR/build\" && cmake --build \"$TMPDIR/build\" -j2 && "
+         "ctest --test-dir \"$TMPDIR/build\"\n"
+         "patch: {format: diff}\n"
+         "limits: {work_tmpfs_mib: 128}\n"
+         "environment:\n"
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cmake make gcc libc6-dev\"]\n",
+         {"parse_hex4", "parse_string"}});
+}
+
+TEST_CASE("corpus: rust-fnv (Rust, cargo test), the FNV prime with a zero too many") {
+  // A crate with no dependencies: `cargo test --offline` in the sandbox (no
+  // network); --no-fail-fast so the doc tests run even when a unit test fails.
+  // Cargo's home and the target directory are under /work (HOME, the working copy).
+  prove({"rust-fnv", "lib.rs", "            hash = hash.wrapping_mul(0x100000001b3);\n",
+         "            hash = hash.wrapping_mul(0x1000000001b3);\n", "            hash = hash.wrapping_mul(0x10000001b3);\n",
+         "allow: [lib.rs]\n"
+         "test_command: cargo test --offline --no-fail-fast\n"
+         "patch: {format: diff}\n"
+         "limits: {work_tmpfs_mib: 256, memory_mib: 1024}\n"
+         "environment:\n"
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cargo\"]\n",
+         {"test::basic_tests"}});
 }
