@@ -167,10 +167,12 @@ struct Config {
   SeedConfig seed_options;  // the rest of `seed:` when it is a mapping
   std::vector<std::string> allow = {"calculator.py"};
   std::string test_command = "python3 -m unittest -v";
-  // `report: junit:PATH`: the test command writes a JUnit XML report at PATH
-  // (relative to the project's copy in the sandbox); it, not the runner's
-  // output, is then the verdict's evidence (junit_report.h). "" = the output.
-  std::string report;
+  // What decides the verdict (runner_driver.h). "" or `auto`: a JUnit report
+  // the tool has the runner write where it recognises the command (pytest,
+  // unittest), else the output. `output`: the runner's output only.
+  // `junit:PATH`: the test command writes a JUnit XML report at PATH (relative
+  // to the project's copy in the sandbox), read instead (junit_report.h).
+  std::string report = "auto";
   ImagesConfig images;
   LimitsConfig limits;
   TimeoutsConfig timeouts;

@@ -2,6 +2,7 @@
 
 #include "util/digest.h"
 #include "cli/interrupt.h"
+#include "contract/runner_driver.h"
 #include "contract/test_report.h"
 
 namespace lazyagent {
@@ -45,8 +46,9 @@ struct Baseline {
 Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
                       Engine& engine, const RunStore& store, const ProgressFn& progress) {
   Baseline b;
-  // The evidence read (the output or a JUnit file) is part of what the baseline is.
-  const std::string evidence = req.config.report.empty() ? "" : "\nreport: " + req.config.report;
+  // The evidence read (the output, a JUnit file, the runner's report the tool
+  // asked for) is part of what the baseline is.
+  const std::string evidence = "\nreport: " + report_mode(req.config.report);
   const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence, patched.image_digest,
                                        patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) {

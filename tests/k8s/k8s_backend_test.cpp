@@ -193,7 +193,8 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   // The same judged result as on podman: per-test results, the category, and
   // the triage against the seed's unpatched tests (run as a Job too).
   CHECK(j["category"] == "passed");
-  CHECK(j["tests"]["format"] == "unittest");
+  CHECK(j["tests"]["format"] == "junit");  // the same driver as on podman (runner_driver.h)
+  CHECK(j["evidence"] == "driver");
   CHECK(j["tests"]["tests"].size() == 4);
   CHECK(j["triage"]["verdict"] == "passed");
   CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add",
