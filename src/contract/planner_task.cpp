@@ -6,6 +6,7 @@
 #include <set>
 
 #include "contract/patch_contract.h"
+#include "contract/repo_map.h"
 #include "contract/traceback_paths.h"
 #include "util/terminal_text.h"
 
@@ -105,6 +106,10 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.loop.max_reply_tokens = static_cast<long>(config.planner.max_reply_tokens);
   t.loop.max_tokens = static_cast<long>(config.repair.max_tokens);
   if (baseline && baseline->present) t.baseline = *baseline;
+  // The map first: small, bounded on its own, and it shows what the budget cuts.
+  RepoMapLimits map_limits;
+  map_limits.total_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(config.planner.map_bytes, 0, kMaxRepoMapBytes));
+  t.repo_map = repo_map(seed, map_limits);
   // Rank every file: the files the patch may change first (a model cannot
   // write a diff against a file it was not shown), then the files the
   // baseline's tracebacks point at, then what the instruction or the last
