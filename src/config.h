@@ -137,6 +137,12 @@ struct PlannerConfig {
   std::int64_t loop_seconds = 300;
   std::string tool_choice = "auto";  // auto | required
   std::int64_t max_reply_tokens = 0;  // 0 = omit
+  // Run the baseline (the unpatched seed's tests, cached) before the planner
+  // and give the task its failing tests, their output's tail and the files
+  // that output names (planner_task.h). Only with the baseline on.
+  bool baseline_first = true;
+  // The repository map's bound (repo_map.h): paths, sizes, top-level definitions.
+  std::int64_t map_bytes = 16 * 1024;
 };
 
 // The project's test image (environment.h): built with network before any

@@ -55,6 +55,16 @@ int cmd_task(const std::vector<std::string>& args) {
     std::cout << "context:    " << ctx.value("included", json::array()).size() << " file(s) (" << (whys.empty() ? "none" : whys)
               << "), " << ctx.value("used_bytes", 0UL) << " of " << ctx.value("budget_bytes", 0UL) << " bytes, ~"
               << ctx.value("token_estimate", 0UL) << " tokens; cut " << ctx.value("cut", 0UL) << "\n";
+    if (const json b = ctx.value("baseline", json()); b.is_object()) {
+      std::string failing, named;
+      for (const auto& f : b.value("failing", json::array())) failing += (failing.empty() ? "" : ", ") + f.get<std::string>();
+      for (const auto& f : b.value("named", json::array())) named += (named.empty() ? "" : ", ") + f.get<std::string>();
+      std::cout << "baseline:   " << b.value("failing_total", 0UL) << " test(s) failing before the patch"
+                << (failing.empty() ? "" : " (" + escape_for_terminal(failing) + ")") << ", "
+                << b.value("output_bytes", 0UL) << " bytes of their output; it names "
+                << (named.empty() ? "no seed file" : escape_for_terminal(named)) << "\n";
+    }
+    if (ctx.value("map_bytes", 0UL) > 0) std::cout << "map:        " << ctx.value("map_bytes", 0UL) << " bytes\n";
     for (const auto& f : ctx.value("cut_sample", json::array())) {
       std::cout << "cut:        " << escape_for_terminal(f.value("path", "")) << " (" << f.value("why", "") << ")\n";
     }

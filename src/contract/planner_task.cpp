@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include <set>
+
 #include "contract/patch_contract.h"
+#include "contract/repo_map.h"
+#include "contract/traceback_paths.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -14,16 +18,6 @@ namespace {
 
 bool is_text(const std::string& s) {
   return s.find('\0') == std::string::npos && is_valid_utf8(s);
-}
-
-
-// The last `max` bytes, starting on a UTF-8 boundary.
-std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
-  cut = s.size() > max;
-  if (!cut) return std::string(s);
-  std::size_t from = s.size() - max;
-  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
-  return std::string(s.substr(from));
 }
 
 }  // namespace
@@ -42,6 +36,22 @@ AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::stri
   f.test_output = tail_utf8(f.test_output, kMaxFeedbackOutputBytes, cut);  // escapes lengthen it
   f.output_cut = out_cut || cut;
   return f;
+}
+
+BaselineFacts bounded_baseline(const std::vector<std::string>& failing, std::size_t failing_total,
+                               std::string_view output) {
+  BaselineFacts b;
+  b.present = true;
+  b.failing_total = std::max(failing_total, failing.size());
+  for (std::size_t i = 0; i < failing.size() && i < kMaxBaselineFailing; ++i) {
+    bool cut = false;
+    b.failing.push_back(truncate_utf8(escape_for_terminal(failing[i]), kMaxBaselineNameBytes, cut));
+  }
+  bool out_cut = false, cut = false;
+  b.output = escape_for_terminal(tail_utf8(output, kMaxFeedbackOutputBytes, out_cut));
+  b.output = tail_utf8(b.output, kMaxFeedbackOutputBytes, cut);  // escapes lengthen it
+  b.output_cut = out_cut || cut;
+  return b;
 }
 
 namespace {
@@ -77,7 +87,7 @@ constexpr std::size_t kMaxCutSample = 50;
 
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
-                       std::size_t max_bytes, const AttemptFeedback* feedback) {
+                       std::size_t max_bytes, const AttemptFeedback* feedback, const BaselineFacts* baseline) {
   PlannerTask t;
   t.task_id = task_id;
   t.instruction = instruction.empty() ? kDefaultInstruction : instruction;
@@ -95,10 +105,24 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   t.loop.tool_choice = config.planner.tool_choice;
   t.loop.max_reply_tokens = static_cast<long>(config.planner.max_reply_tokens);
   t.loop.max_tokens = static_cast<long>(config.repair.max_tokens);
+  if (baseline && baseline->present) t.baseline = *baseline;
+  // The map first: small, bounded on its own, and it shows what the budget cuts.
+  RepoMapLimits map_limits;
+  map_limits.total_bytes = static_cast<std::size_t>(std::clamp<std::int64_t>(config.planner.map_bytes, 0, kMaxRepoMapBytes));
+  t.repo_map = repo_map(seed, map_limits);
   // Rank every file: the files the patch may change first (a model cannot
-  // write a diff against a file it was not shown), then what the instruction
-  // or the last test output names, then tests, then the rest, by path within each.
+  // write a diff against a file it was not shown), then the files the
+  // baseline's tracebacks point at, then what the instruction or the last
+  // test output names, then tests, then the rest, by path within each.
   const std::string named_in = t.instruction + "\n" + (feedback ? feedback->reason + "\n" + feedback->test_output : "");
+  std::set<std::string> by_baseline;
+  if (t.baseline.present) {
+    std::vector<std::string> paths;
+    for (const auto& e : seed.entries) {
+      if (e.kind == SeedEntry::Kind::kFile) paths.push_back(e.path);
+    }
+    for (auto& p : paths_named_by_output(t.baseline.output, paths)) by_baseline.insert(std::move(p));
+  }
   struct Ranked {
     const SeedEntry* e;
     int rank;
@@ -108,9 +132,10 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
   for (const auto& e : seed.entries) {
     if (e.kind != SeedEntry::Kind::kFile) continue;
     if (path_on_allowlist(e.path, config.allow)) ranked.push_back({&e, 0, "editable"});
-    else if (text_names(named_in, e.path)) ranked.push_back({&e, 1, "named"});
-    else if (looks_like_test(e.path)) ranked.push_back({&e, 2, "test"});
-    else ranked.push_back({&e, 3, "source"});
+    else if (by_baseline.count(e.path)) ranked.push_back({&e, 1, "named_by_baseline"});
+    else if (text_names(named_in, e.path)) ranked.push_back({&e, 2, "named"});
+    else if (looks_like_test(e.path)) ranked.push_back({&e, 3, "test"});
+    else ranked.push_back({&e, 4, "source"});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.rank < b.rank; });
   std::size_t used = 0;
@@ -136,8 +161,16 @@ PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
     included.push_back({{"path", e.path}, {"bytes", content.size()}, {"why", r.why}});
     t.files.push_back({e.path, std::move(content), r.rank == 0});
   }
-  t.context = {{"budget_bytes", max_bytes}, {"used_bytes", used}, {"token_estimate", (used + 3) / 4},
-               {"included", included}, {"cut", cut}, {"cut_sample", cut_sample}};
+  t.context = {{"budget_bytes", max_bytes}, {"used_bytes", used}, {"token_estimate", (used + t.repo_map.size() + 3) / 4},
+               {"included", included}, {"cut", cut}, {"cut_sample", cut_sample}, {"map_bytes", t.repo_map.size()}};
+  if (t.baseline.present) {
+    t.context["baseline"] = {{"failing_total", t.baseline.failing_total},
+                             {"failing", json(std::vector<std::string>(
+                                             t.baseline.failing.begin(),
+                                             t.baseline.failing.begin() + std::min<std::size_t>(10, t.baseline.failing.size())))},
+                             {"output_bytes", t.baseline.output.size()},
+                             {"named", json(std::vector<std::string>(by_baseline.begin(), by_baseline.end()))}};
+  }
   return t;
 }
 
@@ -178,7 +211,13 @@ json task_to_json(const PlannerTask& t) {
                           {"reason", t.feedback.reason},
                           {"patch", t.feedback.patch_json},
                           {"test_output", t.feedback.test_output},
-                          {"output_cut", t.feedback.output_cut}}}};
+                          {"output_cut", t.feedback.output_cut}}},
+              {"baseline", !t.baseline.present ? json(nullptr)
+                                               : json{{"failing", t.baseline.failing},
+                                                      {"failing_total", t.baseline.failing_total},
+                                                      {"output", t.baseline.output},
+                                                      {"output_cut", t.baseline.output_cut}}},
+              {"repo_map", t.repo_map}};
 }
 
 Result<PlannerTask> task_from_json(const std::string& text) {
@@ -227,6 +266,14 @@ Result<PlannerTask> task_from_json(const std::string& text) {
                                     f.at("patch").get<std::string>(), f.at("test_output").get<std::string>());
       t.feedback.output_cut = t.feedback.output_cut || f.value("output_cut", false);
     }
+    if (j.contains("baseline") && j["baseline"].is_object()) {
+      const json& b = j["baseline"];  // bounded again: the task is input here too
+      t.baseline = bounded_baseline(b.at("failing").get<std::vector<std::string>>(),
+                                    b.value("failing_total", std::size_t{0}), b.at("output").get<std::string>());
+      t.baseline.output_cut = t.baseline.output_cut || b.value("output_cut", false);
+    }
+    bool map_cut = false;
+    t.repo_map = truncate_utf8(to_valid_utf8(j.value("repo_map", std::string())), kMaxRepoMapBytes, map_cut);
     return t;
   } catch (const json::exception& e) {
     return usage_error(std::string("task: ") + e.what());
@@ -255,8 +302,25 @@ ChatRequest build_chat_request(const PlannerTask& t) {
             "{\"files\":[{\"path\":\"<relative path>\",\"content\":\"<the complete new file>\"}]}. "
             "Each content is the whole new file in UTF-8, not a diff. " +
                 limits + " and " + std::to_string(t.contract.max_bytes) + " bytes of content in total." + rules;
-  std::string user = "Instruction: " + t.instruction + "\n\nThe tests run with: " + t.test_command +
-                     "\n\nProject files:\n";
+  std::string user = "Instruction: " + t.instruction + "\n\nThe tests run with: " + t.test_command + "\n";
+  if (t.baseline.present) {
+    const BaselineFacts& b = t.baseline;
+    user += "\nBefore any change the tests do not pass.";
+    if (!b.failing.empty()) {
+      user += " Failing (" + std::to_string(b.failing_total) + "):";
+      for (const auto& f : b.failing) user += " " + f;
+      if (b.failing_total > b.failing.size()) user += " ...";
+    }
+    user += std::string("\nTheir output") +
+            (b.output_cut ? " (its last " + std::to_string(kMaxFeedbackOutputBytes) + " bytes)" : "") +
+            ", control characters escaped:\n<<<baseline-output\n" + b.output +
+            (b.output.empty() || b.output.back() == '\n' ? "" : "\n") + "baseline-output>>>\n";
+  }
+  if (!t.repo_map.empty()) {
+    user += "\nRepository map (path, bytes, top-level definitions):\n" + t.repo_map;
+    if (t.repo_map.back() != '\n') user += "\n";
+  }
+  user += "\nProject files:\n";
   for (const auto& f : t.files) {
     user += "\n=== " + f.path + (f.editable ? " (editable)" : " (read-only)") + " ===\n" + f.content;
     if (!f.content.empty() && f.content.back() != '\n') user += "\n";

@@ -53,6 +53,25 @@ struct AttemptFeedback {
 AttemptFeedback bounded_feedback(int attempt, std::string_view reason, std::string_view patch_json,
                                  std::string_view test_output);
 
+// What the planner learns from the baseline (the unpatched seed's tests, run
+// before the planner: triage_run.h run_baseline) when they fail: the failing
+// tests' names and the tail of the output, where runners print tracebacks.
+// Untrusted like the feedback: bounded and escaped, here and in the planner.
+inline constexpr std::size_t kMaxBaselineFailing = 50;
+inline constexpr std::size_t kMaxBaselineNameBytes = 300;
+inline constexpr std::size_t kMaxRepoMapBytes = 1u << 20;  // config planner.map_bytes at most
+
+struct BaselineFacts {
+  bool present = false;              // the baseline ran first and did not pass
+  std::vector<std::string> failing;  // failed test ids, at most kMaxBaselineFailing
+  std::size_t failing_total = 0;
+  std::string output;                // its last kMaxFeedbackOutputBytes, escaped
+  bool output_cut = false;
+};
+
+BaselineFacts bounded_baseline(const std::vector<std::string>& failing, std::size_t failing_total,
+                               std::string_view output);
+
 // The planner's read-only tool loop (planner_loop.h), from config `planner:`.
 // Off: the one-shot prompt. On: the model may call list_files, read_file and
 // search over the snapshot (uploaded with the task to /task/seed, read-only)
@@ -83,10 +102,12 @@ struct PlannerTask {
   ContractLimits contract;
   std::string patch_format = "files";  // what the prompt asks for: files | diff
   std::vector<std::string> skipped;  // seed files left out (binary, too large)
+  std::string repo_map;  // repo_map.h: every path with its size and top-level definitions, bounded
   // What the context holds and why (`task show` prints it): {budget_bytes,
   // used_bytes, token_estimate, included: [{path, bytes, why}], cut: count,
-  // cut_sample: [{path, why}]}. why: editable, named (by the instruction or
-  // the previous attempt's output), test, source, in_budget; cut: over_budget, binary.
+  // cut_sample: [{path, why}], map_bytes}. why: editable, named_by_baseline
+  // (the baseline's output names it), named (by the instruction or the
+  // previous attempt's output), test, source; cut: over_budget, binary.
   nlohmann::json context;
   // How the planner talks to the provider (never the URL or key: those are secrets).
   long connect_timeout_ms = 10000;
@@ -94,6 +115,7 @@ struct PlannerTask {
   int max_retries = 3;
   ResponseFormat response_format = ResponseFormat::kJsonSchema;
   AttemptFeedback feedback;  // from the previous attempt, if any
+  BaselineFacts baseline;    // the unpatched seed's failing tests, if run first
   LoopSettings loop;
 };
 
@@ -103,14 +125,17 @@ struct PlannerTask {
 // (seed_source.h): what the model sees is what is tested. A streamed
 // snapshot's files are read from disk, checked against their hashes.
 //
-// Order within the budget: the editable files, then files the instruction or
-// `feedback`'s test output names (a traceback's `File "x.py"`, a path, a
-// module name), then tests, then the rest by path. The file list as a map
-// (path and size) follows in the prompt for what did not fit, bounded; the
-// tool loop reads the rest on demand. `context` records it.
+// First, outside the budget, the repository map (repo_map.h, at most
+// config planner.map_bytes). Order within the budget: the editable files,
+// then the files `baseline`'s output names as locations (traceback_paths.h),
+// then files the instruction or `feedback`'s test output names (a
+// traceback's `File "x.py"`, a path, a module name), then tests, then the
+// rest by path. The list of what did not fit follows in the prompt, bounded;
+// the tool loop reads the rest on demand. `context` records it.
 PlannerTask build_task(const SeedSnapshot& seed, const Config& config,
                        const std::string& instruction, const std::string& task_id,
-                       std::size_t max_bytes = 256 * 1024, const AttemptFeedback* feedback = nullptr);
+                       std::size_t max_bytes = 256 * 1024, const AttemptFeedback* feedback = nullptr,
+                       const BaselineFacts* baseline = nullptr);
 
 nlohmann::json task_to_json(const PlannerTask& task);
 Result<PlannerTask> task_from_json(const std::string& text);  // kUsage errors

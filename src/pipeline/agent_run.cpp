@@ -1,6 +1,7 @@
 #include "pipeline/agent_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "pipeline/planner_run.h"
 #include "contract/planner_task.h"
 #include "contract/seed_snapshot.h"
+#include "util/elapsed.h"
 
 namespace lazyagent {
 
@@ -40,11 +42,11 @@ struct Attempt {
 
 // One planner + sandbox round. Errors: provider (exit 3), engine, interrupt.
 Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, const std::string& run_id,
-                             const AttemptFeedback& feedback, Engine& engine, const RunStore& store,
-                             const ProgressFn& progress) {
+                             const AttemptFeedback& feedback, const BaselineFacts& baseline, Engine& engine,
+                             const RunStore& store, const ProgressFn& progress) {
   const std::string task_id = "t-" + run_id.substr(2);
   PlannerTask task = build_task(seed, req.config, req.instruction, task_id,
-                                static_cast<std::size_t>(req.config.planner.context_bytes), &feedback);
+                                static_cast<std::size_t>(req.config.planner.context_bytes), &feedback, &baseline);
   task.feedback = feedback;
   task.loop.max_tokens = req.max_tokens;  // --max-tokens bounds the tool loop's turns too
   json planner = {{"task_id", task_id}, {"status", "running"}};
@@ -110,6 +112,30 @@ AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::strin
   return bounded_feedback(attempt, reason, patch_json, r.test_output);
 }
 
+// The baseline before the planner (config planner.baseline_first): its
+// failing tests and output's tail go into the task, and the judge reuses it.
+// Runs in a sandbox like every test run: the planner never runs code.
+Status baseline_first(RunRequest& req, const SeedSnapshot& seed, Engine& engine, const RunStore& store,
+                      const ProgressFn& progress, BaselineFacts* facts, long* ms) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TestRequest breq;
+  breq.config = req.config;
+  breq.timeout_seconds = req.timeout_seconds;
+  breq.engine_checked = true;
+  auto b = run_baseline(breq, seed.sha256, req.judge, engine, store, progress);
+  if (!b) return b.error();
+  *ms = ms_since(t0);
+  if (b->ok && !b->summary.value("tests_passed", false)) {
+    std::vector<std::string> failing;
+    for (const auto& c : b->cases.cases) {
+      if (c.outcome == TestOutcome::kFailed) failing.push_back(c.id);
+    }
+    *facts = bounded_baseline(failing, failing.size(), b->output_tail);
+  }
+  req.judge.known = std::make_shared<const Baseline>(std::move(*b));
+  return ok_status();
+}
+
 }  // namespace
 
 Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
@@ -124,6 +150,12 @@ Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunSto
     if (auto st = engine.check(progress); !st) return st.error();
   }
 
+  RunRequest run = req;
+  BaselineFacts facts;
+  long baseline_ms = -1;
+  if (req.judge.baseline && req.config.planner.baseline_first) {
+    if (auto st = baseline_first(run, *seed, engine, store, progress, &facts, &baseline_ms); !st) return st.error();
+  }
   const int n = std::max(1, req.attempts);
   json attempts = json::array();
   json total = {{"prompt_tokens", 0L}, {"completion_tokens", 0L}, {"total_tokens", 0L}};
@@ -133,12 +165,13 @@ Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunSto
   for (int i = 1; i <= n; ++i) {
     if (n > 1 && progress) progress("attempt " + std::to_string(i) + " of " + std::to_string(n));
     const std::string run_id = new_run_id();
-    auto a = attempt_once(req, *seed, run_id, feedback, engine, store, progress);
+    auto a = attempt_once(run, *seed, run_id, feedback, facts, engine, store, progress);
     if (!a) {
       if (n == 1) return a.error();
       return a.error().context("attempt " + std::to_string(i) + " of " + std::to_string(n));
     }
     last = std::move(a->result);
+    if (i == 1 && baseline_ms >= 0) last.timings.insert(last.timings.begin(), StepTiming{"baseline", baseline_ms});
     const json usage = last.planner.is_object() ? last.planner.value("usage", json::object()) : json::object();
     for (const char* k : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
       total[k] = total[k].get<long>() + (usage.is_object() ? usage.value(k, 0L) : 0L);

@@ -3,12 +3,16 @@
 // provider secrets), validate the patch again with the same contract, prove
 // it in a fresh sandbox, report.
 //
+//   baseline  the seed's tests unpatched, in a sandbox (or from the cache)
 //   plan      build the task from the seed; run the planner container
 //   (then the `test` pipeline of sandbox_run.h, with the planner's patch,
 //   judged with the baseline, re-runs and triage of triage_run.h)
 //
-// A provider failure (exit 3) ends the run before any sandbox exists; so does
-// a refused reply (exit 4) of the last attempt.
+// The baseline (the unpatched seed's tests, triage_run.h) runs first, before
+// the planner (config planner.baseline_first, on with the baseline): the task
+// gets its failing tests and the files their output names, and the judge
+// reuses it. A provider failure (exit 3) then ends the run before any sandbox
+// for a patch exists; so does a refused reply (exit 4) of the last attempt.
 //
 // The repair loop (`--attempts N`): when an attempt does not pass, the next
 // planner task carries its feedback (planner_task.h: the reason with the

@@ -4,6 +4,8 @@
 #include "cli/interrupt.h"
 #include "contract/runner_driver.h"
 #include "contract/test_report.h"
+#include "policy/sandbox_policy.h"
+#include "util/terminal_text.h"
 
 namespace lazyagent {
 
@@ -35,30 +37,28 @@ Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, 
   return r;
 }
 
-struct Baseline {
-  bool ok = false;
-  bool cached = false;
-  json summary;  // what goes into triage.baseline
-  TestCases cases;
-  RunnerReport runner;  // found=false when unknown (no report, or a cache from before it was kept)
-};
-
-Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
-                      Engine& engine, const RunStore& store, const ProgressFn& progress) {
-  Baseline b;
+std::string evidence_of(const TestRequest& req) {
   // The evidence read (the output, a JUnit file, the runner's report the tool
   // asked for) is part of what the baseline is.
-  const std::string evidence = "\nreport: " + report_mode(req.config.report);
-  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence, patched.image_digest,
-                                       patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
-  if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) {
-    b.ok = b.cached = true;
-    b.summary = *cached;
-    b.summary["cached"] = true;
-    b.cases = cases_from_json(cached->value("tests", json()));
-    b.runner = runner_report_from_json(cached->value("runner", json()));
-    return b;
-  }
+  return "\nreport: " + report_mode(req.config.report);
+}
+
+Baseline from_cache(const json& cached) {
+  Baseline b;
+  b.ok = b.cached = true;
+  b.summary = cached;
+  b.summary.erase("output_tail");
+  b.summary["cached"] = true;
+  b.cases = cases_from_json(cached.value("tests", json()));
+  b.runner = runner_report_from_json(cached.value("runner", json()));
+  b.output_tail = cached.value("output_tail", std::string());
+  return b;
+}
+
+// The baseline run itself, cached under the key its own result gives.
+Baseline run_and_cache(const TestRequest& req, const JudgeOptions& opt, Engine& engine, const RunStore& store,
+                       const ProgressFn& progress) {
+  Baseline b;
   if (progress) progress("baseline: the seed's tests without the patch");
   TestRequest breq = req;
   breq.baseline = true;
@@ -70,9 +70,13 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
     b.summary = {{"error", r.error().message}};
     return b;
   }
+  const std::string key = baseline_key(r->seed_sha256, req.config.test_command + evidence_of(req), r->image_digest,
+                                       r->policy.is_object() ? r->policy.value("runtime", "") : "");
   b.ok = true;
   b.cases = r->tests;
   b.runner = r->runner;
+  bool cut = false;
+  b.output_tail = tail_utf8(r->test_output, kBaselineOutputBytes, cut);
   b.summary = {{"key", key},
                {"run_id", r->run_id},
                {"seed_sha256", r->seed_sha256},
@@ -84,9 +88,22 @@ Baseline baseline_for(const TestRequest& req, const TestResult& patched, const J
                {"tests", cases_to_json(r->tests)},
                {"runner", runner_report_to_json(r->runner)}};
   // Only a finished verdict is cached; a timeout may be load, not the seed.
-  if (r->reason.rfind("timeout", 0) != 0) (void)store.write_in("baselines", key, b.summary);
+  if (r->reason.rfind("timeout", 0) != 0) {
+    json cached = b.summary;
+    cached["output_tail"] = b.output_tail;
+    (void)store.write_in("baselines", key, cached);
+  }
   b.summary["cached"] = false;
   return b;
+}
+
+Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
+                      Engine& engine, const RunStore& store, const ProgressFn& progress) {
+  const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence_of(req),
+                                       patched.image_digest,
+                                       patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
+  if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) return from_cache(*cached);
+  return run_and_cache(req, opt, engine, store, progress);
 }
 
 // A pass that ran fewer tests than the baseline (the same runner counting the
@@ -138,7 +155,8 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
   TestResult res = runs[deciding];
 
   Baseline base;
-  if (opt.baseline) base = baseline_for(req, *first, opt, engine, store, progress);
+  if (opt.baseline && opt.known) base = *opt.known;
+  else if (opt.baseline) base = baseline_for(req, *first, opt, engine, store, progress);
   if (auto st = check_interrupted(); !st) return st.error();
   std::vector<TestCases> cases;
   for (const auto& r : runs) cases.push_back(r.tests);
@@ -178,6 +196,27 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
   res.triage = tj;
   (void)write_result_record(store, engine, req, res);
   return res;
+}
+
+Result<Baseline> run_baseline(const TestRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
+                              Engine& engine, const RunStore& store, const ProgressFn& progress) {
+  // The key's parts a run would give, known before it on podman (Kubernetes
+  // tells the image digest only after a run: then no lookup, the run caches).
+  SandboxPolicy policy = policy_from_config(req.config, req.timeout_seconds);
+  engine.adapt_policy(&policy);
+  const json pj = engine.policy_json(policy, req.config);
+  auto digest = engine.image_digest(policy.image);
+  if (digest && !digest->empty()) {
+    const std::string key = baseline_key(seed_sha256, req.config.test_command + evidence_of(req), *digest,
+                                         pj.is_object() ? pj.value("runtime", "") : "");
+    // A cache from before the output's tail was kept is run again once.
+    if (auto cached = store.read_in("baselines", key); cached && cached->is_object() && cached->contains("output_tail")) {
+      return from_cache(*cached);
+    }
+  }
+  Baseline b = run_and_cache(req, opt, engine, store, progress);
+  if (auto st = check_interrupted(); !st) return st.error();
+  return b;
 }
 
 }  // namespace lazyagent

@@ -19,8 +19,16 @@
 // Every sandbox run is a run record of its own; the returned result is the
 // deciding run (the first passing one, else the first) with `triage` holding
 // the baseline, every run, and the per-test lists.
+//
+// `run` runs the baseline first (run_baseline, before the planner, config
+// planner.baseline_first): the planner's task gets its failing tests and the
+// tail of its output, and the judge then reuses it (JudgeOptions::known).
 #pragma once
 
+#include <memory>
+
+#include "contract/runner_report.h"
+#include "contract/test_report.h"
 #include "engine/engine.h"
 #include "util/result.h"
 #include "pipeline/run_store.h"
@@ -28,11 +36,34 @@
 
 namespace lazyagent {
 
+// The unpatched seed's run as the judge and the planner see it.
+struct Baseline {
+  bool ok = false;
+  bool cached = false;
+  nlohmann::json summary;  // what goes into triage.baseline
+  TestCases cases;
+  RunnerReport runner;  // found=false when unknown (no report, or a cache from before it was kept)
+  // The last kBaselineOutputBytes of its output (valid UTF-8, not escaped:
+  // untrusted, the planner task escapes it). Kept in the cache, not in the record.
+  std::string output_tail;
+};
+
+inline constexpr std::size_t kBaselineOutputBytes = 8000;
+
 struct JudgeOptions {
   bool baseline = true;  // compare with the unpatched seed
   int rerun = 0;         // re-run a failing verdict up to this many times
   int infra_retries = 1;
+  std::shared_ptr<const Baseline> known;  // run already (run_baseline): not run again
 };
+
+// The baseline before any patch exists (`req` without a patch): read from
+// the cache when the key (seed_sha256, the test command, the sandbox image's
+// digest and the runtime, known before a run on podman) has an entry that
+// kept the output's tail, else run in a sandbox and cached. ok=false with
+// summary.error when it could not run; an interrupt is an Error.
+Result<Baseline> run_baseline(const TestRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
+                              Engine& engine, const RunStore& store, const ProgressFn& progress);
 
 Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
                                    const RunStore& store, const ProgressFn& progress);

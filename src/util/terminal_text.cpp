@@ -65,6 +65,14 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
+  cut = s.size() > max;
+  if (!cut) return std::string(s);
+  std::size_t from = s.size() - max;
+  while (from < s.size() && (static_cast<unsigned char>(s[from]) & 0xC0) == 0x80) ++from;
+  return std::string(s.substr(from));
+}
+
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes, bool& cut) {
   cut = text.size() > max_bytes;
   if (!cut) return std::string(text);

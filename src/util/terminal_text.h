@@ -23,6 +23,8 @@ std::string to_valid_utf8(std::string_view text);
 
 // Keep at most `max_bytes`, cutting on a UTF-8 boundary; sets `cut`.
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes, bool& cut);
+// The last `max_bytes`, starting on a UTF-8 boundary; sets `cut`.
+std::string tail_utf8(std::string_view text, std::size_t max_bytes, bool& cut);
 
 // Without leading and trailing spaces, tabs and line breaks.
 std::string trim_space(std::string_view text);

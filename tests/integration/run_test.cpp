@@ -149,7 +149,7 @@ TEST_CASE("run: a patch hunting for secrets inside the sandbox finds none", "[ru
   CHECK(j["tests_passed"] == true);
 }
 
-TEST_CASE("run: provider failures are exit 3 with a clear message and create no sandbox", "[run]") {
+TEST_CASE("run: provider failures are exit 3 with a clear message and create no sandbox for a patch", "[run]") {
   SECTION("401: a wrong key") {
     Provider p(tagged_script(), "sk-wrong-key-for-the-stub-000");
     CliResult r = p.run();
@@ -157,7 +157,17 @@ TEST_CASE("run: provider failures are exit 3 with a clear message and create no 
     CHECK(no_containers_of_runs_in(p.state.path()));
     CHECK(json_out(r)["error"].get<std::string>().find("provider said 401: invalid api key") != std::string::npos);
     CHECK(r.err.find("sk-wrong-key") == std::string::npos);
-    CHECK(r.err.find("==> create") == std::string::npos);
+    // The one sandbox is the baseline's, before the planner (planner.baseline_first).
+    const std::size_t baseline = r.err.find("==> baseline: the seed's tests without the patch");
+    const std::size_t create = r.err.find("==> create");
+    CHECK(baseline != std::string::npos);
+    CHECK(create > baseline);
+    CHECK(r.err.find("==> create", create + 1) == std::string::npos);
+    CHECK(create < r.err.find("==> planner"));
+    // Without the baseline, none at all.
+    CliResult off = p.run({"--no-baseline"});
+    CHECK(off.exit_code == 3);
+    CHECK(off.err.find("==> create") == std::string::npos);
   }
   SECTION("429 then success") {
     lazyagent::StubScript s;
@@ -278,14 +288,18 @@ TEST_CASE("run: SIGINT while the planner waits on the provider removes the plann
   const std::string label = "io.lazyagent.pid=" + std::to_string(pid);
   bool running = false;
   for (int i = 0; i < 600 && !running; ++i) {
-    running = !sh("podman ps --filter label=" + label + " --filter status=running --format '{{.ID}}'").empty();
+    // The planner's container (the baseline's sandbox runs before it).
+    running = !sh("podman ps --filter label=" + label +
+                  " --filter label=io.lazyagent.role=planner --filter status=running --format '{{.ID}}'")
+                   .empty();
     if (!running) usleep(50 * 1000);
   }
   REQUIRE(running);
   kill(pid, SIGINT);
   CHECK(wait_cli(pid, 30) == 130);
   CHECK(containers_with_label(label).empty());
-  CHECK(containers_with_label("io.lazyagent.role=sandbox").empty());
+  // This run's sandboxes only: other runs on the machine may have theirs.
+  CHECK(sh("podman ps -a --filter label=" + label + " --filter label=io.lazyagent.role=sandbox --format '{{.ID}}'").empty());
 }
 
 TEST_CASE("run --runtime runsc: the planner runs on runc, the sandbox under gVisor, and verify links the task", "[run][gvisor]") {

@@ -36,7 +36,10 @@ TEST_CASE("planner context: editable, then named by the instruction or the failu
   const json& c = t.context;
   CHECK(c["budget_bytes"] == 200);
   CHECK(c["used_bytes"] == 32 + 22 + 16);
-  CHECK(c["token_estimate"] == (70 + 3) / 4);
+  // The repository map is outside the budget, in the estimate.
+  CHECK(c["map_bytes"] == t.repo_map.size());
+  CHECK(t.repo_map.rfind("aaa/helpers.py (301 B)\nlib/parser.py (22 B)\n  def parse()\n", 0) == 0);
+  CHECK(c["token_estimate"] == (70 + t.repo_map.size() + 3) / 4);
   CHECK(c["included"][0]["why"] == "editable");
   CHECK(c["included"][1]["why"] == "named");
   CHECK(c["included"][2]["why"] == "test");
@@ -56,7 +59,8 @@ TEST_CASE("planner context: the list of files not shown is bounded in the prompt
   const PlannerTask t = build_task(seed, config, "Fix it.", "t-1", 1024);
   CHECK(t.skipped.size() > 4000);
   const ChatRequest req = build_chat_request(t);
-  CHECK(req.messages[1].content.size() < 24 * 1024);
+  CHECK(t.repo_map.size() <= 16 * 1024 + 64);
+  CHECK(req.messages[1].content.size() < 24 * 1024 + t.repo_map.size());
   CHECK(req.messages[1].content.find(" more\n") != std::string::npos);
 }
 

@@ -3,6 +3,7 @@
 // (require_last) and fails the request when one is wrong.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -150,6 +151,28 @@ TEST_CASE("planner loop: the turn cap and the token cap stop it with a stop_reas
     CHECK(out->turns == 3);
     CHECK(out->usage.total_tokens == 138);
   }
+}
+
+TEST_CASE("planner loop: loop_seconds stops a slow model between turns with stop_reason loop_seconds") {
+  Project p;
+  // Each reply takes 400 ms; the wall-time cap is 1 s and the turn cap 10:
+  // the loop stops after the turn that crosses 1 s (the third, or the second
+  // on a slow machine), never at the turn cap, and the turn in flight ends first.
+  Scripted s(json::array({{{"tool_calls", {call("list_files", json::object())}}, {"delay_ms", 400}}}));
+  PlannerTask t = task_with_loop();
+  t.loop.loop_seconds = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = run_tool_loop(s.settings(), t, SnapshotTools(p.root, {}), {});
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(out.ok());
+  CHECK(out->stop == LoopStop::kLoopSeconds);
+  CHECK(std::string(loop_stop_name(out->stop)) == "loop_seconds");
+  CHECK(out->turns >= 2);
+  CHECK(out->turns <= 3);
+  CHECK(s.stub.requests() == out->turns);
+  CHECK(out->reply.empty());
+  CHECK(ms >= 1000);
+  CHECK(ms < 2500);
 }
 
 TEST_CASE("planner loop: a provider that refuses tools gets the request without them") {
