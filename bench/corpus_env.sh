@@ -10,7 +10,10 @@
 #   sandbox run the result's `run` step: start, the tests, exit (network none,
 #               read-only root, the isolation probe first)
 #   bare        the same test command run on the host, in a copy, with
-#               Debian's /usr/bin/python3 and python3-pytest (no container)
+#               Debian's toolchains (python3-pytest, golang-go, cmake + gcc,
+#               cargo: scripts/setup.sh installs them), no container, in a
+#               fresh HOME and TMPDIR each round like the sandbox's (so Go's
+#               build cache and Cargo's home start empty in both)
 # ROUNDS rounds of the cached/test/bare parts (medians); the cold build once per
 # round too (each a full apt-get install from the mirror). Writes
 # bench/results/corpus-env.{md,json}.
@@ -23,41 +26,54 @@ rounds=${1:-5}
 bin=${LAZYAGENT_BIN:-build/lazyagent-oci}
 [ -x "$bin" ] || { echo "build $bin first" >&2; exit 2; }
 /usr/bin/python3 -m pytest --version >/dev/null 2>&1 || { echo "python3-pytest is missing (scripts/setup.sh installs it)" >&2; exit 2; }
+for t in /usr/bin/go /usr/bin/cargo /usr/bin/cmake /usr/bin/ctest /usr/bin/gcc; do
+  [ -x "$t" ] || { echo "$t is missing (scripts/setup.sh installs golang-go, cargo, cmake, build-essential)" >&2; exit 2; }
+done
 work=$(mktemp -d /tmp/lazyagent-bench-corpus-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export XDG_STATE_HOME="$work/state"
 
-# name | Debian source package | file to patch | allow | test command
+# name | Debian source package | file to patch | its comment | allow | test
+# command | packages the environment installs | limits (tests/corpus/corpus_test.cpp)
 projects=(
-  "python-ordered-set|python-ordered-set|ordered_set/__init__.py|ordered_set/|python3 -m pytest -v -p no:cacheprovider"
-  "python-hashids|python-hashids|hashids.py|hashids.py|python3 -m pytest -v -p no:cacheprovider test"
+  "python-ordered-set|python-ordered-set|ordered_set/__init__.py|# lazyagent bench|ordered_set/|python3 -m pytest -v -p no:cacheprovider|python3-pytest|{}"
+  "python-hashids|python-hashids|hashids.py|# lazyagent bench|hashids.py|python3 -m pytest -v -p no:cacheprovider test|python3-pytest|{}"
+  "golang-github-google-uuid|golang-github-google-uuid|uuid.go|// lazyagent bench|uuid.go|go test -v ./...|golang-go gcc libc6-dev|{work_tmpfs_mib: 256, memory_mib: 1024}"
+  "cjson|cjson|cJSON.c|/* lazyagent bench */|cJSON.c|cmake -S . -B \"\$TMPDIR/build\" && cmake --build \"\$TMPDIR/build\" -j2 && ctest --test-dir \"\$TMPDIR/build\"|cmake make gcc libc6-dev|{work_tmpfs_mib: 128}"
+  "rust-fnv|rust-fnv|lib.rs|// lazyagent bench|lib.rs|cargo test --offline --no-fail-fast|cargo|{work_tmpfs_mib: 256, memory_mib: 1024}"
 )
 
 ms() { date +%s%3N; }
 results="$work/results.jsonl"
 for p in "${projects[@]}"; do
-  IFS='|' read -r name pkg file allow cmd <<<"$p"
+  IFS='|' read -r name pkg file comment allow cmd packages limits <<<"$p"
   src=$(scripts/debian-source.sh "$pkg")
   repo="$work/$name"
   cp -r "$src" "$repo" && rm -f "$repo/.lazyagent-source"
   git -C "$repo" init -q -b main && git -C "$repo" add -A
   git -C "$repo" -c user.name=bench -c user.email=bench@example.invalid commit -qm upstream
-  printf '\n# lazyagent bench\n' >> "$repo/$file"
+  printf '\n%s\n' "$comment" >> "$repo/$file"
   git -C "$repo" diff > "$work/$name.diff" && git -C "$repo" checkout -q .
   cat > "$work/$name.yaml" <<EOF
 seed: $repo
 allow: [$allow]
 test_command: $cmd
 patch: {format: diff}
+limits: $limits
 environment:
-  setup: [apt-get update, "apt-get install -y --no-install-recommends python3-pytest"]
+  setup: [apt-get update, "apt-get install -y --no-install-recommends $packages"]
 EOF
   for r in $(seq 1 "$rounds"); do
     cold=$("$bin" env build --config "$work/$name.yaml" --rebuild --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["build_ms"])')
     t0=$(ms); "$bin" env build --config "$work/$name.yaml" --json >/dev/null 2>&1; cached=$(( $(ms) - t0 ))
     "$bin" test --config "$work/$name.yaml" --patch "$work/$name.diff" --no-baseline --json 2>/dev/null > "$work/r.json"
     rm -rf "$work/bare" && cp -r "$repo" "$work/bare"
-    t0=$(ms); (cd "$work/bare" && ${cmd/python3//usr/bin/python3} >/dev/null 2>&1); bare=$(( $(ms) - t0 ))
+    rm -rf "$work/home" && mkdir -p "$work/home/tmp"
+    t0=$(ms)
+    (cd "$work/bare" && env -i PATH=/usr/bin:/bin HOME="$work/home" TMPDIR="$work/home/tmp" LANG=C.UTF-8 \
+       PYTHONDONTWRITEBYTECODE=1 /bin/sh -c "$cmd" >"$work/bare.log" 2>&1) ||
+      { tail -20 "$work/bare.log" >&2; echo "$name: the tests failed bare on the host" >&2; exit 1; }
+    bare=$(( $(ms) - t0 ))
     python3 - "$name" "$cold" "$cached" "$bare" "$work/r.json" >> "$results" <<'PY'
 import json, sys
 name, cold, cached, bare, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -69,7 +85,7 @@ print(json.dumps({"project": name, "env_cold_ms": cold, "env_cached_ms": cached,
 PY
   done
 done
-# The environment image stays: it is the corpus's cache too (tests/corpus/, the same key).
+# The environment images stay: they are the corpus's cache too (tests/corpus/, the same keys).
 
 python3 - "$results" "$rounds" <<'PY'
 import json, statistics, sys, datetime, os
@@ -91,7 +107,7 @@ for name in dict.fromkeys(r["project"] for r in rows):
 md += ["", "env cold: a fresh set-up container, `apt-get update` and the install from the mirror, the commit.",
        "env cached: `env build` finding the image (the key is computed from the base image's id and the inputs).",
        "tests in the sandbox: the `run` step (start, the isolation probe, the tests, exit); bare: the same command",
-       "on the host with Debian's python3, in a copy of the tree."]
+       "on the host with Debian's toolchains, in a copy of the tree, a fresh HOME and TMPDIR (caches start empty in both)."]
 open("bench/results/corpus-env.json", "w").write(json.dumps(out, indent=2) + "\n")
 open("bench/results/corpus-env.md", "w").write("\n".join(md) + "\n")
 print("\n".join(md))
