@@ -11,7 +11,7 @@
 #               read-only root, the isolation probe first)
 #   bare        the same test command run on the host, in a copy, with
 #               Debian's toolchains (python3-pytest, golang-go, cmake + gcc,
-#               cargo: scripts/setup.sh installs them), no container, in a
+#               cargo: this script installs Go and Rust, scripts/setup.sh the rest), no container, in a
 #               fresh HOME and TMPDIR each round like the sandbox's (so Go's
 #               build cache and Cargo's home start empty in both)
 # ROUNDS rounds of the cached/test/bare parts (medians); the cold build once per
@@ -26,8 +26,14 @@ rounds=${1:-5}
 bin=${LAZYAGENT_BIN:-build/lazyagent-oci}
 [ -x "$bin" ] || { echo "build $bin first" >&2; exit 2; }
 /usr/bin/python3 -m pytest --version >/dev/null 2>&1 || { echo "python3-pytest is missing (scripts/setup.sh installs it)" >&2; exit 2; }
+# The bare host runs need Go and Rust, which nothing else here does: installed
+# here, from Debian's archive, not by every set-up.
+if [ ! -x /usr/bin/go ] || [ ! -x /usr/bin/cargo ]; then
+  echo "==> installing golang-go and cargo for the bare host runs" >&2
+  apt-get install -y -q --no-install-recommends golang-go cargo >&2
+fi
 for t in /usr/bin/go /usr/bin/cargo /usr/bin/cmake /usr/bin/ctest /usr/bin/gcc; do
-  [ -x "$t" ] || { echo "$t is missing (scripts/setup.sh installs golang-go, cargo, cmake, build-essential)" >&2; exit 2; }
+  [ -x "$t" ] || { echo "$t is missing (scripts/setup.sh installs cmake and build-essential)" >&2; exit 2; }
 done
 work=$(mktemp -d /tmp/lazyagent-bench-corpus-XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -96,9 +96,10 @@ PACKAGES=(
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle
   diffutils
-  # bench/corpus_env.sh runs the corpus's tests bare on the host too: Python
-  # (pytest), Go (go test), C (cmake and ctest, above) and Rust (cargo test)
-  python3-pytest golang-go cargo
+  # bench/corpus_env.sh runs the corpus's Python tests bare on the host too
+  # (its Go and Rust toolchains it installs itself: only the benchmark needs
+  # them, and they would slow every fresh set-up, the demo's included)
+  python3-pytest
   # Named because the scripts run them and they are not Essential (Debian can
   # be without them): apt-get/apt-cache (this script, install-podman-compose.sh,
   # k8s-cluster.sh), ip (k8s-cluster.sh stop deletes the CNI bridge).
