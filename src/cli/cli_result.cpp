@@ -32,7 +32,7 @@ void print_triage(std::ostream& o, const nlohmann::json& t) {
   } else if (t["baseline"].is_object() && t["baseline"].contains("error")) {
     o << "  baseline: " << escape_for_terminal(t["baseline"].value("error", "")) << "\n";
   } else if (!t.value("available", false)) {
-    o << "  per-test triage: not available (no unittest -v or pytest report on both sides)\n";
+    o << "  per-test triage: not available (no per-test results on both sides: see README \"Test runners\")\n";
   }
   for (const char* k : {"fixed", "still_failing", "newly_broken", "flaky", "added"}) print_list(o, k, t[k]);
 }
@@ -54,6 +54,14 @@ void print_human(const TestResult& r) {
     return;
   }
   if (!r.tests_passed) o << "reason: " << escape_for_terminal(r.reason) << "\n";
+  if (!r.evidence.empty()) {
+    o << "evidence: " << r.evidence
+      << (r.evidence == "driver" ? " (the report the runner writes at its end)"
+          : r.evidence == "junit" ? " (the JUnit file the config names)"
+                                  : " (the runner's report in the output)");
+    if (!r.evidence_note.empty()) o << ": " << r.evidence_note;
+    o << "\n";
+  }
   for (const auto& f : r.suspicious) {
     o << "suspicious: " << f.code << (f.path.empty() ? "" : " [" + escape_for_terminal(f.path) + "]") << ": "
       << escape_for_terminal(f.message) << "\n";

@@ -339,3 +339,25 @@ TEST_CASE("forgery: diffs meet the same contract: bidi at the file's line, the f
     CHECK(codes_of(whole.result["suspicious"]) == std::vector<std::string>{"suspicious_exit"});
   }
 }
+
+TEST_CASE("forgery: the runner's report is not in the test's /tmp while the tests run, an atexit handler sees it",
+          "[sandbox][forgery][plumbing]") {
+  TempDir state;
+  // At import (inside the runner, before any test ran) the module lists /tmp.
+  const Run r = test_in(state.path(), fixed_plus("import os\n"
+                                                 "print('TMP:', sorted(os.listdir('/tmp')), flush=True)\n"));
+  INFO(r.result.dump(2));
+  CHECK(r.cli.exit_code == 0);
+  CHECK(r.result["evidence"] == "driver");
+  CHECK(r.result["test_output"].get<std::string>().find("TMP: []\n") != std::string::npos);
+  // A test that lists /tmp from its own atexit handler (after the runner
+  // wrote the report, before the wrapper removed it) finds the report: it
+  // names the nonce path, which is why a targeted forger can reach it.
+  const Run late = test_in(state.path(), fixed_plus("import atexit, os\n"
+                                                    "atexit.register(lambda: print('LATE:', sorted(os.listdir('/tmp')), flush=True))\n"));
+  INFO(late.result.dump(2));
+  const std::string out = late.result["test_output"].get<std::string>();
+  const auto at = out.find("LATE: ['.lazyagent-report-");
+  CHECK(at != std::string::npos);
+  CHECK(out.find(".xml']", at) == at + std::string("LATE: ['.lazyagent-report-").size() + 16);
+}

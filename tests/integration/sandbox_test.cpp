@@ -60,7 +60,9 @@ TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {
   CHECK(r.cli.exit_code == 1);
   CHECK(r.result["tests_passed"] == false);
   CHECK(r.result["test_exit_code"] == 1);
-  CHECK(r.result["reason"].get<std::string>().rfind("tests failed: the test command exited 1 (unittest:", 0) == 0);
+  // The runner's own report (runner_driver.h) decided.
+  CHECK(r.result["reason"].get<std::string>().rfind("tests failed: the test command exited 1 (junit:", 0) == 0);
+  CHECK(r.result["evidence"] == "driver");
   CHECK(container_gone(r.result["sandbox_id"]));
 }
 
@@ -93,7 +95,13 @@ TEST_CASE("exit 0 without a test report is not a pass", "[sandbox]") {
   CHECK(r.cli.exit_code == 1);
   CHECK(r.result["test_exit_code"] == 0);
   CHECK(r.result["tests_passed"] == false);
-  CHECK(r.result["reason"] == "no test report: the test command exited 0 but no test runner reported results");
+  CHECK(r.result["reason"] ==
+        "no test report: the runner's report was not written (the test process ended before its runner finished)");
+  // A command the tool does not rewrite: the output is the evidence, and it has no report either.
+  Run text = test_patch({state.path()}, attack_patch("import os\nos._exit(0)"),
+                        {"--test-command", "python3 -m unittest -v 2>&1"});
+  CHECK(text.result["evidence"] == "output");
+  CHECK(text.result["reason"] == "no test report: the test command exited 0 but no test runner reported results");
   Run none = test_patch({state.path()}, fixing_patch(),
                         {"--test-command", "python3 -m unittest discover -p 'nomatch_*.py'"});
   CHECK(none.result["tests_passed"] == false);

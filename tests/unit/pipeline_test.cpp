@@ -412,3 +412,29 @@ TEST_CASE("pipeline: by default the sandbox runs the runner so that it writes it
         "no test report: the unittest report the tool asked for: no report block in the output (the test command "
         "was cut or killed before it was printed)");
 }
+
+TEST_CASE("pipeline: the baseline is cached per evidence mode", "[pipeline][driver]") {
+  World w;  // report: output
+  {
+    fake::Engine e;
+    e.runs = {fake::passing(), fake::failing() /* the baseline */};
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->triage["baseline"]["cached"] == false);
+  }
+  {
+    fake::Engine e;  // the same mode: cached, one sandbox run
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->triage["baseline"]["cached"] == true);
+    CHECK(e.run_ids.size() == 1);
+  }
+  {
+    fake::Engine e;  // the runner's own report: a baseline of its own
+    w.config.report = "auto";
+    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->triage["baseline"]["cached"] == false);
+    CHECK(e.run_ids.size() == 2);
+  }
+}
