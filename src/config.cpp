@@ -15,7 +15,9 @@
 //   limits.*_tmpfs_mib     1..16384
 //   limits.log_bytes       4096..64 MiB
 //   timeouts.test_seconds  1..86400
-//   report                 junit:PATH, PATH relative, no "..": the JUnit XML evidence
+//   report                 auto (default): the runner's own report where the command is
+//                          recognised (runner_driver.h), else the output; output: the
+//                          output only; junit:PATH, PATH relative, no "..": the user's JUnit XML
 //   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
 //   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
@@ -362,9 +364,10 @@ bool is_image_reference(const std::string& s) {
 }
 constexpr const char* kImage = "an image reference without spaces or control characters";
 constexpr const char* kReport =
-    "junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..')";
+    "auto, output, or junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..')";
 
 bool is_report_spec(const std::string& s) {
+  if (s == "auto" || s == "output") return true;
   if (s.rfind("junit:", 0) != 0) return false;
   const std::string path = s.substr(6);
   if (path.empty() || path.size() > 255 || path[0] == '/' || path.back() == '/') return false;
@@ -535,7 +538,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"k8s", r.nested({{"namespace", r.string(&cfg.k8s.ns)},
                               {"secret", r.string(&cfg.k8s.secret)},
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},
-                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)}})},
+                              {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)},
+                              {"ttl_seconds_after_finished",
+                               r.integer(&cfg.k8s.ttl_seconds_after_finished, 0, 30 * 86400)}})},
             {"environment", r.environment(&cfg.environment)},
         });
     if (r.errors().empty() &&

@@ -122,6 +122,10 @@ struct K8sConfig {
   // base_url http://host.containers.internal:PORT/v1 reaches it. Empty =
   // https only. Named in every result that used it.
   std::string plain_http_provider_ip;
+  // Seconds after a run's Job finishes before the cluster deletes it (and,
+  // through the owner references, its ConfigMaps and NetworkPolicy): the
+  // collection that does not rest on the CLI, for a run whose CLI was killed.
+  std::int64_t ttl_seconds_after_finished = 3600;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).
@@ -169,10 +173,12 @@ struct Config {
   SeedConfig seed_options;  // the rest of `seed:` when it is a mapping
   std::vector<std::string> allow = {"calculator.py"};
   std::string test_command = "python3 -m unittest -v";
-  // `report: junit:PATH`: the test command writes a JUnit XML report at PATH
-  // (relative to the project's copy in the sandbox); it, not the runner's
-  // output, is then the verdict's evidence (junit_report.h). "" = the output.
-  std::string report;
+  // What decides the verdict (runner_driver.h). "" or `auto`: a JUnit report
+  // the tool has the runner write where it recognises the command (pytest,
+  // unittest), else the output. `output`: the runner's output only.
+  // `junit:PATH`: the test command writes a JUnit XML report at PATH (relative
+  // to the project's copy in the sandbox), read instead (junit_report.h).
+  std::string report = "auto";
   ImagesConfig images;
   LimitsConfig limits;
   TimeoutsConfig timeouts;

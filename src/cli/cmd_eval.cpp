@@ -19,6 +19,7 @@
 #include "engine/k8s/k8s_engine.h"
 #include "pipeline/run_store.h"
 #include "eval/swe_bench.h"
+#include "eval/swebench_report.h"
 #include "contract/seed_snapshot.h"
 #include "util/terminal_text.h"
 
@@ -35,6 +36,7 @@ struct EvalCliOptions {
   long rerun = 0;
   long timeout = 0;
   std::string config;
+  std::string report;  // swebench:PATH
   bool json = false;
   bool no_baseline = false;
   BackendOptions backend;
@@ -82,6 +84,21 @@ Result<ParsedTasks> load_predictions(const std::string& predictions, const std::
   return parse_swe_bench_predictions(p, m, dir_of(seed_map));
 }
 
+// `--report swebench:PATH`: every task's result file (resumed ones too) as
+// one SWE-bench-style report (swebench_report.h), written atomically.
+Status write_swebench_report(const std::string& path, const std::string& out_dir,
+                             const std::vector<std::string>& ids) {
+  std::map<std::string, nlohmann::json> results;
+  for (const auto& id : ids) {
+    bool ok = false;
+    const std::string text = slurp_file(eval_result_path(out_dir, id), &ok);
+    if (!ok) continue;  // not run (interrupted): an incomplete instance
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_discarded()) results[id] = std::move(j);
+  }
+  return write_file_atomic(path, swebench_report(ids, results).dump(2) + "\n");
+}
+
 int refuse_task_file(const std::string& path, const ParsedTasks& parsed, bool json) {
   std::string message = "eval: " + path + ": " + std::to_string(parsed.errors.size()) +
                         " problem(s); nothing was run:";
@@ -104,7 +121,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
   ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
               "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
-              "            [--kubeconfig FILE] [--config FILE] [--json]",
+              "            [--kubeconfig FILE] [--report swebench:PATH] [--config FILE] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
               "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
@@ -128,6 +145,9 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   add_backend_options(p, &opt.backend);
+  p.option("--report", &opt.report, "swebench:PATH",
+           "also write a SWE-bench-style report (FAIL_TO_PASS / PASS_TO_PASS per task from the baseline and "
+           "the patched run, resolved or not) at PATH");
   p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -138,6 +158,9 @@ int cmd_eval(const std::vector<std::string>& args) {
     return report_error(usage_error("eval: --predictions and --seed-map go together"), opt.json);
   }
   if (auto st = check_backend_options(opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
+  if (!opt.report.empty() && (opt.report.rfind("swebench:", 0) != 0 || opt.report.size() == 9)) {
+    return report_error(usage_error("eval: --report: expected swebench:PATH, got '" + opt.report + "'"), opt.json);
+  }
 
   auto config = load_config_or_default(opt.config);
   if (!config) return report_error(config.error(), opt.json);
@@ -250,6 +273,13 @@ int cmd_eval(const std::vector<std::string>& args) {
   j["out"] = eo.out_dir;
   if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
     return report_error(st.error().context("writing the summary"), opt.json);
+  }
+  if (!opt.report.empty()) {
+    const std::string path = opt.report.substr(9);
+    if (auto st = write_swebench_report(path, eo.out_dir, ids); !st) {
+      return report_error(st.error().context("eval: --report: writing " + path), opt.json);
+    }
+    progress_line("eval: SWE-bench report: " + path);
   }
   if (opt.json) {
     std::cout << j.dump(2) << std::endl;

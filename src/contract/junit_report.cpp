@@ -38,12 +38,13 @@ constexpr std::string_view kJunitEnd = "\nlazyagent-oci junit-report end\n";
 
 }  // namespace
 
-std::string test_command_with_junit(const std::string& test_command, const std::string& path) {
+std::string test_command_with_junit(const std::string& test_command, const std::string& path, bool remove_after) {
   const std::string q = "'" + path + "'";
   return "rm -f " + q + "\n(\n" + test_command + "\n)\nlazyagent_rc=$?\n" +
          "if [ -f " + q + " ]; then printf '\\n%s%s\\n' '" + std::string(kJunitBegin) + "' \"$(wc -c < " + q +
          ")\"; cat " + q + "; else printf '\\n%s%s\\n' '" + std::string(kJunitBegin) + "' missing; fi\n" +
-         "printf '\\n%s\\n' 'lazyagent-oci junit-report end'\nexit $lazyagent_rc\n";
+         "printf '\\n%s\\n' 'lazyagent-oci junit-report end'\n" + (remove_after ? "rm -f " + q + "\n" : "") +
+         "exit $lazyagent_rc\n";
 }
 
 JunitDump take_junit_dump(std::string* output) {
@@ -61,6 +62,7 @@ JunitDump take_junit_dump(std::string* output) {
                                                                    : line_end - at - marker.size());
   std::size_t erase_to = output->size();
   if (value == "missing") {
+    d.missing = true;
     d.error = "the test command wrote no report file";
     const std::size_t end = output->find(kJunitEnd, at);
     if (end != std::string::npos) erase_to = end + kJunitEnd.size();

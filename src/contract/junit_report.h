@@ -53,11 +53,14 @@ std::string junit_xml_of(const TestCases& cases, const std::string& suite, bool 
 // the bounded log: when the output is cut (limits.log_bytes), a report that
 // does not fit in the kept tail is cut too, and then is no evidence.
 // `path` is config.report's PATH (config.cpp checked it: no quoting needed,
-// it is single-quoted anyway).
-std::string test_command_with_junit(const std::string& test_command, const std::string& path);
+// it is single-quoted anyway). `remove_after`: the file is removed once
+// printed (the tool's own report path, runner_driver.h).
+std::string test_command_with_junit(const std::string& test_command, const std::string& path,
+                                    bool remove_after = false);
 
 struct JunitDump {
   bool found = false;  // a block was in the output
+  bool missing = false;  // the block says the command wrote no file
   std::string xml;     // the file, when complete
   std::string error;   // "missing", cut, or malformed block; empty when xml is the file
 };

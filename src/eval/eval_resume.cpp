@@ -1,5 +1,6 @@
 #include "eval/eval_resume.h"
 
+#include "contract/runner_driver.h"
 #include "util/digest.h"
 #include "pipeline/provenance.h"
 #include "policy/runtime_policy.h"
@@ -37,8 +38,8 @@ json decisive_settings_json(const DecisiveSettings& s) {
       {"baseline", s.baseline},
       {"reruns", s.reruns},
   };
-  // Only when set: the keys of every config without one stay as they were.
-  if (!c.report.empty()) j["report"] = c.report;
+  // The evidence mode decides verdicts (runner_driver.h): "auto" by default.
+  j["report"] = report_mode(c.report);
   if (s.backend == "k8s") {
     j["k8s"] = {{"namespace", s.k8s_namespace}, {"runtime_class", s.k8s_runtime_class}};
   }

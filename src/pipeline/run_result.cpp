@@ -81,6 +81,7 @@ json result_to_json(const TestResult& r) {
   if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
   if (r.runner.found) j["runner"] = runner_report_to_json(r.runner);
   if (!r.evidence.empty()) j["evidence"] = r.evidence;
+  if (!r.evidence_note.empty()) j["evidence_note"] = r.evidence_note;
   if (r.category != Category::kNone) j["category"] = category_name(r.category);
   if (!r.triage.is_null()) j["triage"] = r.triage;
   if (r.repair.is_object()) {

@@ -77,7 +77,8 @@ struct TestResult {
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
   TestCases tests;               // per-test results from the runner's output (test_report.h)
   RunnerReport runner;           // the runner's closing report the verdict read (verdict.h)
-  std::string evidence;          // what decided the verdict: "junit" (the report file) or "output"
+  std::string evidence;          // what decided the verdict: "driver", "junit" or "output" (runner_driver.h)
+  std::string evidence_note;     // why `report: auto` kept the output ("" otherwise)
   Category category = Category::kNone;  // set by run_judged_test (or the refusal)
   nlohmann::json triage;         // set by run_judged_test (triage_run.h); null otherwise
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)

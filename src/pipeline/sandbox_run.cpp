@@ -15,6 +15,7 @@
 #include "pipeline/test_pause.h"
 #include "contract/verdict.h"
 #include "contract/junit_report.h"
+#include "contract/runner_driver.h"
 
 namespace lazyagent {
 
@@ -181,12 +182,13 @@ class TestPipeline {
   Status copy() {
     SandboxSpec spec;
     spec.run_id = res_.run_id;
-    // With `report: junit:PATH` the sandbox runs the command that prints the
-    // report after the tests (junit_report.h); records keep the user's command.
+    // With a report as evidence (the user's JUnit file, or one the tool has
+    // the runner write: runner_driver.h) the sandbox runs the command that
+    // prints it after the tests (junit_report.h); records keep the user's command.
     run_config_ = req_.config;
-    if (run_config_.report.rfind("junit:", 0) == 0) {
-      run_config_.test_command = test_command_with_junit(req_.config.test_command, run_config_.report.substr(6));
-    }
+    evidence_ = plan_evidence(req_.config.test_command, req_.config.report, random_nonce());
+    run_config_.test_command = evidence_.command;
+    if (!evidence_.note.empty() && progress_) progress_("evidence: output: " + evidence_.note);
     spec.config = &run_config_;
     spec.policy = policy_;
     spec.seed = &seed_;
@@ -275,18 +277,25 @@ class TestPipeline {
     outcome.output_truncated = res_.test_output_truncated;
     res_.test_exit_code = outcome.exit_code;
     Verdict v;
-    if (req_.config.report.rfind("junit:", 0) == 0) {
-      const std::string path = req_.config.report.substr(6);
+    res_.evidence = evidence_name(evidence_.kind);
+    res_.evidence_note = evidence_.note;
+    if (evidence_.kind != EvidenceKind::kOutput) {
       (void)take_junit_dump(&res_.test_output);  // the log shown keeps the tests' output only
       const JunitDump dump = take_junit_dump(&output_for_verdict_);
       const JunitReport junit = dump.error.empty() ? parse_junit_xml(dump.xml) : JunitReport{};
       const std::string why = !dump.error.empty() ? dump.error : junit.error;
-      v = judge_report(outcome, junit.report, why.empty() ? "" : "the JUnit report " + path + ": " + why);
+      std::string missing;
+      if (evidence_.kind == EvidenceKind::kJunit) {
+        if (!why.empty()) missing = "the JUnit report " + evidence_.report_path + ": " + why;
+      } else if (dump.missing) {
+        missing = kDriverReportMissing;
+      } else if (!why.empty()) {
+        missing = "the " + evidence_.runner + " report the tool asked for: " + why;
+      }
+      v = judge_report(outcome, junit.report, missing);
       res_.tests = junit.cases;
-      res_.evidence = "junit";
     } else {
       v = judge(outcome, output_for_verdict_);
-      res_.evidence = "output";
       res_.tests = parse_test_cases(output_for_verdict_);
     }
     res_.tests_passed = v.passed;
@@ -317,6 +326,7 @@ class TestPipeline {
   ChangeSet changes_;
   std::vector<FileWrite> writes_;  // copy_writes(changes_), for the engine
   SeedSnapshot seed_;
+  EvidencePlan evidence_;  // what decides the verdict, and the command that gets it
   Config run_config_;  // req_.config with the command the sandbox really runs (outlives sandbox_)
   std::unique_ptr<Sandbox> sandbox_;
   ContainerExit exit_;

@@ -2,6 +2,7 @@
 
 #include "util/digest.h"
 #include "cli/interrupt.h"
+#include "contract/runner_driver.h"
 #include "contract/test_report.h"
 #include "policy/sandbox_policy.h"
 #include "util/terminal_text.h"
@@ -37,8 +38,9 @@ Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, 
 }
 
 std::string evidence_of(const TestRequest& req) {
-  // The evidence read (the output or a JUnit file) is part of what the baseline is.
-  return req.config.report.empty() ? "" : "\nreport: " + req.config.report;
+  // The evidence read (the output, a JUnit file, the runner's report the tool
+  // asked for) is part of what the baseline is.
+  return "\nreport: " + report_mode(req.config.report);
 }
 
 Baseline from_cache(const json& cached) {

@@ -9,7 +9,7 @@
 //                category "flaky" (the patch is not blamed for a coin toss)
 //   baseline     the seed's tests unpatched, in a sandbox, cached in the run
 //                store (baselines/<key>.json, key = sha256 of the seed
-//                snapshot's content hash, the test command (and config.report when set), the image
+//                snapshot's content hash, the test command, the evidence mode (config.report), the image
 //                digest and the runtime: runc, runsc, k8s:<RuntimeClass>)
 //   triage       per test (test_report.h): fixed, still failing, newly
 //                broken, passing, flaky. A pass that leaves a test newly

@@ -126,8 +126,8 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   //
   // The plumbing leaves no node in any directory the test can see (/tmp,
   // /work, /run): a test that walks and reads its directories finds only
-  // what it put there and the seed copy, and one that empties /tmp cannot
-  // break the capture. Three processes, joined by anonymous pipes:
+  // what it put there, the seed copy and the empty $TMPDIR (kScratchDir), and
+  // one that empties /tmp cannot break the capture. Three processes, joined by anonymous pipes:
   //   writer  the test, stdout and stderr into one pipe (their order kept),
   //           none of the plumbing's descriptors open; then its exit status
   //           as "rc N" on the status pipe (fd 3).
@@ -148,11 +148,12 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   // The exit status passes through a pipe the test could reach through
   // /proc/PID/fd; that gains it nothing, since it chooses its own exit status
   // anyway. A status that is not a number is 125 (a plumbing failure).
-  // Needs only sh, cp, rm, head, tail, wc, cat, sleep and /proc. Before the
+  // Needs only sh, cp, mkdir, rm, head, tail, wc, cat, sleep and /proc. Before the
   // test starts, the isolation probe (isolation_probe.h) prints what this
   // process really gets.
   static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
-                                    "/ && cd " + kWorkDir + " || exit 125\n" +
+                                    "/ && mkdir -p " + kScratchDir + " && cd " + kWorkDir +
+                                    " || exit 125\n" +
                                     isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
 t=/tmp/.lazyagent-tail.$$
 { exec 5>"$t" 6<"$t" 7<"$t" && rm -f "$t"; } || exit 125

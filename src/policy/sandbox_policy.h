@@ -38,7 +38,12 @@ namespace lazyagent {
 // Where things live inside the sandbox.
 inline constexpr const char* kSeedMount = "/seed";   // read-only private copy
 inline constexpr const char* kWorkDir = "/work";     // tmpfs working copy
-inline constexpr const char* kTmpDir = "/tmp";       // tmpfs
+inline constexpr const char* kTmpDir = "/tmp";       // tmpfs, noexec
+// The test's $TMPDIR: an executable scratch directory inside the /work tmpfs
+// (its size cap), made by the sandbox's script before the test starts. /tmp
+// stays noexec; compilers and test runners that build and run binaries under
+// $TMPDIR (go test, a CMake build dir under it) work (README "Compiled languages").
+inline constexpr const char* kScratchDir = "/work/.lazyagent-tmp";
 
 // Labels on every container the project creates (ARCHITECTURE section 4).
 inline constexpr const char* kLabelRole = "io.lazyagent.role";
@@ -83,6 +88,7 @@ struct SandboxPolicy {
       {"LANG", "C.UTF-8"},
       {"PYTHONDONTWRITEBYTECODE", "1"},
       {"PYTHONUNBUFFERED", "1"},
+      {"TMPDIR", kScratchDir},
   };
 };
 

@@ -95,6 +95,9 @@ void prove(const CorpusProject& p) {
   CHECK(r["environment"]["key"].get<std::string>().size() == 32);
   CHECK(r["image"] == r["environment"]["image"]);
   CHECK(r["isolation_probe"]["violations"].empty());
+  // pytest commands: the runner's own JUnit report decides (runner_driver.h),
+  // and names tests classname.name; the others: the output.
+  CHECK(r["evidence"] == (p.config.find("-m pytest") != std::string::npos ? "driver" : "output"));
   CHECK(sorted_strings(r["triage"]["fixed"]) == p.fixed);
   CHECK(r["triage"]["newly_broken"].empty());
   CHECK(r["triage"]["still_failing"].empty());
@@ -119,7 +122,7 @@ TEST_CASE("corpus: python-ordered-set (Python, pytest), an index off by one afte
   prove({"python-ordered-set", "ordered_set/__init__.py", "                    self.map[k] = v - 1\n",
          "                    self.map[k] = v\n", "                    self.map[k] = v + 1\n",
          "allow: [ordered_set/]\ntest_command: python3 -m pytest -v -p no:cacheprovider\npatch: {format: diff}\n" + kPytestEnv,
-         {"README.md::README.md", "test/test_ordered_set.py::test_remove"}});
+         {"README.md", "test.test_ordered_set.test_remove"}});
 }
 
 TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base") {
@@ -127,37 +130,70 @@ TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base
          "        number *= len_alphabet + 1\n",
          "allow: [hashids.py]\ntest_command: python3 -m pytest -v -p no:cacheprovider test\npatch: {format: diff}\n" +
              kPytestEnv,
-         {"test/test_hashids.py::TestDecoding::test_all_parameters",
-          "test/test_hashids.py::TestDecoding::test_alphabet",
-          "test/test_hashids.py::TestDecoding::test_alphabet_with_two_standard_separators",
-          "test/test_hashids.py::TestDecoding::test_alphabet_without_standard_separators",
-          "test/test_hashids.py::TestDecoding::test_decode_hex",
-          "test/test_hashids.py::TestDecoding::test_min_length",
-          "test/test_hashids.py::TestDecoding::test_multiple_numbers",
-          "test/test_hashids.py::TestDecoding::test_salt",
-          "test/test_hashids.py::TestDecoding::test_single_number",
-          "test/test_legacy.py::TestDecryption::test_all_parameters",
-          "test/test_legacy.py::TestDecryption::test_alphabet",
-          "test/test_legacy.py::TestDecryption::test_alphabet_with_two_standard_separators",
-          "test/test_legacy.py::TestDecryption::test_alphabet_without_standard_separators",
-          "test/test_legacy.py::TestDecryption::test_min_length",
-          "test/test_legacy.py::TestDecryption::test_multiple_numbers",
-          "test/test_legacy.py::TestDecryption::test_salt",
-          "test/test_legacy.py::TestDecryption::test_single_number"}});
+         {"test.test_hashids.TestDecoding.test_all_parameters",
+          "test.test_hashids.TestDecoding.test_alphabet",
+          "test.test_hashids.TestDecoding.test_alphabet_with_two_standard_separators",
+          "test.test_hashids.TestDecoding.test_alphabet_without_standard_separators",
+          "test.test_hashids.TestDecoding.test_decode_hex",
+          "test.test_hashids.TestDecoding.test_min_length",
+          "test.test_hashids.TestDecoding.test_multiple_numbers",
+          "test.test_hashids.TestDecoding.test_salt",
+          "test.test_hashids.TestDecoding.test_single_number",
+          "test.test_legacy.TestDecryption.test_all_parameters",
+          "test.test_legacy.TestDecryption.test_alphabet",
+          "test.test_legacy.TestDecryption.test_alphabet_with_two_standard_separators",
+          "test.test_legacy.TestDecryption.test_alphabet_without_standard_separators",
+          "test.test_legacy.TestDecryption.test_min_length",
+          "test.test_legacy.TestDecryption.test_multiple_numbers",
+          "test.test_legacy.TestDecryption.test_salt",
+          "test.test_legacy.TestDecryption.test_single_number"}});
 }
 
 TEST_CASE("corpus: golang-github-google-uuid (Go, go test -v), Version reads the wrong nibble") {
-  // Go builds its test binaries under $TMPDIR: the sandbox's /tmp is noexec,
-  // the working copy is not (README "Compiled languages").
+  // The project's ordinary command: Go builds its test binaries under
+  // $TMPDIR, which the sandbox points at an executable directory in /work
+  // (/tmp is noexec; README "Compiled languages"); its build cache goes to
+  // $HOME/.cache (HOME is /work). gcc: Go 1.19 builds runtime/cgo for a test
+  // binary by default (golang-go recommends it; without it `go test` fails
+  // with `cgo: C compiler "gcc" not found`).
   prove({"golang-github-google-uuid", "uuid.go", "\treturn Version(uuid[6] >> 4)\n", "\treturn Version(uuid[6] & 0xf)\n",
          "\treturn Version(uuid[7] >> 4)\n",
          "allow: [uuid.go]\n"
-         "test_command: mkdir -p .tmp && export TMPDIR=$PWD/.tmp GOCACHE=$PWD/.tmp/cache GOPATH=$PWD/.tmp/gopath "
-         "CGO_ENABLED=0 GOFLAGS=-mod=mod && go test -v ./...\n"
+         "test_command: go test -v ./...\n"
          "patch: {format: diff}\n"
          "limits: {work_tmpfs_mib: 256, memory_mib: 1024}\n"
          "environment:\n"
-         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go\"]\n",
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go gcc libc6-dev\"]\n",
          {"github.com/google/uuid.TestDCE", "github.com/google/uuid.TestNew", "github.com/google/uuid.TestRandomUUID",
           "github.com/google/uuid.TestRandomUUID_Pooled", "github.com/google/uuid.TestUUID"}});
+}
+
+TEST_CASE("corpus: cjson (C, CMake and ctest), a lower-case hex digit loses its 10") {
+  // Configured, built and tested by CMake in a build directory under $TMPDIR
+  // (executable); each ctest test is one of cJSON's unity test programs.
+  prove({"cjson", "cJSON.c", "            h += (unsigned int) 10 + input[i] - 'a';\n",
+         "            h += (unsigned int) input[i] - 'a';\n", "            h += (unsigned int) 10 + input[i] - 'A';\n",
+         "allow: [cJSON.c]\n"
+         "test_command: cmake -S . -B \"$TMPDIR/build\" && cmake --build \"$TMPDIR/build\" -j2 && "
+         "ctest --test-dir \"$TMPDIR/build\"\n"
+         "patch: {format: diff}\n"
+         "limits: {work_tmpfs_mib: 128}\n"
+         "environment:\n"
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cmake make gcc libc6-dev\"]\n",
+         {"parse_hex4", "parse_string"}});
+}
+
+TEST_CASE("corpus: rust-fnv (Rust, cargo test), the FNV prime with a zero too many") {
+  // A crate with no dependencies: `cargo test --offline` in the sandbox (no
+  // network); --no-fail-fast so the doc tests run even when a unit test fails.
+  // Cargo's home and the target directory are under /work (HOME, the working copy).
+  prove({"rust-fnv", "lib.rs", "            hash = hash.wrapping_mul(0x100000001b3);\n",
+         "            hash = hash.wrapping_mul(0x1000000001b3);\n", "            hash = hash.wrapping_mul(0x10000001b3);\n",
+         "allow: [lib.rs]\n"
+         "test_command: cargo test --offline --no-fail-fast\n"
+         "patch: {format: diff}\n"
+         "limits: {work_tmpfs_mib: 256, memory_mib: 1024}\n"
+         "environment:\n"
+         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cargo\"]\n",
+         {"test::basic_tests"}});
 }

@@ -113,9 +113,32 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
     before[id] = mtime_ns(out + "/results/" + id + ".json");
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  Spawned second = eval_cli({state.path()}, {"eval", tasks, "--jobs", "2", "--out", out, "--rerun", "1", "--json"});
+  const std::string swebench = dir.path() + "/swebench.json";
+  Spawned second = eval_cli({state.path()}, {"eval", tasks, "--jobs", "2", "--out", out, "--rerun", "1", "--json",
+                                             "--report", "swebench:" + swebench});
   INFO(second.result.err);
   CHECK(second.result.exit_code == 5);
+  // The SWE-bench-style report covers the resumed tasks too, from their result files.
+  const json sb = json::parse(read_file(swebench));
+  CHECK(sb["total_instances"] == 5);
+  CHECK(sb["resolved_ids"] == json({"fix-inline", "fix-file"}));
+  CHECK(sb["unresolved_ids"] == json({"wrong", "refused"}));
+  CHECK(sb["error_ids"] == json({"no-image"}));
+  const json& fixed_inst = sb["instances"]["fix-inline"];
+  CHECK(fixed_inst["resolved"] == true);
+  CHECK(fixed_inst["triage_available"] == true);
+  CHECK(fixed_inst["tests_status"]["FAIL_TO_PASS"]["success"] == fix["triage"]["fixed"]);
+  CHECK(fixed_inst["tests_status"]["FAIL_TO_PASS"]["failure"] == json::array());
+  CHECK(fixed_inst["tests_status"]["PASS_TO_PASS"]["success"] == fix["triage"]["passing"]);
+  CHECK_FALSE(fixed_inst["tests_status"]["PASS_TO_PASS"]["success"].empty());
+  CHECK(sb["instances"]["wrong"]["resolved"] == false);
+  CHECK(sb["instances"]["wrong"]["patch_successfully_applied"] == true);
+  CHECK(sb["instances"]["refused"]["patch_successfully_applied"] == false);
+  CHECK(second.result.err.find("eval: SWE-bench report: " + swebench) != std::string::npos);
+  // A --report that is not swebench:PATH is a usage error, before anything runs.
+  Spawned bad_report = eval_cli({state.path()}, {"eval", tasks, "--out", out, "--report", "junit:x.xml"});
+  CHECK(bad_report.result.exit_code == 2);
+  CHECK(bad_report.result.err.find("--report: expected swebench:PATH, got 'junit:x.xml'") != std::string::npos);
   const json s2 = json::parse(second.result.out);
   CHECK(ids_of(s2["skipped"]) == std::vector<std::string>{"fix-inline", "fix-file", "wrong", "refused"});
   CHECK(ids_of(s2["passed"]) == std::vector<std::string>{"fix-inline", "fix-file"});

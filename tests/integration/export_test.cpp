@@ -122,7 +122,7 @@ TEST_CASE("export oci: runc runs the bundle: fix passes, wrong fails, only lo, t
     for (const char* line : {"lazyagent-probe: ifaces=lo,\n", "lazyagent-probe: CapEff=0000000000000000\n",
                              "lazyagent-probe: CapBnd=0000000000000000\n", "lazyagent-probe: NoNewPrivs=1\n",
                              "lazyagent-probe: Seccomp=2\n", "lazyagent-probe: root=read-only\n",
-                             "lazyagent-probe: env=HOME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,\n"}) {
+                             "lazyagent-probe: env=HOME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,TMPDIR,\n"}) {
       INFO(line);
       CHECK(o.output.find(line) != std::string::npos);
     }
@@ -240,7 +240,7 @@ TEST_CASE("export compose: inside the sandbox service, the policy holds", "[expo
   const std::string after = o.output.substr(o.output.find(probe_end) + probe_end.size());
   CHECK(after.rfind("lo\n256\n536870912\n", 0) == 0);  // only lo; pids and swap from run-sandbox.sh
   CHECK(o.output.find("HOME=/work HOSTNAME=sandbox LANG=C.UTF-8 OLDPWD=/ PATH=/usr/local/sbin:/usr/local/bin:"
-                      "/usr/sbin:/usr/bin:/sbin:/bin PWD=/work PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \n") !=
+                      "/usr/sbin:/usr/bin:/sbin:/bin PWD=/work PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 TMPDIR=/work/.lazyagent-tmp \n") !=
         std::string::npos);
   CHECK(o.output.find("\n0\n") != std::string::npos);  // no podman tmpfs at /run or /var/tmp
   CHECK(o.output.find("No such file or directory") != std::string::npos);  // no /run/secrets

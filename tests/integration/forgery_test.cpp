@@ -9,13 +9,16 @@
 // Diffs meet the same contract: the hidden-text rules on the lines they add
 // (at the file's line numbers), the suspicious scan on the applied file
 // counting only added lines (code already in the seed is the user's).
-// What each forgery's verdict is today (before runner-written evidence) is
-// asserted too, so that a change to it is seen.
+// By default the runner writes its own report at its end (runner_driver.h:
+// the seed's `python3 -m unittest -v` runs through the tool's driver), so
+// every member of the family is judged failed; with `report: output` (the
+// text alone) three of them pass, which is what the driver stops.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "harness.h"
@@ -148,9 +151,20 @@ TEST_CASE("forgery: bidirectional controls are refused before any sandbox, namin
   CHECK(ok.result["tests_passed"] == true);
 }
 
-TEST_CASE("forgery: the family is flagged suspicious by default, and what each verdict is today",
+TEST_CASE("forgery: the family is flagged suspicious and judged failed by default, on the runner's own report",
           "[sandbox][forgery]") {
   TempDir state;
+  // What decides each one: the driver's report is never written (the process
+  // ends before its runner finishes), records the import error, or records
+  // the real failures that an atexit handler's exit status 0 contradicts.
+  const std::map<std::string, std::string> reason = {
+      {"print-then-exit",
+       "no test report: the runner's report was not written (the test process ended before its runner finished)"},
+      {"sys.exit(0) at import", "tests failed: the test command exited 1 (junit: 1 of 1 failed)"},
+      {"atexit", "inconsistent: the test command exited 0 but junit reported 2 failed"},
+      {"forged report naming the real tests",
+       "no test report: the runner's report was not written (the test process ended before its runner finished)"},
+  };
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {
       const Run r = test_in(state.path(), fg.patch);
@@ -161,12 +175,29 @@ TEST_CASE("forgery: the family is flagged suspicious by default, and what each v
         CHECK(s["path"] == "calculator.py");
         CHECK(s["line"].get<int>() > 0);
       }
-      CHECK(r.result["status"] != "refused");
-      // The verdict reads the process's own output: until the runner writes
-      // its own evidence (a report file), three of the four still pass.
-      const bool passes_today = std::string(fg.name) != "sys.exit(0) at import";
-      CHECK(r.result["tests_passed"] == passes_today);
-      CHECK(r.cli.exit_code == (passes_today ? 0 : 1));
+      CHECK(r.result["status"] == "failed");
+      CHECK(r.result["evidence"] == "driver");
+      CHECK(r.result["tests_passed"] == false);
+      CHECK(r.cli.exit_code == 1);
+      CHECK(r.result["reason"] == reason.at(fg.name));
+      // The log shown is the tests' output: no report block in it.
+      CHECK(r.result["test_output"].get<std::string>().find("junit-report") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("forgery: with report: output (the text alone) three of the family still pass: what the driver stops",
+          "[sandbox][forgery]") {
+  TempDir state;
+  for (const Forgery& fg : forgery_family()) {
+    DYNAMIC_SECTION(fg.name) {
+      const Run r = test_in(state.path(), fg.patch, "report: output\n");
+      INFO(r.result.dump(2));
+      CHECK(r.result["evidence"] == "output");
+      CHECK_FALSE(r.result["suspicious"].empty());
+      const bool passes = std::string(fg.name) != "sys.exit(0) at import";
+      CHECK(r.result["tests_passed"] == passes);
+      CHECK(r.cli.exit_code == (passes ? 0 : 1));
     }
   }
 }
@@ -204,6 +235,8 @@ TEST_CASE("forgery: a legitimate patch that calls sys.exit inside a function pas
       INFO(r.result.dump(2));
       CHECK(r.cli.exit_code == 0);
       CHECK(r.result["tests_passed"] == true);
+      CHECK(r.result["evidence"] == "driver");
+      CHECK(r.result["runner"]["tests_run"] == 4);
       CHECK(r.result["suspicious"] == json::array());
     }
   }
@@ -216,15 +249,26 @@ TEST_CASE("forgery: eval's summary names the suspicious tasks and those of them 
       json{{"id", "honest"}, {"seed", seed_dir()}, {"patch", json::parse(fixing_patch())}}.dump() + "\n" +
       json{{"id", "forged"}, {"seed", seed_dir()}, {"patch", json::parse(family[3].patch)}}.dump() + "\n" +
       json{{"id", "exits"}, {"seed", seed_dir()}, {"patch", json::parse(family[1].patch)}}.dump() + "\n";
+  // By default the forged report fails (the runner's own report decides).
+  CliResult by_default = run_cli({state.path()}, {"eval", io.file("tasks.jsonl", tasks), "--out", io.path() + "/default",
+                                                  "--no-baseline", "--json"});
+  INFO(by_default.out << by_default.err);
+  const json d = json::parse(by_default.out, nullptr, false);
+  REQUIRE(d.is_object());
+  CHECK(d["suspicious"]["ids"] == json::array({"forged", "exits"}));
+  CHECK(d["suspicious_passed"]["ids"] == json::array());
+  // With the text alone as evidence it passes, and the summary names it.
+  const std::string output_only = io.file("output.yaml", "report: output\n");
   CliResult r = run_cli({state.path()}, {"eval", io.file("tasks.jsonl", tasks), "--out", io.path() + "/out",
-                                         "--no-baseline", "--json"});
+                                         "--no-baseline", "--json", "--config", output_only});
   INFO(r.out << r.err);
   const json j = json::parse(r.out, nullptr, false);
   REQUIRE(j.is_object());
   const json& s = j;
   CHECK(s["suspicious"]["ids"] == json::array({"forged", "exits"}));
   CHECK(s["suspicious_passed"]["ids"] == json::array({"forged"}));
-  CliResult human = run_cli({state.path()}, {"eval", io.file("tasks.jsonl", tasks), "--out", io.path() + "/out"});
+  CliResult human = run_cli({state.path()}, {"eval", io.file("tasks.jsonl", tasks), "--out", io.path() + "/out",
+                                             "--config", output_only});
   CHECK(human.out.find("(suspicious)") != std::string::npos);
   CHECK(human.out.find("forged (passed), exits") != std::string::npos);
 }

@@ -53,11 +53,30 @@ TEST_CASE("junit report: the file written in the sandbox decides the verdict", "
   CHECK(missing.result["test_output"].get<std::string>().find("Ran 4 tests") != std::string::npos);
   CHECK(missing.result["evidence"] == "junit");
 
-  // Without `report:` the printed output decides, and the result says so.
+  // Without `report:` the runner writes its own report through the tool's
+  // driver (runner_driver.h), and the result says so.
+  TestRun driven = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
+                              "test_command: python3 -m unittest -v\n");
+  INFO(driven.cli.err << driven.result.dump(2));
+  CHECK(driven.cli.exit_code == 0);
+  CHECK(driven.result["evidence"] == "driver");
+  CHECK(driven.result["runner"]["runner"] == "junit");
+  CHECK(driven.result["runner"]["tests_run"] == 4);
+  CHECK(driven.result["tests"]["format"] == "junit");
+  CHECK(driven.result.count("evidence_note") == 0);
+  // With `report: output`, or a command the tool does not rewrite, the
+  // printed output decides, and the result says so (and why, for the latter).
   TestRun text = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
-                            "test_command: python3 -m unittest -v\n");
+                            "report: output\ntest_command: python3 -m unittest -v\n");
   INFO(text.cli.err << text.result.dump(2));
   CHECK(text.cli.exit_code == 0);
   CHECK(text.result["evidence"] == "output");
   CHECK(text.result["runner"]["runner"] == "unittest");
+  CHECK(text.result.count("evidence_note") == 0);
+  TestRun shell = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
+                             "test_command: python3 -m unittest -v 2>&1\n");
+  INFO(shell.cli.err << shell.result.dump(2));
+  CHECK(shell.cli.exit_code == 0);
+  CHECK(shell.result["evidence"] == "output");
+  CHECK(shell.result["evidence_note"].get<std::string>().find("not a simple") != std::string::npos);
 }

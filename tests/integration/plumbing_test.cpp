@@ -1,8 +1,10 @@
 // The output plumbing is out of the test's way (sandbox_command): from inside
 // the real sandbox, a test walks /tmp, /work and /run and reads every file to
 // the end without blocking (a FIFO there used to hold such a scan until the
-// timeout), finds /tmp and /work holding only the seed copy and what it wrote
-// itself, and a test that empties /tmp keeps its output capture.
+// timeout), finds /tmp and /work holding only the seed copy, the empty
+// $TMPDIR and what it wrote itself, and a test that empties /tmp keeps its
+// output capture. A program written to $TMPDIR runs; one written to /tmp
+// does not (noexec).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -30,10 +32,19 @@ std::string seed_entries_python() {
 
 // A unittest module that writes a few files, then walks and reads everything.
 std::string walk_test_module() {
-  return "import os, unittest\n"
+  return "import os, subprocess, unittest\n"
          "SEED = {" + seed_entries_python() + "}\n"
          "class Walk(unittest.TestCase):\n"
          "    def test_walk_and_read_everything(self):\n"
+         "        tmpdir = os.environ['TMPDIR']\n"
+         "        print('TMPDIR', tmpdir, sorted(os.listdir(tmpdir)))\n"
+         "        for d in (tmpdir, '/tmp'):\n"
+         "            exe = os.path.join(d, 'prog')\n"
+         "            with open(exe, 'w') as f: f.write('#!/bin/sh\\necho ran\\n')\n"
+         "            os.chmod(exe, 0o755)\n"
+         "            try: print('EXEC', d, subprocess.run([exe], capture_output=True, text=True).stdout.strip())\n"
+         "            except PermissionError: print('EXEC', d, 'denied')\n"
+         "            os.remove(exe)\n"
          "        os.makedirs('/tmp/mine', exist_ok=True)\n"
          "        with open('/tmp/mine/deep.txt', 'w') as f: f.write('mine')\n"
          "        with open('/tmp/top.txt', 'w') as f: f.write('top')\n"
@@ -57,7 +68,7 @@ std::string walk_test_module() {
          "        print('WALKED read=%d errors=%r' % (read, errors))\n"
          "        for top in ('/tmp', '/work', '/run'): print('SEEN', top, sorted(seen[top]))\n"
          "        self.assertEqual(seen['/tmp'], {'mine', 'mine/deep.txt', 'top.txt'})\n"
-         "        self.assertEqual(seen['/work'], SEED | {'test_walk.py', 'out.txt'})\n";
+         "        self.assertEqual(seen['/work'], SEED | {'test_walk.py', 'out.txt', '.lazyagent-tmp'})\n";
 }
 
 json run_walk(const std::vector<std::string>& extra) {
@@ -88,6 +99,9 @@ TEST_CASE("plumbing: the sandbox's /tmp, /work and /run can be walked and read t
   CHECK(j["tests_passed"] == true);
   CHECK(out.find("WALKED read=") != std::string::npos);
   CHECK(out.find("SEEN /tmp ['mine', 'mine/deep.txt', 'top.txt']") != std::string::npos);
+  CHECK(out.find("TMPDIR /work/.lazyagent-tmp []\n") != std::string::npos);  // made for it, empty
+  CHECK(out.find("EXEC /work/.lazyagent-tmp ran\n") != std::string::npos);
+  CHECK(out.find("EXEC /tmp denied\n") != std::string::npos);
   CHECK(out.find("Ran 1 test") != std::string::npos);
   // It finished well inside the 60 s timeout (a blocked read waits for it).
   CHECK(j["timings"]["run"].get<long>() < 30000);

@@ -173,7 +173,8 @@ TEST_CASE("test: triage names what a patch fixed, left failing and newly broke",
                                      "test_pricing.PricingTest.test_total_empty"}));
   CHECK(t["baseline"]["cached"] == false);
   CHECK(t["baseline"]["test_exit_code"] == 1);
-  CHECK(j["tests"]["format"] == "unittest");
+  CHECK(j["tests"]["format"] == "junit");  // the runner's own report (runner_driver.h)
+  CHECK(j["evidence"] == "driver");
   CHECK(j["tests"]["tests"].size() == 5);
   CHECK(r.err.find("==> baseline: the seed's tests without the patch") != std::string::npos);
 

@@ -193,7 +193,8 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   // The same judged result as on podman: per-test results, the category, and
   // the triage against the seed's unpatched tests (run as a Job too).
   CHECK(j["category"] == "passed");
-  CHECK(j["tests"]["format"] == "unittest");
+  CHECK(j["tests"]["format"] == "junit");  // the same driver as on podman (runner_driver.h)
+  CHECK(j["evidence"] == "driver");
   CHECK(j["tests"]["tests"].size() == 4);
   CHECK(j["triage"]["verdict"] == "passed");
   CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add",
@@ -242,6 +243,32 @@ TEST_CASE("k8s: a wrong patch fails with the runner's report", "[k8s]") {
   CHECK(j["tests_passed"] == false);
   CHECK(j["test_exit_code"] != 0);
   CHECK(j["test_output"].get<std::string>().find("FAILED") != std::string::npos);
+}
+
+TEST_CASE("k8s: report junit:PATH, the file written in the sandbox pod decides the verdict", "[k8s]") {
+  // unittest prints its own OK; the JUnit file says two tests, one failed: as
+  // on podman (tests/integration/junit_test.cpp), the file comes out through
+  // the pod's log and decides.
+  Provider p({reply(fixing_patch())},
+             "report: junit:out/results.xml\n"
+             "test_command: >-\n"
+             "  python3 -m unittest -q 2>&1; mkdir -p out &&\n"
+             "  printf '%s' '<testsuites><testsuite><testcase classname=\"t\" name=\"a\"/>"
+             "<testcase classname=\"t\" name=\"b\"><failure message=\"no\"/></testcase></testsuite></testsuites>'\n"
+             "  > out/results.xml\n");
+  CliResult r = p.run({"--no-baseline"});
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code == 1);
+  CHECK(j["test_exit_code"] == 0);
+  CHECK(j["evidence"] == "junit");
+  CHECK(j["reason"] == "inconsistent: the test command exited 0 but junit reported 1 failed");
+  CHECK(j["runner"]["tests_run"] == 2);
+  CHECK(j["tests"]["tests"] == json::array({{{"id", "t.a"}, {"outcome", "passed"}},
+                                           {{"id", "t.b"}, {"outcome", "failed"}}}));
+  const std::string out = j["test_output"];
+  CHECK(out.find("Ran 4 tests") != std::string::npos);
+  CHECK(out.find("<testsuites>") == std::string::npos);  // the block is taken out of the log
 }
 
 TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
@@ -400,6 +427,54 @@ TEST_CASE("k8s: SIGINT mid-run leaves no Job, pod or ConfigMap", "[k8s]") {
   const int code = wait_cli(pid, 120);
   CHECK(code == 130);
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: a run's ConfigMap and NetworkPolicy are owned by its Job, and a SIGKILLed CLI's Job is "
+          "collected by its TTL with them", "[k8s]") {
+  // No reap, no CLI: the cluster's TTL controller deletes the finished Job,
+  // its garbage collector the objects that name the Job as owner.
+  Provider p({}, "  ttl_seconds_after_finished: 2\ntest_command: sleep 8 && python3 -m unittest -v\n");
+  K8sClient k = client();
+  TempDir out, dir;
+  const std::string patch = dir.file("fix.json", fixing_patch());
+  const pid_t pid = spawn_cli(p.env(), {"test", "--backend", "k8s", "--config", p.config(), "--patch", patch,
+                                        "--no-baseline", "--json"}, out.path());
+  std::string run;
+  for (int i = 0; i < 600 && run.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto pods = k.list(kK8sPods, kNs, "io.lazyagent.role=sandbox,io.lazyagent.pid=" + std::to_string(pid));
+    REQUIRE(pods.ok());
+    for (const auto& pod : pods->value("items", json::array())) {
+      if (pod.value("/status/phase"_json_pointer, std::string()) == "Running") {
+        run = pod.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
+      }
+    }
+  }
+  REQUIRE_FALSE(run.empty());
+  auto job = k.get(kK8sJobs, kNs, run + "-sandbox");
+  REQUIRE(job.ok());
+  REQUIRE(job->has_value());
+  CHECK((**job)["spec"]["ttlSecondsAfterFinished"] == 2);
+  const std::string uid = (**job)["metadata"]["uid"];
+  for (const K8sKind* kind : {&kK8sConfigMaps, &kK8sNetworkPolicies}) {
+    auto l = k.list(*kind, kNs, "io.lazyagent.run=" + run);
+    REQUIRE(l.ok());
+    REQUIRE(l->value("items", json::array()).size() == 1);
+    const json owners = (*l)["items"][0]["metadata"]["ownerReferences"];
+    INFO(owners.dump());
+    REQUIRE(owners.size() == 1);
+    CHECK(owners[0]["kind"] == "Job");
+    CHECK(owners[0]["uid"] == uid);
+  }
+  ::kill(pid, SIGKILL);
+  CHECK(wait_cli(pid, 30) == 128 + SIGKILL);
+  CHECK(leftovers(k, "io.lazyagent.run=" + run) > 0);  // nothing of ours removed them
+  std::size_t left = 1;
+  for (int i = 0; i < 120 && left != 0; ++i) {  // the test's 8 s, the TTL's 2 s, the collectors' rounds
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    left = leftovers(k, "io.lazyagent.run=" + run);
+  }
+  CHECK(left == 0);
 }
 
 TEST_CASE("k8s: reap removes what a dead run left and keeps a live run's objects", "[k8s]") {

@@ -55,6 +55,7 @@ void check_defaults_except_seed(const Config& c) {
   const Config d;
   CHECK(c.allow == d.allow);
   CHECK(c.test_command == d.test_command);
+  CHECK(c.report == d.report);
   CHECK(c.images.sandbox == d.images.sandbox);
   CHECK(c.images.planner == d.images.planner);
   CHECK(c.limits.memory_mib == d.limits.memory_mib);
@@ -375,20 +376,31 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
   auto bad = lazyagent::parse_config("k8s: {namespce: x}\n", "cfg.yaml", "/tmp");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
-        "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip)");
+        "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip, "
+        "ttl_seconds_after_finished)");
+  CHECK(d->k8s.ttl_seconds_after_finished == 3600);
+  auto ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: 30}\n", "cfg.yaml", "/tmp");
+  REQUIRE(ttl.ok());
+  CHECK(ttl->k8s.ttl_seconds_after_finished == 30);
+  auto bad_ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: -1}\n", "cfg.yaml", "/tmp");
+  REQUIRE_FALSE(bad_ttl.ok());
+  CHECK(bad_ttl.error().message.find("k8s.ttl_seconds_after_finished") != std::string::npos);
 }
 
-TEST_CASE("report: junit:PATH, relative to the project, nothing else", "[config]") {
+TEST_CASE("report: auto, output, or junit:PATH relative to the project, nothing else", "[config]") {
   const Result<Config> r = parse("report: junit:build/test-results.xml\n");
   REQUIRE(r.ok());
   CHECK(r->report == "junit:build/test-results.xml");
-  CHECK(parse("{}")->report.empty());
+  CHECK(parse("{}")->report == "auto");
+  CHECK(parse("report: auto\n")->report == "auto");
+  CHECK(parse("report: output\n")->report == "output");
   const std::string want =
-      "expected junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..'), got ";
+      "expected auto, output, or junit:PATH, PATH relative to the project (letters, digits, . _ - + /, no '..'), got ";
   CHECK(error_of("report: junit:../x.xml") == "cfg.yaml: report: " + want + "'junit:../x.xml'");
   CHECK(error_of("report: junit:/tmp/x.xml") == "cfg.yaml: report: " + want + "'junit:/tmp/x.xml'");
   CHECK(error_of("report: \"junit:a b.xml\"") == "cfg.yaml: report: " + want + "'junit:a b.xml'");
   CHECK(error_of("report: \"junit:x';rm -rf ~;'\"") == "cfg.yaml: report: " + want + "'junit:x';rm -rf ~;''");
   CHECK(error_of("report: xunit:x.xml") == "cfg.yaml: report: " + want + "'xunit:x.xml'");
   CHECK(error_of("report: 'junit:'") == "cfg.yaml: report: " + want + "'junit:'");
+  CHECK(error_of("report: Auto") == "cfg.yaml: report: " + want + "'Auto'");
 }

@@ -69,7 +69,8 @@ TEST_CASE("compose: the sandbox service carries the policy, and nothing else") {
   CHECK(sb["volumes"] == ordered_json::array({"./seed:/seed:ro"}));
   CHECK(sb["environment"] == ordered_json{{"HOME", "/work"}, {"LANG", "C.UTF-8"},
                                           {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-                                          {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONUNBUFFERED", "1"}});
+                                          {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONUNBUFFERED", "1"},
+                                          {"TMPDIR", "/work/.lazyagent-tmp"}});
   CHECK(sb["mem_limit"] == 512LL << 20);
   CHECK(sb["memswap_limit"] == 512LL << 20);
   CHECK(sb["pids_limit"] == 256);

@@ -217,7 +217,7 @@ TEST_CASE("k8s: the sandbox's environment and command are the policy's, exactly"
   const std::vector<std::string> cmd = strings(c["command"]);
   std::vector<std::string> want = {"/usr/bin/env", "-i", "HOME=/work", "LANG=C.UTF-8",
                                    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                   "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
+                                   "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "TMPDIR=/work/.lazyagent-tmp"};
   for (const auto& a : sandbox_command("python3 -m unittest -v", 1 << 20)) want.push_back(a);
   std::vector<std::string> expanded;
   for (const auto& a : cmd) expanded.push_back(kubelet_expand(a));
@@ -230,7 +230,7 @@ TEST_CASE("k8s: every '$' in the command is escaped from the kubelet's $(VAR) ex
   const YAML::Node c = exported(in).doc("50-sandbox-job.yaml")["spec"]["template"]["spec"]["containers"][0];
   const std::vector<std::string> cmd = strings(c["command"]);
   CHECK(std::find(cmd.begin(), cmd.end(), "echo $$(HOME) $$$$ $${X}") != cmd.end());
-  CHECK(cmd[7] == "/bin/sh");
+  CHECK(cmd[8] == "/bin/sh");  // after env -i and the 6 variables
   for (std::string a : cmd) {
     for (auto p = a.find("$$"); p != std::string::npos; p = a.find("$$")) a.erase(p, 2);
     CHECK(a.find('$') == std::string::npos);
@@ -424,7 +424,7 @@ TEST_CASE("k8s: refusals name the problem") {
   r = export_k8s(in);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == "kubernetes export: 50-sandbox-job.yaml: manifest value spec.template.spec.containers[0]"
-                             ".command[11] contains DEL (U+007F), which YAML cannot carry");
+                             ".command[12] contains DEL (U+007F), which YAML cannot carry");
 }
 
 TEST_CASE("k8s YAML: every string reads back exactly as written") {

@@ -67,7 +67,7 @@ TEST_CASE("oci: the process is the sandbox's program, root without capabilities"
                                      {{"type", "RLIMIT_NPROC"}, {"hard", 256}, {"soft", 256}}}));
   CHECK(p["env"] == json::array({"HOME=/work", "LANG=C.UTF-8",
                                  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                                 "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"}));
+                                 "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "TMPDIR=/work/.lazyagent-tmp"}));
 }
 
 TEST_CASE("oci: read-only root, podman's mounts, capped tmpfs and the bundle's seed copy") {

@@ -68,6 +68,7 @@ class Engine : public lazyagent::Engine {
   std::vector<lazyagent::PlannerTask> tasks;  // what each planner was asked
   std::vector<std::string> run_ids;      // of every sandbox prepared
   int alive = 0;                         // sandboxes and planners not yet destroyed
+  std::vector<std::string> commands;     // the test command each sandbox was prepared with
   bool fail_check = false;
 
   const char* name() const override { return "fake"; }
@@ -182,6 +183,7 @@ class Planner : public lazyagent::Container {
 inline Result<std::unique_ptr<lazyagent::Sandbox>> Engine::prepare_sandbox(const lazyagent::SandboxSpec& spec) {
   calls.push_back("prepare");
   run_ids.push_back(spec.run_id);
+  commands.push_back(spec.config->test_command);
   Run run = runs.empty() ? passing() : runs.front();
   if (!runs.empty()) runs.pop_front();
   if (run.fail_at == "prepare") return Error{run.fail_kind, "the fake engine failed at prepare"};

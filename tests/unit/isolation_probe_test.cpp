@@ -15,7 +15,7 @@ const std::string kClean =
     "lazyagent-probe: Seccomp=2\n"
     "lazyagent-probe: uid_map=0 1879048192 65536\n"
     "lazyagent-probe: root=read-only\n"
-    "lazyagent-probe: env=HOME,HOSTNAME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,\n"
+    "lazyagent-probe: env=HOME,HOSTNAME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,TMPDIR,\n"
     "lazyagent-probe: end\n";
 }  // namespace
 

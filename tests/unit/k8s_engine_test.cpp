@@ -50,6 +50,13 @@ TEST_CASE("adapt_documents: owner labels everywhere, the configured Secret, Runt
   CHECK_FALSE(d.planner_job["spec"]["template"]["spec"].contains("hostAliases"));  // no opt-in
   // Nothing about the provider reaches the sandbox.
   CHECK(d.sandbox_job.dump().find("provider") == std::string::npos);
+  // Both Jobs carry the configured TTL (the collection that does not rest on the CLI).
+  CHECK(d.sandbox_job["spec"]["ttlSecondsAfterFinished"] == 3600);
+  K8sDocuments short_ttl = sample_docs();
+  s.ttl_seconds_after_finished = 5;
+  adapt_documents(short_ttl, s, "r-2");
+  CHECK(short_ttl.sandbox_job["spec"]["ttlSecondsAfterFinished"] == 5);
+  CHECK(short_ttl.planner_job["spec"]["ttlSecondsAfterFinished"] == 5);
 }
 
 TEST_CASE("adapt_documents: the plain-http opt-in adds a hostAlias to the planner only") {

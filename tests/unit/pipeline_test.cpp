@@ -11,6 +11,8 @@
 #include <fstream>
 
 #include "pipeline/agent_run.h"
+#include "contract/junit_report.h"
+#include "contract/runner_driver.h"
 #include "fake_engine.h"
 #include "cli/interrupt.h"
 #include "pipeline/run_store.h"
@@ -37,6 +39,9 @@ struct World {
     std::ofstream(seed + "/calculator.py") << "def add(a, b):\n    return a - b\n";
     std::ofstream(seed + "/test_calculator.py") << "import unittest\n";
     config.seed = seed;
+    // The fake runs print unittest's text; the runner's own report (the
+    // default, runner_driver.h) has its own test below.
+    config.report = "output";
   }
   TestRequest request(const std::string& patch = kFix) const {
     TestRequest r;
@@ -364,4 +369,46 @@ TEST_CASE("pipeline: the repair loop feeds a failure back to the next planner, o
   REQUIRE(refused.ok());
   CHECK(refused->category == Category::kRefused);
   CHECK(refusing.run_ids.empty());
+}
+
+TEST_CASE("pipeline: by default the sandbox runs the runner so that it writes its own report, which decides",
+          "[pipeline][driver]") {
+  World w;
+  w.config.report = "auto";
+  const std::string xml =
+      "<testsuite><testcase classname=\"test_calculator.CalculatorTest\" name=\"test_add\"/></testsuite>";
+  const std::string block = "\nlazyagent-oci junit-report: " + std::to_string(xml.size()) + "\n" + xml +
+                            "\nlazyagent-oci junit-report end\n";
+  fake::Engine e;
+  fake::Run with_report;
+  with_report.output = fake::kPassingOutput + block;
+  fake::Run missing;  // the process ended before its runner finished: the wrapper says so
+  missing.output = "Ran 4 tests in 0.001s\n\nOK\n\nlazyagent-oci junit-report: missing\n\nlazyagent-oci junit-report end\n";
+  fake::Run text_only;  // no block at all: the wrapper never ran to its end
+  e.runs = {with_report, missing, text_only};
+
+  auto r = run_test(w.request(), e, w.store, nullptr);
+  REQUIRE(r.ok());
+  REQUIRE(e.commands.size() == 1);
+  CHECK(e.commands[0].find("python3 -c '") != std::string::npos);
+  CHECK(e.commands[0].find("/tmp/.lazyagent-report-") != std::string::npos);
+  CHECK(r->evidence == "driver");
+  CHECK(r->tests_passed);
+  CHECK(r->tests.format == "junit");
+  CHECK(r->runner.tests_run == 1);
+  CHECK(r->test_output == fake::kPassingOutput);  // the block is evidence, not output
+  // The record keeps the user's command.
+  CHECK(w.record(r->run_id)["test_command"] == "python3 -m unittest -v");
+  // A fresh path per run.
+  auto m = run_test(w.request(), e, w.store, nullptr);
+  REQUIRE(m.ok());
+  CHECK(e.commands[1] != e.commands[0]);
+  CHECK_FALSE(m->tests_passed);
+  CHECK(m->reason == std::string("no test report: ") + kDriverReportMissing);
+  auto t = run_test(w.request(), e, w.store, nullptr);
+  REQUIRE(t.ok());
+  CHECK_FALSE(t->tests_passed);
+  CHECK(t->reason ==
+        "no test report: the unittest report the tool asked for: no report block in the output (the test command "
+        "was cut or killed before it was printed)");
 }

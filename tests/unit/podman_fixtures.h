@@ -2,7 +2,10 @@
 // (tests/fixtures/podman-4.3.1, captured from a real container): the request
 // that made them, and loaders that bring the captured OCI spec's process.args
 // up to today's sandbox command (the command itself is tested in
-// sandbox_policy_test). Shared by the verifier's tests.
+// sandbox_policy_test). Shared by the verifier's tests. One line was added
+// by hand after the capture: TMPDIR=/work/.lazyagent-tmp in both documents'
+// env, when the policy's allowlist gained it (podman passes the request's
+// env through as given, as the other names there show).
 #pragma once
 
 #include <fstream>

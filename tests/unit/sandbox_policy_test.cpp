@@ -50,8 +50,9 @@ TEST_CASE("mounts: two size-capped tmpfs and the private copy read-only, nothing
 
 TEST_CASE("the environment is exactly the allowlist") {
   const json env = build_create_spec(request())["env"];
-  CHECK(env.size() == 5);
+  CHECK(env.size() == 6);
   CHECK(env["HOME"] == "/work");
+  CHECK(env["TMPDIR"] == "/work/.lazyagent-tmp");  // executable, unlike /tmp
   CHECK_FALSE(env.contains("CODING_AGENT_API_KEY"));
 }
 
@@ -59,7 +60,7 @@ TEST_CASE("the test command travels as an argument, never spliced into the scrip
   const auto cmd = sandbox_command("python3 -m unittest -v; echo \"$x\"", 1048576);
   REQUIRE(cmd.size() == 7);
   CHECK(cmd[0] == "/bin/sh");
-  CHECK(cmd[2].rfind("cp -R /seed/. /work/ && cd /work || exit 125\n", 0) == 0);
+  CHECK(cmd[2].rfind("cp -R /seed/. /work/ && mkdir -p /work/.lazyagent-tmp && cd /work || exit 125\n", 0) == 0);
   CHECK(cmd[2].find("/bin/sh -c \"$1\"") != std::string::npos);
   CHECK(cmd[2].find("python3") == std::string::npos);
   CHECK(cmd[4] == "python3 -m unittest -v; echo \"$x\"");
@@ -70,11 +71,14 @@ TEST_CASE("the test command travels as an argument, never spliced into the scrip
 
 TEST_CASE("the output plumbing leaves no node where the test looks") {
   const std::string script = sandbox_command("python3 -m unittest -v", 1048576)[2];
-  // No FIFO, nothing under /work or /run; the one file (the tail's store, in
+  // No FIFO, nothing under /work (but the test's empty $TMPDIR, made before it
+  // starts) or /run; the one file (the tail's store, in
   // /tmp) is unlinked before the test starts, and the test runs with every
   // plumbing descriptor closed (3: status pipe, 4: the log, 5-7: the store).
   CHECK(script.find("mkfifo") == std::string::npos);
-  CHECK(script.find("/work/.") == std::string::npos);
+  const auto scratch = script.find("mkdir -p /work/.lazyagent-tmp ");
+  REQUIRE(scratch != std::string::npos);
+  CHECK(script.find("/work/.", scratch + 10) == std::string::npos);
   CHECK(script.find("/run") == std::string::npos);
   const auto created = script.find("exec 5>\"$t\" 6<\"$t\" 7<\"$t\" && rm -f \"$t\"");
   const auto test = script.find("/bin/sh -c \"$1\" </dev/null 2>&1 3>&- 4>&- 5>&- 6<&- 7<&-");

@@ -44,6 +44,7 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   s.secret = config.k8s.secret;
   s.runtime_class = config.k8s.runtime_class == "none" ? "" : config.k8s.runtime_class;
   s.plain_http_provider_ip = config.k8s.plain_http_provider_ip;
+  s.ttl_seconds_after_finished = config.k8s.ttl_seconds_after_finished;
   return s;
 }
 
@@ -80,6 +81,7 @@ void adapt_documents(K8sDocuments& d, const K8sRunSettings& s, const std::string
     const char* role = job == &d.planner_job ? "planner" : "sandbox";
     label((*job)["metadata"], role);
     label((*job)["spec"]["template"]["metadata"], role);
+    (*job)["spec"]["ttlSecondsAfterFinished"] = s.ttl_seconds_after_finished;
   }
   // The run deletes its objects itself, right away; the export's TTL stays
   // as a backstop for a run killed with SIGKILL (and `reap`).
@@ -199,17 +201,30 @@ class K8sJob : public Sandbox {
 
   std::string id() const override { return pod_.empty() ? "" : s_.ns + "/" + pod_; }
 
+  // The Job first, paused (parallelism 0: no pod yet), then its ConfigMaps
+  // and NetworkPolicy with an owner reference to it, so that deleting the
+  // Job (its TTL after it finished, `kubectl delete job`) deletes them too:
+  // collection that does not rest on this process. The pod starts only at
+  // start(), once every object exists (and, for the sandbox, was verified).
   Status create() override {
     guard_.arm();
-    for (const auto& [kind, obj] : objects_) {
-      if (auto c = k8s_.create(*kind, s_.ns, json(obj)); !c) return c.error();
-    }
-    if (!paused_) return ok_status();
     ordered_json paused = job_;
     paused["spec"]["parallelism"] = 0;
     paused["spec"]["completions"] = 1;
     auto c = k8s_.create(kK8sJobs, s_.ns, json(paused));
     if (!c) return c.error();
+    const std::string uid = c->value("/metadata/uid"_json_pointer, std::string());
+    if (uid.empty()) return engine_error("creating Job " + job_name_ + ": the API server returned no uid");
+    const json owner = json::array({{{"apiVersion", "batch/v1"},
+                                     {"kind", "Job"},
+                                     {"name", job_name_},
+                                     {"uid", uid},
+                                     {"blockOwnerDeletion", false}}});
+    for (const auto& [kind, obj] : objects_) {
+      json owned(obj);
+      owned["metadata"]["ownerReferences"] = owner;
+      if (auto o = k8s_.create(*kind, s_.ns, owned); !o) return o.error();
+    }
     return ok_status();
   }
 
@@ -247,12 +262,8 @@ class K8sJob : public Sandbox {
   }
 
   Status start() override {
-    if (!paused_) {
-      if (auto c = k8s_.create(kK8sJobs, s_.ns, json(job_)); !c) return c.error();
-      return ok_status();
-    }
     auto p = k8s_.merge_patch(kK8sJobs, s_.ns, job_name_, {{"spec", {{"parallelism", 1}}}});
-    if (!p) return p.error().context("starting the sandbox");
+    if (!p) return p.error().context("starting the " + role_);
     return ok_status();
   }
 

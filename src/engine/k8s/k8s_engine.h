@@ -57,6 +57,7 @@ struct K8sRunSettings {
   std::string runtime_class = "lazyagent-nonet";  // "" = the cluster's default runtime
   std::string plain_http_provider_ip;             // opt-in, see Config::k8s
   long startup_slack_seconds = 120;               // scheduling + container start, on top of the timeouts
+  std::int64_t ttl_seconds_after_finished = 3600;  // the Jobs' ttlSecondsAfterFinished
 };
 
 K8sRunSettings k8s_settings_from_config(const Config& config);
