@@ -24,7 +24,6 @@ std::string_view base_name(std::string_view p) {
 
 struct Location {
   std::string_view path;
-  bool relative_to_package = false;  // Go-style: the seed path may end with it
 };
 
 // Every "path" in `File "path", line` and every path-like token followed by ":<digit>".
@@ -35,14 +34,14 @@ std::vector<Location> location_paths(std::string_view out) {
     const std::size_t from = at + kFile.size();
     const std::size_t end = out.find('"', from);
     if (end == std::string_view::npos || end - from > 4096) continue;
-    if (out.substr(end, 8) == "\", line ") found.push_back({out.substr(from, end - from), false});
+    if (out.substr(end, 8) == "\", line ") found.push_back({out.substr(from, end - from)});
   }
   for (std::size_t i = 0; i + 1 < out.size(); ++i) {
     if (out[i] != ':' || !std::isdigit(static_cast<unsigned char>(out[i + 1]))) continue;
     std::size_t from = i;
     while (from > 0 && path_char(out[from - 1]) && i - from < 4096) --from;
     const std::string_view token = out.substr(from, i - from);
-    if (token.find('.') != std::string_view::npos && !token.empty() && token.back() != '.') found.push_back({token, true});
+    if (token.find('.') != std::string_view::npos && !token.empty() && token.back() != '.') found.push_back({token});
   }
   return found;
 }
@@ -63,7 +62,7 @@ std::vector<std::string> paths_named_by_output(std::string_view output, const st
     for (const std::string* p : it->second) {
       if (out.size() >= max) return out;
       if (taken.count(*p)) continue;
-      if (c == *p || ends_with_component(c, *p) || (loc.relative_to_package && ends_with_component(*p, c))) {
+      if (c == *p || ends_with_component(c, *p) || ends_with_component(*p, c)) {
         taken.insert(*p);
         out.push_back(*p);
       }

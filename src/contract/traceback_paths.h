@@ -5,7 +5,9 @@
 //   Go       x_test.go:12: want 5, got 1           (relative to the package)
 //   C, C++, Rust, Node   src/a.c:3:5: error ... / panicked at src/lib.rs:10:5
 // A location's path is matched against the seed's own paths: equal, or one
-// ends with "/" + the other (the sandbox's /work prefix, a Go package dir).
+// ends with "/" + the other (the sandbox's /work prefix; a path relative to a
+// Go package or to the directory the test command changed into, so a bare
+// name may select several files of that name).
 // The output is untrusted: it only ever selects among the seed's paths.
 #pragma once
 

@@ -40,8 +40,11 @@ TEST_CASE("traceback paths: Python, pytest, Go, Rust, C and Node locations selec
         std::vector<std::string>{"src/lib.rs"});
   CHECK(paths_named_by_output("src/a.c:3:5: error: expected ';'\n", kPaths) == std::vector<std::string>{"src/a.c"});
   CHECK(paths_named_by_output("    at add (/work/web/app.js:7:11)\n", kPaths) == std::vector<std::string>{"web/app.js"});
-  // A bare base name in a Python frame is not a location of another directory's file.
-  CHECK(paths_named_by_output("  File \"core.py\", line 3\n", kPaths).empty());
+  // A path relative to where the test command changed directory (`cd test && python3 x.py`):
+  // every seed file it can be, in the seed's order.
+  CHECK(paths_named_by_output("  File \"core.py\", line 3\n", kPaths) ==
+        std::vector<std::string>{"pkg/core.py", "other/core.py"});
+  CHECK(paths_named_by_output("  File \"test_x.py\", line 3\n", kPaths) == std::vector<std::string>{"tests/test_x.py"});
   // Not locations: words, times, versions, a path outside the seed.
   CHECK(paths_named_by_output("core.py failed at 12:30:45; python3.11 /etc/passwd:1: x\n", kPaths).empty());
   // Bounded.
