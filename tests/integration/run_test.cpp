@@ -134,8 +134,10 @@ TEST_CASE("run: wrong, fenced, refused and non-patch replies", "[run]") {
     CliResult refused = p.run({std::string(tag) + " fix add"});
     json j = json_out(refused);
     CHECK(refused.exit_code == 4);
-    CHECK(j["sandbox_id"] == "");  // refused before any sandbox existed
+    CHECK(j["sandbox_id"] == "");  // refused before any sandbox for the patch existed
     CHECK_FALSE(j["findings"].empty());
+    // The baseline runs before the planner; the runs above cached it (same
+    // seed, command and image), so this run created no container at all.
     CHECK(refused.err.find("==> create") == std::string::npos);
   }
   CHECK(no_containers_of_runs_in(p.state.path()));
