@@ -50,7 +50,7 @@ WORKLOAD_IMAGES=("$LAZYAGENT_SANDBOX_IMAGE" "$LAZYAGENT_PLANNER_IMAGE")
 
 usage() {
   cat <<EOF
-usage: $(basename "$0") build|start|stop|status
+usage: $(basename "$0") build|start|stop|status|kubectl ARGS...
 
   build    build kube-apiserver, kube-controller-manager, kube-scheduler and kubelet from
            Debian's kubernetes source package; unpack etcd, kubectl, containerd, runc, runsc
@@ -59,6 +59,7 @@ usage: $(basename "$0") build|start|stop|status
            ${WORKLOAD_IMAGES[*]}; print the kubeconfig path on stdout
   stop     stop it, restore the host changes, remove the state directory
   status   what is cached, whether a cluster runs
+  kubectl  the cached kubectl against the running cluster (its admin kubeconfig)
 
 Environment:
   LAZYAGENT_K8S_CLUSTER_STATE=DIR   state directory (default /var/lib/lazyagent-oci/k8s-cluster)
@@ -458,6 +459,11 @@ case "${1:-}" in
   start) do_start ;;
   stop) do_stop ;;
   status) do_status ;;
+  kubectl)
+    shift
+    [ -x "$C_BIN/kubectl" ] || die "kubectl is not cached (run: scripts/k8s-cluster.sh build)"
+    [ -f "$C_STATE/kubeconfig" ] || die "no cluster runs (run: scripts/k8s-cluster.sh start)"
+    kubectl_ "$@" ;;
   -h|--help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

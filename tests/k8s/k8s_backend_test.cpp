@@ -26,6 +26,7 @@
 #include "harness.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/kubeconfig.h"
+#include "util/base64.h"
 #include "pipeline/ownership.h"
 #include "pipeline/provenance.h"
 #include "provider/provider_stub.h"
@@ -115,9 +116,10 @@ class Recorder {
 // provider Secret in the cluster (made by `configure --backend k8s`), a config.
 class Provider {
  public:
+  // `kubeconfig_path`: the CLI's kubeconfig ("" = the local cluster's admin one).
   explicit Provider(std::vector<StubReply> replies, const std::string& extra_yaml = "",
-                    const std::string& seed = seed_dir())
-      : stub_(StubScript{kKey, std::move(replies)}) {
+                    const std::string& seed = seed_dir(), const std::string& kubeconfig_path = "")
+      : stub_(StubScript{kKey, std::move(replies)}), kc_(kubeconfig_path.empty() ? kubeconfig() : kubeconfig_path) {
     auto port = stub_.listen("0.0.0.0", 0);
     REQUIRE(port.ok());
     secret_ = "lazyagent-it-provider-" + std::to_string(getpid());
@@ -140,7 +142,7 @@ class Provider {
     stub_.stop();
   }
   CliEnv env(std::map<std::string, std::string> extra = {}) {
-    extra["KUBECONFIG"] = kubeconfig();
+    extra["KUBECONFIG"] = kc_;
     return CliEnv{state_.path(), extra};
   }
   CliResult run(const std::vector<std::string>& extra = {}) {
@@ -154,6 +156,7 @@ class Provider {
 
  private:
   ProviderStub stub_;
+  std::string kc_;
   TempDir dir_, state_;
   std::string config_, url_, secret_;
 };
@@ -269,6 +272,69 @@ TEST_CASE("k8s: report junit:PATH, the file written in the sandbox pod decides t
   const std::string out = j["test_output"];
   CHECK(out.find("Ran 4 tests") != std::string::npos);
   CHECK(out.find("<testsuites>") == std::string::npos);  // the block is taken out of the log
+}
+
+TEST_CASE("k8s: the documented RBAC Role is enough: configure and run under its ServiceAccount, which can do "
+          "nothing else", "[k8s]") {
+  const std::string src = LAZYAGENT_SOURCE_DIR;
+  const std::string kubectl = src + "/scripts/k8s-cluster.sh kubectl ";
+  const std::string rbac = src + "/docs/k8s-rbac.yaml";
+  const std::string applied = sh(kubectl + "apply -f " + rbac + " 2>&1");
+  INFO(applied);
+  REQUIRE(applied.find("role.rbac.authorization.k8s.io/lazyagent-oci") != std::string::npos);
+  struct Cleanup {
+    std::string cmd;
+    ~Cleanup() { (void)sh(cmd); }
+  } cleanup{kubectl + "delete --ignore-not-found -f " + rbac + " >/dev/null 2>&1"};
+
+  // The ServiceAccount's token (1.20: the token controller makes its Secret).
+  K8sClient admin = client();
+  const K8sKind service_accounts{"/api/v1", "serviceaccounts", "ServiceAccount"};
+  std::string token;
+  for (int i = 0; i < 100 && token.empty(); ++i) {
+    auto sa = admin.get(service_accounts, kNs, "lazyagent-oci");
+    REQUIRE(sa.ok());
+    if (sa->has_value() && !(**sa).value("secrets", json::array()).empty()) {
+      auto secret = admin.get(kK8sSecrets, kNs, (**sa)["secrets"][0]["name"].get<std::string>());
+      REQUIRE(secret.ok());
+      if (secret->has_value()) {
+        auto t = base64_decode((**secret).value("/data/token"_json_pointer, std::string()));
+        if (t) token = *t;
+      }
+    }
+    if (token.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_FALSE(token.empty());
+  auto conn = load_kubeconfig(kubeconfig());
+  REQUIRE(conn.ok());
+  TempDir kc_dir;
+  const std::string sa_kubeconfig = kc_dir.file(
+      "kubeconfig", "apiVersion: v1\nkind: Config\ncurrent-context: sa\n"
+                    "clusters:\n- name: local\n  cluster:\n    server: " + conn->server +
+                    "\n    certificate-authority-data: " + base64_encode(conn->ca_pem) +
+                    "\nusers:\n- name: sa\n  user:\n    token: " + token +
+                    "\ncontexts:\n- name: sa\n  context:\n    cluster: local\n    user: sa\n    namespace: default\n");
+
+  // Not cluster-admin: another namespace's Secrets and the nodes are forbidden.
+  auto sa_conn = load_kubeconfig(sa_kubeconfig);
+  REQUIRE(sa_conn.ok());
+  K8sClient sa(*sa_conn);
+  auto other = sa.list(kK8sSecrets, "kube-system", "");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().message.find("403") != std::string::npos);
+
+  // configure (the provider Secret) and a whole run with its baseline, as that account.
+  Provider p({reply(fixing_patch())}, "", seed_dir(), sa_kubeconfig);
+  CliResult r = p.run();
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["triage"]["verdict"] == "passed");
+  CHECK(leftovers(admin, "io.lazyagent.run=" + j["run_id"].get<std::string>()) == 0);
+  CliResult reap = p.cli({"reap", "--backend", "k8s", "--json"});
+  INFO(reap.err);
+  CHECK(reap.exit_code == 0);
 }
 
 TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
