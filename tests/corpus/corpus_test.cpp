@@ -12,10 +12,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "harness.h"
+#include "provider/provider_stub.h"
 
 using nlohmann::json;
 using namespace it;
@@ -57,11 +59,18 @@ std::vector<std::string> sorted_strings(const json& list) {
   return v;
 }
 
-void prove(const CorpusProject& p) {
+// The project's git repository with the bug committed, and the fix and the
+// wrong fix as `git diff`s (files under `dir`).
+struct Prepared {
+  TempDir dir;
+  std::string repo, fix, wrong, fix_file, wrong_file;
+};
+
+void prepare(const CorpusProject& p, Prepared* out) {
   const std::string src = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/debian-source.sh " + p.package + " 2>/dev/null"));
   INFO("scripts/debian-source.sh " << p.package << " gave '" << src << "' (the Debian mirror must be reachable the first time)");
   REQUIRE(fs::exists(src + "/" + p.file));
-  TempDir dir;
+  TempDir& dir = out->dir;
   const std::string repo = dir.path() + "/" + p.package;
   fs::copy(src, repo, fs::copy_options::recursive);
   fs::remove(repo + "/.lazyagent-source");
@@ -79,9 +88,19 @@ void prove(const CorpusProject& p) {
   const std::string wrong = sh("git -C " + repo + " diff");
   put(path, buggy);
   REQUIRE(sh("git -C " + repo + " status --porcelain") == "");
-  const std::string fix_file = dir.file("fix.diff", fix);
-  const std::string wrong_file = dir.file("wrong.diff", wrong);
-  const std::string config = dir.file("corpus.yaml", "seed: " + repo + "\n" + p.config);
+  out->repo = repo;
+  out->fix = fix;
+  out->wrong = wrong;
+  out->fix_file = dir.file("fix.diff", fix);
+  out->wrong_file = dir.file("wrong.diff", wrong);
+}
+
+void prove(const CorpusProject& p) {
+  Prepared prep;
+  prepare(p, &prep);
+  const std::string& fix_file = prep.fix_file;
+  const std::string& wrong_file = prep.wrong_file;
+  const std::string config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config);
 
   CliEnv env;
   TempDir state;
@@ -168,19 +187,71 @@ TEST_CASE("corpus: golang-github-google-uuid (Go, go test -v), Version reads the
           "github.com/google/uuid.TestRandomUUID_Pooled", "github.com/google/uuid.TestUUID"}});
 }
 
-TEST_CASE("corpus: cjson (C, CMake and ctest), a lower-case hex digit loses its 10") {
-  // Configured, built and tested by CMake in a build directory under $TMPDIR
-  // (executable); each ctest test is one of cJSON's unity test programs.
-  prove({"cjson", "cJSON.c", "            h += (unsigned int) 10 + input[i] - 'a';\n",
-         "            h += (unsigned int) input[i] - 'a';\n", "            h += (unsigned int) 10 + input[i] - 'A';\n",
-         "allow: [cJSON.c]\n"
-         "test_command: cmake -S . -B \"$TMPDIR/build\" && cmake --build \"$TMPDIR/build\" -j2 && "
-         "ctest --test-dir \"$TMPDIR/build\"\n"
-         "patch: {format: diff}\n"
-         "limits: {work_tmpfs_mib: 128}\n"
-         "environment:\n"
-         "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cmake make gcc libc6-dev\"]\n",
-         {"parse_hex4", "parse_string"}});
+// Configured, built and tested by CMake in a build directory under $TMPDIR
+// (executable); each ctest test is one of cJSON's unity test programs.
+CorpusProject cjson_project() {
+  return {"cjson", "cJSON.c", "            h += (unsigned int) 10 + input[i] - 'a';\n",
+          "            h += (unsigned int) input[i] - 'a';\n", "            h += (unsigned int) 10 + input[i] - 'A';\n",
+          "allow: [cJSON.c]\n"
+          "test_command: cmake -S . -B \"$TMPDIR/build\" && cmake --build \"$TMPDIR/build\" -j2 && "
+          "ctest --test-dir \"$TMPDIR/build\"\n"
+          "patch: {format: diff}\n"
+          "limits: {work_tmpfs_mib: 128}\n"
+          "environment:\n"
+          "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cmake make gcc libc6-dev\"]\n",
+          {"parse_hex4", "parse_string"}};
+}
+
+TEST_CASE("corpus: cjson (C, CMake and ctest), a lower-case hex digit loses its 10") { prove(cjson_project()); }
+
+TEST_CASE("corpus: cjson through the planner's tool loop, cJSON.c over the context budget of a 200-file "
+          "repository, found with the tools and fixed") {
+  // issue 16: `run` on a real multi-hundred-file project, the scripted
+  // provider driving the read-only tools as a model would: the baseline's
+  // failing tests in the task, list, search, read the lines, submit a diff.
+  const CorpusProject p = cjson_project();
+  Prepared prep;
+  prepare(p, &prep);
+  std::size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(prep.repo)) {
+    if (e.is_regular_file() && e.path().string().find("/.git/") == std::string::npos) ++files;
+  }
+  CHECK(files >= 200);
+  const std::string source = read_file(prep.repo + "/cJSON.c");
+  const auto at = source.find(p.bug);
+  REQUIRE(at != std::string::npos);
+  const long line = 1 + static_cast<long>(std::count(source.begin(), source.begin() + static_cast<long>(at), '\n'));
+  const std::string bug_text = p.bug.substr(0, p.bug.size() - 1);
+  const auto call = [](const std::string& name, json args) { return json{{"name", name}, {"arguments", std::move(args)}}; };
+  const json replies = json::array(
+      {{{"tool_calls", {call("list_files", {{"glob", "*.c"}})}}, {"require", "parse_hex4"}},
+       {{"tool_calls", {call("search", {{"regex", "h \\+= \\(unsigned int\\) input\\[i\\] - 'a'"}, {"glob", "*.c"}})}},
+        {"require_last", "cJSON.c " + std::to_string(source.size())}},
+       {{"tool_calls", {call("read_file", {{"path", "cJSON.c"}, {"start_line", line - 5}, {"end_line", line + 5}})}},
+        {"require_last", "cJSON.c:" + std::to_string(line) + ": " + bug_text}},
+       {{"tool_calls", {call("submit_patch", {{"diff", prep.fix}})}},
+        {"require_last", std::to_string(line) + ": " + bug_text}}});
+  const std::string key = "sk-lazyagent-corpus-loop-KEY";
+  auto script = lazyagent::parse_stub_script(json{{"api_key", key}, {"replies", replies}}.dump());
+  REQUIRE(script.ok());
+  PodmanProvider provider(*script, key, 1, p.config + "planner:\n  tools: true\n  context_bytes: 16384\n  max_turns: 6\n",
+                          prep.repo);
+  CliResult r = provider.run({"Fix the bug in cJSON's hex escape parsing without changing the tests.", "--timeout", "600"});
+  INFO(r.out.substr(0, 3000) << r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
+  REQUIRE(r.exit_code == 0);
+  const json j = json::parse(r.out);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["changed_paths"] == json::array({"cJSON.c"}));
+  CHECK(j["planner"]["loop"]["turns"] == 4);
+  CHECK(j["planner"]["loop"]["stop_reason"] == "submitted");
+  CHECK(sorted_strings(j["triage"]["fixed"]) == p.fixed);
+  // cJSON.c (over 16 KB) was not in the prompt: the budget cut it, the tools read it.
+  const std::vector<std::string> log = provider.stub().request_log();
+  REQUIRE(log.size() == 4);
+  CHECK(log[0].find("=== cJSON.c (editable) ===") == std::string::npos);
+  CHECK(r.out.find(key) == std::string::npos);
+  WARN("cjson through the tool loop: " << j["planner"]["loop"].dump() << "; usage " << j["usage"].dump() << "; timings "
+                                       << j["timings"].dump());
 }
 
 TEST_CASE("corpus: rust-fnv (Rust, cargo test), the FNV prime with a zero too many") {

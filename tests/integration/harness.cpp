@@ -253,14 +253,14 @@ std::string planner_image() {
 }
 
 PodmanProvider::PodmanProvider(lazyagent::StubScript script, const std::string& key, int max_retries,
-                               const std::string& extra_yaml)
+                               const std::string& extra_yaml, const std::string& seed)
     : stub_(std::move(script)) {
   static std::atomic<int> counter{0};
   auto port = stub_.listen("0.0.0.0", 0);
   REQUIRE(port.ok());
   const std::string prefix = "LAZYAGENT_IT_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
   names_ = {prefix + "_BASE_URL", prefix + "_MODEL", prefix + "_API_KEY"};
-  config_ = dir_.file("config.yaml", "seed: " + seed_dir() + "\nimages:\n  planner: " + planner_image() +
+  config_ = dir_.file("config.yaml", "seed: " + (seed.empty() ? seed_dir() : seed) + "\nimages:\n  planner: " + planner_image() +
                                          "\nprovider:\n  secrets:\n    base_url: " + names_[0] +
                                          "\n    model: " + names_[1] + "\n    api_key: " + names_[2] +
                                          "\n  max_retries: " + std::to_string(max_retries) + "\n" + extra_yaml);

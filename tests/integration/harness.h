@@ -116,8 +116,9 @@ std::string planner_image();
 // appended). The secrets are removed at the end.
 class PodmanProvider {
  public:
+  // `seed` "" = the demo seed (seed_dir()).
   PodmanProvider(lazyagent::StubScript script, const std::string& key, int max_retries,
-                 const std::string& extra_yaml = "");
+                 const std::string& extra_yaml = "", const std::string& seed = "");
   ~PodmanProvider();
   PodmanProvider(const PodmanProvider&) = delete;
   PodmanProvider& operator=(const PodmanProvider&) = delete;
