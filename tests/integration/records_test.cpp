@@ -289,10 +289,15 @@ TEST_CASE("kill -9 of a real test run: the next start closes its record", "[reco
   CliResult next = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", d.file("p.json", fixing_patch()),
                                             "--no-baseline", "--json"});
   CHECK(next.exit_code == 0);
+  const std::string next_id = parsed(next)["run_id"];
   json rows = parsed(run_cli({state.path()}, {"sandboxes", "--json"}))["sandboxes"];
   REQUIRE(rows.size() == 2);
-  CHECK(rows[1]["status"] == "interrupted");  // the older one
-  CHECK(rows[0]["status"] == "passed");
+  // Found by run id: `sandboxes` lists newest first by run id, which has one-second
+  // resolution, and both runs can start within the same second.
+  for (const auto& row : rows) {
+    CHECK(row["status"] == (row["run_id"] == next_id ? "passed" : "interrupted"));
+  }
+  CHECK(rows[0]["run_id"] != rows[1]["run_id"]);
 }
 
 // Items 3 and 4 -----------------------------------------------------------------------------
