@@ -25,20 +25,7 @@ namespace {
 const std::string kBaselineKey = "sk-lazyagent-baseline-it-0123456789abcdef";
 
 std::string traceback_seed(const TempDir& dir) {
-  const std::string root = dir.path() + "/seed";
-  fs::create_directories(root + "/pkg");
-  fs::create_directories(root + "/zzz");
-  for (int i = 0; i < 300; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "mod_%03d", i);
-    std::ofstream(root + "/pkg/" + name + ".py")
-        << "\"\"\"Module " << i << ".\"\"\"\n\n\ndef value_" << i << "():\n    return " << i << "\n";
-  }
-  std::ofstream(root + "/test_target.py") << "import unittest\n\nfrom zzz.target import add\n\n\n"
-                                             "class TargetTest(unittest.TestCase):\n"
-                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
-                                             "if __name__ == \"__main__\":\n    unittest.main()\n";
-  std::ofstream(root + "/zzz/__init__.py") << "";
+  const std::string root = many_module_seed(dir);
   std::ofstream(root + "/zzz/core.py") << "\"\"\"Combining numbers.\"\"\"\n\n\ndef combine(a, b, sign):\n"
                                           "    if sign not in (1, -1):\n"
                                           "        raise ValueError(\"sign must be 1 or -1, got %r\" % (sign,))\n"

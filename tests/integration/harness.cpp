@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -250,6 +251,24 @@ std::size_t entries_in(const std::string& dir) {
 std::string planner_image() {
   const char* v = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
   return v && *v ? v : "localhost/lazyagent-planner:latest";
+}
+
+std::string many_module_seed(const TempDir& dir) {
+  const std::string root = dir.path() + "/seed";
+  fs::create_directories(root + "/pkg");
+  fs::create_directories(root + "/zzz");
+  for (int i = 0; i < 300; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "mod_%03d", i);
+    std::ofstream(root + "/pkg/" + name + ".py")
+        << "\"\"\"Module " << i << ".\"\"\"\n\n\ndef value_" << i << "():\n    return " << i << "\n";
+  }
+  std::ofstream(root + "/test_target.py") << "import unittest\n\nfrom zzz.target import add\n\n\n"
+                                             "class TargetTest(unittest.TestCase):\n"
+                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
+                                             "if __name__ == \"__main__\":\n    unittest.main()\n";
+  std::ofstream(root + "/zzz/__init__.py") << "";
+  return root;
 }
 
 PodmanProvider::PodmanProvider(lazyagent::StubScript script, const std::string& key, int max_retries,

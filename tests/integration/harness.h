@@ -53,6 +53,10 @@ int wait_cli(pid_t pid, int timeout_s);
 // The seed, a fixing patch, a wrong patch, and a patch whose calculator.py
 // runs `python_prelude` at import and otherwise fixes add.
 std::string seed_dir();
+// DIR/seed: 300 small modules under pkg/, test_target.py (unittest: add(2, 3)
+// == 5, from zzz.target) and an empty zzz/__init__.py; the caller writes
+// zzz/target.py (the file to fix, which sorts last). Returns DIR/seed.
+std::string many_module_seed(const TempDir& dir);
 std::string fixing_patch();
 std::string wrong_patch();
 std::string attack_patch(const std::string& python_prelude);
