@@ -12,6 +12,7 @@
 # writes bench/results/baseline-first.{md,json}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib.sh  # start_demo_stub, demo_config
 rounds=${1:-5}
 [ "$rounds" -ge 1 ] || { echo "need ROUNDS >= 1" >&2; exit 2; }
 bin=${LAZYAGENT_BIN:-$PWD/build/lazyagent-oci}
@@ -25,15 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin" provider-stub --script examples/provider-stub/demo-script.json --listen 0.0.0.0:0 >"$work/stub.out" 2>"$work/stub.err" &
-stub_pid=$!
-for _ in $(seq 1 100); do grep -q '^listening on ' "$work/stub.out" && break; sleep 0.05; done
-port=$(sed -n 's#^listening on http://[^:]*:\([0-9]*\)/v1$#\1#p' "$work/stub.out")
-[ -n "$port" ] || { cat "$work/stub.err" >&2; echo "the scripted provider did not start" >&2; exit 5; }
-sed -e "s#^seed: .*#seed: $PWD/seed#" \
-    -e "s#CODING_AGENT_BASE_URL#${prefix}_BASE_URL#; s#CODING_AGENT_MODEL#${prefix}_MODEL#; s#CODING_AGENT_API_KEY#${prefix}_API_KEY#" \
-    -e "s#^\(  planner: \)localhost/lazyagent-planner:latest#\1${LAZYAGENT_BENCH_PLANNER_IMAGE:-localhost/lazyagent-planner:latest}#" \
-    config/lazyagent.yaml >"$work/base.yaml"
+start_demo_stub "$bin" "$work" || exit 5
+port=$stub_port
+demo_config "$prefix" "${LAZYAGENT_BENCH_PLANNER_IMAGE:-}" >"$work/base.yaml"
 key=$(python3 -c 'import json; print(json.load(open("examples/provider-stub/demo-script.json"))["api_key"])')
 env "${prefix}_BASE_URL=http://host.containers.internal:$port/v1" "${prefix}_MODEL=lazyagent-stub" \
   "${prefix}_API_KEY=$key" "$bin" configure --config "$work/base.yaml" >/dev/null

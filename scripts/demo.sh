@@ -19,6 +19,7 @@
 # Other arguments go to `lazyagent-oci run` (e.g. an instruction, --json).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib.sh  # start_demo_stub, demo_config
 
 scripted=0
 setup=1
@@ -72,17 +73,11 @@ cleanup() {
 trap cleanup EXIT
 
 # The planner container reaches the host at host.containers.internal, so the
-# stub listens on all of the host's addresses, on a free port.
-"$bin" provider-stub --script examples/provider-stub/demo-script.json --listen 0.0.0.0:0 \
-  >"$work/stub.out" 2>"$work/stub.err" &
-stub_pid=$!
-for _ in $(seq 1 100); do grep -q '^listening on ' "$work/stub.out" && break; sleep 0.05; done
-port=$(sed -n 's#^listening on http://[^:]*:\([0-9]*\)/v1$#\1#p' "$work/stub.out")
-[ -n "$port" ] || { cat "$work/stub.err" >&2; echo "the scripted provider did not start" >&2; exit 5; }
+# stub listens on all of the host's addresses, on a free port (scripts/lib.sh).
+start_demo_stub "$bin" "$work" || exit 5
+port=$stub_port
 
-sed -e "s#^seed: .*#seed: $PWD/seed#" \
-    -e "s#CODING_AGENT_BASE_URL#${prefix}_BASE_URL#; s#CODING_AGENT_MODEL#${prefix}_MODEL#; s#CODING_AGENT_API_KEY#${prefix}_API_KEY#" \
-    config/lazyagent.yaml > "$work/demo.yaml"
+demo_config "$prefix" > "$work/demo.yaml"
 # Never configure the secrets a real provider may be stored under.
 for s in BASE_URL MODEL API_KEY; do
   grep -q "${prefix}_$s" "$work/demo.yaml" ||

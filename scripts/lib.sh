@@ -207,3 +207,30 @@ APT::Sandbox::User "root";
 EOF
   printf '%s\n' "$dir/apt.conf"
 }
+
+# ---- the bundled scripted provider with the demo script (demo.sh, bench) -----
+
+# start_demo_stub BIN DIR: `BIN provider-stub` replaying the demo script in the
+# background, on all of the host's addresses (the planner container reaches it
+# at host.containers.internal) and a free port; its output in DIR/stub.{out,err}.
+# Sets stub_pid (for the caller's cleanup) and stub_port; returns 5 if it does
+# not start.
+start_demo_stub() {
+  "$1" provider-stub --script "$LAZYAGENT_ROOT/examples/provider-stub/demo-script.json" --listen 0.0.0.0:0 \
+    >"$2/stub.out" 2>"$2/stub.err" &
+  stub_pid=$!
+  local _
+  for _ in $(seq 1 100); do grep -q '^listening on ' "$2/stub.out" && break; sleep 0.05; done
+  stub_port=$(sed -n 's#^listening on http://[^:]*:\([0-9]*\)/v1$#\1#p' "$2/stub.out")
+  [ -n "$stub_port" ] || { cat "$2/stub.err" >&2; echo "the scripted provider did not start" >&2; return 5; }
+}
+
+# demo_config PREFIX [PLANNER_IMAGE]: config/lazyagent.yaml on stdout with the
+# repository's seed/ and the provider secrets renamed PREFIX_{BASE_URL,MODEL,API_KEY}
+# (never the names a real provider may be stored under), and that planner image.
+demo_config() {
+  sed -e "s#^seed: .*#seed: $LAZYAGENT_ROOT/seed#" \
+      -e "s#CODING_AGENT_BASE_URL#${1}_BASE_URL#; s#CODING_AGENT_MODEL#${1}_MODEL#; s#CODING_AGENT_API_KEY#${1}_API_KEY#" \
+      -e "s#^\(  planner: \)localhost/lazyagent-planner:latest#\1${2:-localhost/lazyagent-planner:latest}#" \
+      "$LAZYAGENT_ROOT/config/lazyagent.yaml"
+}
