@@ -147,6 +147,12 @@ int cmd_diff(const std::vector<std::string>& args);
 int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
+int cmd_warm(const std::vector<std::string>& args);
+
+// With engine.warm > 0: a child process of its own session (no terminal,
+// none of the caller's pipes) makes warm spares for sandboxes of `config`
+// (sandbox_run.h keep_warm) while the caller returns at once.
+void refill_spares_in_background(const Config& config, long timeout_seconds, const EngineFactory& factory);
 
 // The config's environment (environment.h), built on first use with its
 // progress on stderr, then reused: sets config->images.sandbox to it. A

@@ -69,7 +69,9 @@ int cmd_run(const std::vector<std::string>& args) {
   const auto engine = (*factory)();
   auto result = run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); });
   if (result && !report.empty()) write_report("run", report, *result);
-  return finish_result(result, json, "its planner and sandbox containers were removed");
+  const int code = finish_result(result, json, "its planner and sandbox containers were removed");
+  refill_spares_in_background(req.config, req.timeout_seconds, *factory);
+  return code;
 }
 
 }  // namespace lazyagent

@@ -82,7 +82,9 @@ int cmd_test(const std::vector<std::string>& args) {
   judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
   auto result = run_judged_test(req, judge, *engine, store, [](const std::string& step) { progress_line(step); });
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
-  return finish_result(result, opt.json);
+  const int code = finish_result(result, opt.json);
+  refill_spares_in_background(req.config, req.timeout_seconds, *factory);
+  return code;
 }
 
 }  // namespace lazyagent

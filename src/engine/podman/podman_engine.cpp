@@ -16,6 +16,7 @@
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/tar_writer.h"
+#include "engine/podman/warm_spares.h"
 
 namespace lazyagent {
 
@@ -74,9 +75,19 @@ class PodmanSandbox : public Sandbox {
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
         progress_(std::move(progress)) {}
 
+  // A claimed warm spare (warm_spares.h): created and initialised already.
+  void adopt_spare(const ClaimedSpare& spare) {
+    container_.hold(spare.info.id);
+    nonce_ = spare.info.nonce;
+    warm_ = {{"spare", spare.info.spare_id}, {"key", spare.info.key}};
+  }
+
   std::string id() const override { return container_.id(); }
+  std::string report_nonce() const override { return nonce_; }
+  nlohmann::json warm() const override { return warm_; }
 
   Status create() override {
+    if (!warm_.is_null()) return ok_status();
     auto reply = podman_.create(build_create_spec(req_));
     if (!reply) return reply.error();
     container_.hold(reply->id);
@@ -88,24 +99,12 @@ class PodmanSandbox : public Sandbox {
 
   Status verify() override {
     const std::string& id = container_.id();
-    if (auto st = podman_.init(id); !st) return st;
-    auto inspect = podman_.inspect(id);
-    if (!inspect) return inspect.error();
-    const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
-    std::ifstream f(spec_path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    json spec = json::parse(ss.str(), nullptr, false);
-    if (!f || spec.is_discarded()) {
-      return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
-                          " (lazyagent-oci must run on the podman host)");
+    // A claimed spare was initialised when it was made; its config is
+    // verified again here, against this run's request, before it starts.
+    if (warm_.is_null()) {
+      if (auto st = podman_.init(id); !st) return st;
     }
-    auto violations = verify_effective_config(req_, id, *inspect, spec);
-    if (!violations.empty()) {
-      return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
-                          describe_violations(violations));
-    }
-    return ok_status();
+    return verify_sandbox_container(podman_, req_, id);
   }
 
   Status start() override { return podman_.start(container_.id()); }
@@ -130,6 +129,8 @@ class PodmanSandbox : public Sandbox {
   ScopedContainer container_;
   SandboxRequest req_;
   ProgressFn progress_;
+  std::string nonce_;            // a claimed spare's report nonce
+  json warm_;                    // null: made for this run
 };
 
 class PodmanPlanner : public Container {
@@ -251,7 +252,24 @@ Status PodmanEngine::check(const ProgressFn& progress) {
 
 Result<std::string> PodmanEngine::image_digest(const std::string& image) { return digest_of(*sandbox_, image, "images.sandbox"); }
 
+// What a spare for `spec` is made from (warm_spares.h).
+SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
+  SpareRecipe r;
+  r.policy = spec.policy;
+  r.runtime = spec.config->engine.runtime;
+  r.command_for = spec.command_for;
+  r.image_digest = spec.image_digest;
+  r.scope = spec.config->seed;
+  r.ttl_seconds = spec.config->engine.warm_ttl_seconds;
+  return r;
+}
+
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
+  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty()) {
+    auto warm = claim_warm(spec);
+    if (!warm) return warm.error();
+    if (*warm) return std::move(*warm);
+  }
   const std::string dir = store_.work_dir() + "/" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -278,6 +296,30 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
+// A claimed spare, filled with this run's copy; nullptr when none matched.
+Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spec) {
+  const SpareRecipe recipe = recipe_of(spec);
+  std::vector<std::string> discarded;
+  auto claimed = claim_spare(*sandbox_, store_, recipe, spec.run_id, &discarded);
+  if (!claimed) return claimed.error();
+  for (const auto& d : discarded) {
+    if (spec.progress) spec.progress("warm: removed spare " + d + " (made for another policy, image or config)");
+  }
+  if (!*claimed) return std::unique_ptr<Sandbox>();
+  const ClaimedSpare& spare = **claimed;
+  SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
+  req.name = spare.info.name;
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress);
+  sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
+  if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
+  if (spec.progress) spec.progress("warm: claimed spare " + spare.info.spare_id);
+  return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+Result<std::vector<std::string>> PodmanEngine::keep_warm(const SandboxSpec& spec, int count) {
+  return keep_spares(*sandbox_, store_, recipe_of(spec), count);
+}
+
 Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
 
 Result<std::string> PodmanEngine::planner_image_digest(const Config& config) {
@@ -299,6 +341,8 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   if (!tar) return tar.error();
   return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
 }
+
+Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }
 
 Result<ReapReport> PodmanEngine::reap(bool all) {
   auto report = reap_leftovers(*sandbox_, store_, all);
