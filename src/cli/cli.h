@@ -149,9 +149,12 @@ int cmd_seed(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
 int cmd_warm(const std::vector<std::string>& args);
 
+inline constexpr const char* kRefillLockName = "refill.lock";
 // With engine.warm > 0: a child process of its own session (no terminal,
 // none of the caller's pipes) makes warm spares for sandboxes of `config`
-// (sandbox_run.h keep_warm) while the caller returns at once.
+// (sandbox_run.h keep_warm) while the caller returns at once. It holds an
+// flock on RUNSTORE/refill.lock until done; when another refill holds it,
+// none is started.
 void refill_spares_in_background(const Config& config, long timeout_seconds, const EngineFactory& factory);
 
 // The config's environment (environment.h), built on first use with its

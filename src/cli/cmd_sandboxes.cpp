@@ -87,7 +87,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
   // Warm spares (warm_spares.h): podman's, not the run store's.
   json spares = json::array();
   if (podman) {
-    if (auto list = list_spares(*podman); list) {
+    if (auto list = list_spares(*podman, &store); list) {
       const std::time_t now = std::time(nullptr);
       for (const auto& s : *list) spares.push_back(spare_json(s, now));
     }

@@ -1,6 +1,7 @@
 // `lazyagent-oci warm`: make warm spares now; and the refill that `test` and
 // `run` start after printing their result (engine.warm).
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -20,10 +21,23 @@ using nlohmann::json;
 
 void refill_spares_in_background(const Config& config, long timeout_seconds, const EngineFactory& factory) {
   if (config.engine.warm <= 0 || !factory) return;
+  // One refill per run store at a time: the child inherits this lock and
+  // holds it until it is done (`flock STATE/refill.lock true` waits for it).
+  // When another refill holds it, that one makes the spares.
+  const std::string lock_path = default_run_store().dir() + "/" + kRefillLockName;
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return;
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock);
+    return;
+  }
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
-  if (pid != 0) return;  // the parent (or fork failed: no spare, nothing else changes)
+  if (pid != 0) {  // the parent (or fork failed: no spare, nothing else changes)
+    ::close(lock);
+    return;
+  }
   // The child: its own session, no terminal, nothing of the caller's pipes
   // (a caller reading our stdout to its end must not wait for it).
   ::setsid();

@@ -114,12 +114,24 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
       // A warm spare outlives its maker: unclaimed, it stays until it
       // expires; claimed (renamed for a run), it is that run's sandbox.
       const SpareInfo s = spare_from_listing(c);
+      if (s.store != spare_store_label(store)) continue;  // another run store's: its copy is not in our work/
       const bool keep = s.claimed ? work_dir_owner_alive(store, s.run_id) : s.expires > now;
       if (keep) {
         if (s.claimed) report.left_running.push_back(label);
         spare_dirs_kept.insert(kSpareDirPrefix + s.spare_id);
         continue;
       }
+      if (auto st = podman.remove(id); !st) {
+        report.errors.push_back(st.error().message);
+        continue;
+      }
+      report.removed.push_back(label);
+      const std::string dir = store.work_dir() + "/" + kSpareDirPrefix + s.spare_id;
+      if (!s.spare_id.empty() && fs::exists(dir)) {
+        if (auto st = remove_tree(dir); st) report.work_dirs_removed.push_back(kSpareDirPrefix + s.spare_id);
+        else report.errors.push_back(st.error().message);
+      }
+      continue;
     } else if (!all && owner_alive(labels)) {
       report.left_running.push_back(label);
       continue;

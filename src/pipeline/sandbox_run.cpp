@@ -189,6 +189,7 @@ class TestPipeline {
   Status copy() {
     SandboxSpec spec;
     spec.run_id = res_.run_id;
+    spec.progress = progress_;
     // With a report as evidence (the user's JUnit file, or one the tool has
     // the runner write: runner_driver.h) the sandbox runs the command that
     // prints it after the tests (junit_report.h); records keep the user's command.

@@ -28,7 +28,7 @@ namespace {
 constexpr const char* kKeyNonce = "0000000000000000";
 // A spare this close to its expiry is not claimed: the reaper of another
 // process may be removing it.
-constexpr long kClaimMarginSeconds = 30;
+constexpr long kClaimMarginSeconds = 5;
 
 // Claims and removals of spares of one run store, one process at a time (two
 // renames of one container by name could otherwise both succeed).
@@ -82,6 +82,7 @@ SpareInfo spare_from_listing(const json& c) {
   };
   s.key = label(kLabelSpareKey);
   s.scope = label(kLabelSpareScope);
+  s.store = label(kLabelSpareStore);
   s.nonce = label(kLabelSpareNonce);
   s.expires = std::atol(label(kLabelSpareExpires).c_str());
   const std::string run = label(kLabelRun);  // "spare-<id>"
@@ -167,11 +168,17 @@ Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
   return ok_status();
 }
 
-Result<std::vector<SpareInfo>> list_spares(PodmanClient& podman) {
+std::string spare_store_label(const RunStore& store) { return sha256_hex(store.work_dir()).substr(0, 16); }
+
+Result<std::vector<SpareInfo>> list_spares(PodmanClient& podman, const RunStore* store) {
   auto list = podman.list_by_label(std::string(kLabelRole) + "=" + kRoleSpare);
   if (!list) return list.error().context("listing warm spares");
+  const std::string mine = store ? spare_store_label(*store) : "";
   std::vector<SpareInfo> out;
-  for (const auto& c : *list) out.push_back(spare_from_listing(c));
+  for (const auto& c : *list) {
+    SpareInfo s = spare_from_listing(c);
+    if (!store || s.store == mine) out.push_back(std::move(s));
+  }
   return out;
 }
 
@@ -182,6 +189,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   const std::string nonce = random_nonce();
   labels[kLabelSpareKey] = spare_key(recipe);
   labels[kLabelSpareScope] = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
+  labels[kLabelSpareStore] = spare_store_label(store);
   labels[kLabelSpareNonce] = nonce;
   labels[kLabelSpareExpires] = std::to_string(static_cast<long>(std::time(nullptr)) + recipe.ttl_seconds);
   SandboxRequest req = spare_request(recipe, dir, nonce, labels);
@@ -211,7 +219,7 @@ Result<std::optional<ClaimedSpare>> claim_spare(PodmanClient& podman, const RunS
                                                 const std::string& run_id, std::vector<std::string>* discarded) {
   SpareLock lock(store);
   if (!lock.error().empty()) return engine_error(lock.error());
-  auto spares = list_spares(podman);
+  auto spares = list_spares(podman, &store);
   if (!spares) return spares.error();
   const std::string key = spare_key(recipe);
   const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
@@ -265,7 +273,7 @@ Result<std::vector<std::string>> keep_spares(PodmanClient& podman, const RunStor
   {
     SpareLock lock(store);
     if (!lock.error().empty()) return engine_error(lock.error());
-    auto spares = list_spares(podman);
+    auto spares = list_spares(podman, &store);
     if (!spares) return spares.error();
     const std::string key = spare_key(recipe);
     const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
@@ -290,7 +298,7 @@ Result<std::vector<std::string>> keep_spares(PodmanClient& podman, const RunStor
 Result<std::vector<std::string>> remove_unclaimed_spares(PodmanClient& podman, const RunStore& store) {
   SpareLock lock(store);
   if (!lock.error().empty()) return engine_error(lock.error());
-  auto spares = list_spares(podman);
+  auto spares = list_spares(podman, &store);
   if (!spares) return spares.error();
   std::vector<std::string> removed;
   for (const auto& s : *spares) {

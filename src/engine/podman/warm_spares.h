@@ -50,6 +50,7 @@ namespace lazyagent {
 inline constexpr const char* kRoleSpare = "spare";
 inline constexpr const char* kLabelSpareKey = "io.lazyagent.spare-key";
 inline constexpr const char* kLabelSpareScope = "io.lazyagent.spare-scope";
+inline constexpr const char* kLabelSpareStore = "io.lazyagent.spare-store";  // which run store's work/ holds its copy
 inline constexpr const char* kLabelSpareNonce = "io.lazyagent.spare-nonce";
 inline constexpr const char* kLabelSpareExpires = "io.lazyagent.spare-expires";  // unix seconds
 inline constexpr const char* kSpareNamePrefix = "lazyagent-spare-";
@@ -74,7 +75,7 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
                              std::map<std::string, std::string> labels);
 
 struct SpareInfo {
-  std::string id, name, key, scope, nonce, state;
+  std::string id, name, key, scope, store, nonce, state;
   std::string spare_id;  // "<id>" of lazyagent-spare-<id>, and of work/spare-<id>
   long expires = 0;
   bool claimed = false;  // renamed to lazyagent-sandbox-<run>
@@ -90,11 +91,15 @@ Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
 // A spare as podman's container listing shows it.
 SpareInfo spare_from_listing(const nlohmann::json& container);
 
-// Removes every unclaimed spare (`reap`); returns "name (id)" of each.
+// Removes every unclaimed spare of `store` (`reap`); returns "name (id)" of each.
 Result<std::vector<std::string>> remove_unclaimed_spares(PodmanClient& podman, const RunStore& store);
 
-// Every spare podman holds (claimed or not), from one listing.
-Result<std::vector<SpareInfo>> list_spares(PodmanClient& podman);
+// The spare-store label of `store`'s spares.
+std::string spare_store_label(const RunStore& store);
+
+// Every spare podman holds (claimed or not), from one listing; with `store`,
+// only that run store's.
+Result<std::vector<SpareInfo>> list_spares(PodmanClient& podman, const RunStore* store = nullptr);
 
 // Makes one spare; returns its container name.
 Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, const SpareRecipe& recipe);
