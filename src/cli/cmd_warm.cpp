@@ -1,5 +1,5 @@
-// `lazyagent-oci warm`: make warm spares now; and the refill that `test` and
-// `run` start after printing their result (engine.warm).
+// `lazyagent-oci warm`: make warm spares now; and what `test` and `run` do
+// after printing their result with engine.warm (remove the sandbox, refill).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/types.h>
@@ -19,22 +19,32 @@ namespace lazyagent {
 
 using nlohmann::json;
 
-void refill_spares_in_background(const Config& config, long timeout_seconds, const EngineFactory& factory) {
-  if (config.engine.warm <= 0 || !factory) return;
+void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine) {
+  if (config.engine.warm <= 0 || !factory) {
+    (void)engine.finish_removals();
+    return;
+  }
   // One refill per run store at a time: the child inherits this lock and
   // holds it until it is done (`flock STATE/refill.lock true` waits for it).
-  // When another refill holds it, that one makes the spares.
+  // When another refill holds it, that one makes the spares, and this
+  // process removes its sandboxes itself.
   const std::string lock_path = default_run_store().dir() + "/" + kRefillLockName;
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return;
-  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    if (lock >= 0) ::close(lock);
+    (void)engine.finish_removals();
     return;
   }
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
-  if (pid != 0) {  // the parent (or fork failed: no spare, nothing else changes)
+  if (pid < 0) {
+    ::close(lock);
+    (void)engine.finish_removals();
+    return;
+  }
+  if (pid > 0) {  // the parent: the child has the sandboxes to remove
+    engine.forget_removals();
     ::close(lock);
     return;
   }
@@ -47,11 +57,10 @@ void refill_spares_in_background(const Config& config, long timeout_seconds, con
     ::dup2(null, 1);
     ::dup2(null, 2);
   }
-  int code = 0;
+  int code = engine.finish_removals() ? 0 : 1;
   {
-    const auto engine = factory();
-    auto made = keep_warm(config, timeout_seconds, *engine, static_cast<int>(config.engine.warm));
-    code = made ? 0 : 1;
+    const auto fresh = factory();
+    if (!keep_warm(config, timeout_seconds, *fresh, static_cast<int>(config.engine.warm))) code = 1;
   }
   ::_exit(code);
 }

@@ -103,6 +103,8 @@ class Container {
   virtual nlohmann::json describe() const { return nlohmann::json::object(); }
   // A claimed warm spare's report nonce ("" = the run's own) and what it was.
   virtual std::string report_nonce() const { return ""; }
+  // remove() handed the container to Engine::finish_removals (defer_removals).
+  virtual bool removal_deferred() const { return false; }
   virtual nlohmann::json warm() const { return nullptr; }
 };
 
@@ -116,6 +118,12 @@ class Sandbox : public Container {
   // The result's `policy` once the run is over: `base` (Engine::policy_json)
   // with what only the run can tell.
   virtual nlohmann::json policy_json(const nlohmann::json& base) const { return base; }
+};
+
+// A sandbox whose removal waits for Engine::finish_removals.
+struct DeferredRemoval {
+  std::string id;   // the container
+  std::string dir;  // its private copy ("" = none)
 };
 
 // What Engine::reap found and did.
@@ -154,6 +162,14 @@ class Engine {
   virtual Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) = 0;
 
   virtual Result<ReapReport> reap(bool all) = 0;
+  // From now on a sandbox's remove() hands its container and private copy to
+  // finish_removals instead of removing them (engine.warm: the CLI removes
+  // them after printing the result, in the process that makes the next
+  // spare). A crash before finish_removals leaves them to the reaper, as any
+  // crash does. forget_removals drops the list (the forked child has it).
+  virtual void defer_removals() {}
+  virtual Status finish_removals() { return ok_status(); }
+  virtual void forget_removals() {}
   // Removes every unclaimed warm spare (`reap`); returns "name (id)" of each.
   virtual Result<std::vector<std::string>> remove_spares() { return std::vector<std::string>{}; }
 };

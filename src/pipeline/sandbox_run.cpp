@@ -283,7 +283,11 @@ class TestPipeline {
     return ok_status();
   }
 
-  Status remove() { return sandbox_->remove(); }
+  Status remove() {
+    if (auto st = sandbox_->remove(); !st) return st;
+    if (sandbox_->removal_deferred()) res_.removal = "deferred";
+    return ok_status();
+  }
 
   void judge_and_save() {
     RunOutcome outcome;

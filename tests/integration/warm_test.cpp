@@ -77,6 +77,9 @@ void reap_and_check(const TempDir& state) {
   CHECK(spare_dirs(state) == 0);
 }
 
+// The spare directories a store should hold: one per spare it lists.
+std::size_t after_dirs_expected(const TempDir& state) { return spares_of(state).size(); }
+
 CliResult make_spares(const TempDir& state, const std::string& config, int count) {
   CliResult r = run_cli({state.path()}, {"warm", "--seed", seed_dir(), "--config", config, "--count",
                                          std::to_string(count), "--json"});
@@ -117,12 +120,17 @@ TEST_CASE("warm: a spare is claimed once, the other of two concurrent runs makes
   CHECK(warm_run["warm"]["spare"] == listed[0]["name"].get<std::string>().substr(std::string("lazyagent-spare-").size()));
   CHECK(warm_run["evidence"] == "driver");  // the spare's own nonce carried the runner's report
   CHECK(warm_run["isolation_probe"]["violations"].empty());
-  CHECK(container_gone(ja["sandbox_id"]));
-  CHECK(container_gone(jb["sandbox_id"]));
+  // The used sandboxes are removed after the result, by the refill (or by
+  // the run itself when another refill held the lock).
+  CHECK(ja["removal"] == "deferred");
+  CHECK(jb["removal"] == "deferred");
 
   // Each run started a refill after its result (one at a time): the store
-  // holds a new spare, and `sandboxes` shows it.
+  // holds a new spare, and `sandboxes` shows it; the used ones are gone.
   wait_for_refill(state);
+  CHECK(container_gone(ja["sandbox_id"]));
+  CHECK(container_gone(jb["sandbox_id"]));
+  CHECK(spare_dirs(state) == after_dirs_expected(state));
   const json after = spares_of(state);
   CHECK(after.size() >= 1);
   for (const auto& s : after) CHECK(s["name"] != listed[0]["name"]);

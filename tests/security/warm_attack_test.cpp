@@ -109,9 +109,10 @@ TEST_CASE("attack: a forged warm spare with the host's network is refused by the
   CHECK(has(r.out + r.err, "does not match the policy"));
   CHECK(has(r.out + r.err, "network"));
   CHECK(listener.accepted() == 0);
-  CHECK(containers_with_label("io.lazyagent.run=spare-" + name.substr(16)).empty());
   evidence("forged spare: " + lines_with(r.err, "==> warm") + "\nexit " + std::to_string(r.exit_code));
+  // Removed after the result (engine.warm), like every sandbox the run used.
   const std::string lock = state.path() + "/lazyagent-oci/refill.lock";
   if (fs::exists(lock)) sh("flock " + lock + " true");
+  CHECK(containers_with_label("io.lazyagent.run=spare-" + name.substr(16)).empty());
   CHECK(json_out(run_cli({state.path()}, {"reap", "--json"}))["errors"].empty());
 }

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
+#include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
 #include "pipeline/ownership.h"
 #include "policy/planner_policy.h"
@@ -35,6 +37,7 @@ class ScopedTree {
     if (!path_.empty()) (void)remove_tree(path_);
     path_.clear();
   }
+  std::string release() { return std::exchange(path_, std::string()); }
 
  private:
   std::string path_;
@@ -104,20 +107,43 @@ class PodmanSandbox : public Sandbox {
     if (warm_.is_null()) {
       if (auto st = podman_.init(id); !st) return st;
     }
-    return verify_sandbox_container(podman_, req_, id);
+    if (auto st = verify_sandbox_container(podman_, req_, id); !st) return st;
+    // Where conmon will write the exit code (exit_file.h); "" = podman's wait.
+    if (auto inspect = podman_.inspect(id); inspect) {
+      const json& state = (*inspect)["State"];
+      const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
+      if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
+    }
+    return ok_status();
   }
 
   Status start() override { return podman_.start(container_.id()); }
-  Result<ContainerExit> wait(long deadline_ms) override { return wait_or_kill(podman_, container_.id(), deadline_ms); }
+  Result<ContainerExit> wait(long deadline_ms) override {
+    if (exit_file_.empty()) return wait_or_kill(podman_, container_.id(), deadline_ms);
+    auto code = wait_for_exit_file(exit_file_, deadline_ms);
+    if (!code && code.error().kind == ErrorKind::kTimeout) return wait_or_kill(podman_, container_.id(), 0);
+    if (!code) return code.error();
+    ContainerExit exit;
+    exit.exit_code = *code;
+    return exit;
+  }
   Result<ContainerLogs> logs(std::size_t max_bytes) override {
     return demuxed_logs(podman_, container_.id(), max_bytes);
   }
 
   Status remove() override {
+    if (deferred_ != nullptr && !container_.id().empty()) {
+      // Handed to PodmanEngine::finish_removals, after the result.
+      deferred_->push_back({container_.id(), dir_.release()});
+      container_.hold("");
+      return ok_status();
+    }
     if (auto st = container_.remove_now(); !st) return st;
     dir_.remove_now();
     return ok_status();
   }
+  bool removal_deferred() const override { return deferred_ != nullptr; }
+  void defer_removal_to(std::vector<DeferredRemoval>* list) { deferred_ = list; }
 
   std::vector<std::string> probe_violations(const ProbeReport& probe, bool, std::vector<std::string>*) override {
     return lazyagent::probe_violations(probe, req_.policy, req_.runtime);
@@ -131,6 +157,8 @@ class PodmanSandbox : public Sandbox {
   ProgressFn progress_;
   std::string nonce_;            // a claimed spare's report nonce
   json warm_;                    // null: made for this run
+  std::string exit_file_;        // conmon's exit file for it (exit_file.h)
+  std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
 };
 
 class PodmanPlanner : public Container {
@@ -285,6 +313,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.test_command = spec.config->test_command;
   req.runtime = spec.config->engine.runtime;
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress);
+  if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before; the run directory stays 0700.
@@ -311,6 +340,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   req.name = spare.info.name;
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress);
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
+  if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
   if (spec.progress) spec.progress("warm: claimed spare " + spare.info.spare_id);
   return std::unique_ptr<Sandbox>(std::move(sandbox));
@@ -340,6 +370,21 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   auto tar = write_tar(entries);
   if (!tar) return tar.error();
   return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
+}
+
+Status PodmanEngine::finish_removals() {
+  if (deferred_.empty()) return ok_status();
+  PodmanClient podman(sandbox_->socket_path());  // its own connection (this may be a forked child)
+  Status result = ok_status();
+  for (const auto& d : deferred_) {
+    if (auto st = podman.remove(d.id); !st) {
+      result = st;
+      continue;
+    }
+    if (!d.dir.empty()) (void)remove_tree(d.dir);
+  }
+  deferred_.clear();
+  return result;
 }
 
 Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }

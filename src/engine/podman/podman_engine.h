@@ -53,12 +53,17 @@ class PodmanEngine : public Engine {
 
   Result<ReapReport> reap(bool all) override;
   Result<std::vector<std::string>> remove_spares() override;
+  void defer_removals() override { defer_removals_ = true; }
+  Status finish_removals() override;
+  void forget_removals() override { deferred_.clear(); }
 
  private:
   SpareRecipe recipe_of(const SandboxSpec& spec) const;
   Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
 
   std::unique_ptr<PodmanClient> sandbox_, planner_;
+  bool defer_removals_ = false;
+  std::vector<DeferredRemoval> deferred_;
   RunStore store_;
   std::string runtime_;
 };
