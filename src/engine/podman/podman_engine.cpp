@@ -43,17 +43,21 @@ class ScopedTree {
   std::string path_;
 };
 
+// The deadline passed: kills the container and waits for the kill.
+Result<ContainerExit> kill_at_deadline(PodmanClient& podman, const std::string& id) {
+  ContainerExit exit;
+  exit.timed_out = true;
+  if (auto st = podman.kill(id); !st) return st.error();
+  auto after = podman.wait(id, 10000);
+  exit.exit_code = after ? *after : 137;
+  return exit;
+}
+
 // Waits for the container; at the deadline kills it and waits for the kill.
 Result<ContainerExit> wait_or_kill(PodmanClient& podman, const std::string& id, long deadline_ms) {
   ContainerExit exit;
   auto code = podman.wait(id, deadline_ms);
-  if (!code && code.error().kind == ErrorKind::kTimeout) {
-    exit.timed_out = true;
-    if (auto st = podman.kill(id); !st) return st.error();
-    auto after = podman.wait(id, 10000);
-    exit.exit_code = after ? *after : 137;
-    return exit;
-  }
+  if (!code && code.error().kind == ErrorKind::kTimeout) return kill_at_deadline(podman, id);
   if (!code) return code.error();
   exit.exit_code = *code;
   return exit;
@@ -121,7 +125,7 @@ class PodmanSandbox : public Sandbox {
   Result<ContainerExit> wait(long deadline_ms) override {
     if (exit_file_.empty()) return wait_or_kill(podman_, container_.id(), deadline_ms);
     auto code = wait_for_exit_file(exit_file_, deadline_ms);
-    if (!code && code.error().kind == ErrorKind::kTimeout) return wait_or_kill(podman_, container_.id(), 0);
+    if (!code && code.error().kind == ErrorKind::kTimeout) return kill_at_deadline(podman_, container_.id());
     if (!code) return code.error();
     ContainerExit exit;
     exit.exit_code = *code;
