@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct SandboxSpec {
   // baseline (the seed as it is).
   const std::vector<FileWrite>* writes = nullptr;
   ProgressFn progress;             // notes from the engine ("podman warning: ...")
+  // When set, the output's lines as they arrive during wait() (from another
+  // thread; the probe's block included: the caller filters). Engines that
+  // cannot follow a log leave it uncalled.
+  std::function<void(const std::string&)> output;
 };
 
 // One planner run's inputs.
@@ -107,6 +112,12 @@ class Sandbox : public Container {
   // The result's `policy` once the run is over: `base` (Engine::policy_json)
   // with what only the run can tell.
   virtual nlohmann::json policy_json(const nlohmann::json& base) const { return base; }
+  // What the sandbox used, once it has exited (the result's `resources`:
+  // cpu_ms, memory_peak_bytes, pids_peak, tmpfs_peak_bytes, or
+  // {"available": false, "reason": ...}); read before remove().
+  virtual nlohmann::json resources() const {
+    return {{"available", false}, {"reason", "this engine does not measure resources"}};
+  }
 };
 
 // What Engine::reap found and did.

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "engine/podman/cgroup_usage.h"
 #include "engine/podman/log_stream.h"
 #include "pipeline/ownership.h"
 #include "policy/planner_policy.h"
@@ -70,9 +72,17 @@ Result<ContainerLogs> demuxed_logs(PodmanClient& podman, const std::string& id, 
 
 class PodmanSandbox : public Sandbox {
  public:
-  PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress)
+  PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress,
+                std::function<void(const std::string&)> output)
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
-        progress_(std::move(progress)) {}
+        progress_(std::move(progress)), output_(std::move(output)) {
+    if (!req_.cgroup_parent.empty()) watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
+  }
+  ~PodmanSandbox() override {
+    if (watch_) watch_->stop();
+    (void)container_.remove_now();
+    if (watch_) watch_->remove_dirs();
+  }
 
   std::string id() const override { return container_.id(); }
 
@@ -108,14 +118,48 @@ class PodmanSandbox : public Sandbox {
     return ok_status();
   }
 
-  Status start() override { return podman_.start(container_.id()); }
-  Result<ContainerExit> wait(long deadline_ms) override { return wait_or_kill(podman_, container_.id(), deadline_ms); }
+  Status start() override {
+    if (watch_) watch_->start(container_.id());
+    return podman_.start(container_.id());
+  }
+  Result<ContainerExit> wait(long deadline_ms) override {
+    // The output as it arrives, on a connection of its own (a client is one
+    // connection, used by one thread); the follow ends when the container does.
+    std::thread follower;
+    if (output_) {
+      follower = std::thread([this, deadline_ms] {
+        PodmanClient own(podman_.socket_path());
+        FollowedLog log;
+        log.max_line = 16 * 1024;
+        log.line = output_;
+        (void)own.stream_get("/containers/" + container_.id() + "/logs?follow=true&stdout=true&stderr=true",
+                             [&](std::string_view c) { log.feed(c); }, deadline_ms + 15000, "following the output");
+        log.finish();
+      });
+    }
+    auto exit = wait_or_kill(podman_, container_.id(), deadline_ms);
+    // A wait that failed (a signal) leaves the container running: it is
+    // removed next anyway; kill it now so that the follow ends.
+    if (!exit && follower.joinable()) (void)podman_.kill(container_.id());
+    if (follower.joinable()) follower.join();
+    if (watch_) watch_->stop();
+    return exit;
+  }
   Result<ContainerLogs> logs(std::size_t max_bytes) override {
     return demuxed_logs(podman_, container_.id(), max_bytes);
   }
 
+  nlohmann::json resources() const override {
+    if (!watch_) {
+      return resources_unavailable("gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
+    }
+    return watch_->figures();
+  }
+
   Status remove() override {
+    if (watch_) watch_->stop();
     if (auto st = container_.remove_now(); !st) return st;
+    if (watch_) watch_->remove_dirs();
     dir_.remove_now();
     return ok_status();
   }
@@ -130,6 +174,8 @@ class PodmanSandbox : public Sandbox {
   ScopedContainer container_;
   SandboxRequest req_;
   ProgressFn progress_;
+  std::function<void(const std::string&)> output_;
+  std::unique_ptr<CgroupWatch> watch_;  // null under gVisor (no cgroup)
 };
 
 class PodmanPlanner : public Container {
@@ -266,7 +312,8 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = spec.config->test_command;
   req.runtime = spec.config->engine.runtime;
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress);
+  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(spec.run_id);
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before; the run directory stays 0700.
