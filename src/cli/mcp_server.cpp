@@ -105,6 +105,11 @@ class McpServer {
   void request(const json& id, const std::string& method, const json& params) {
     if (method == "initialize") {
       const std::string asked = params.value("protocolVersion", json()).is_string() ? params["protocolVersion"].get<std::string>() : "";
+      const json client = params.value("clientInfo", json::object());
+      std::fprintf(stderr, "lazyagent-oci mcp: initialize from %s %s: protocol %s asked, %s answered\n",
+                   escape_for_terminal(client.is_object() ? client.value("name", "?") : "?").c_str(),
+                   escape_for_terminal(client.is_object() ? client.value("version", "?") : "?").c_str(),
+                   escape_for_terminal(asked).c_str(), negotiate_mcp_protocol(asked).c_str());
       return send_result(id, {{"protocolVersion", negotiate_mcp_protocol(asked)},
                               {"capabilities", {{"tools", {{"listChanged", false}}}}},
                               {"serverInfo", {{"name", "lazyagent-oci"}, {"title", "lazyagent-oci"}, {"version", version_}}},

@@ -61,6 +61,8 @@ try {
   check(info?.name === "lazyagent-oci", "initialize: serverInfo names lazyagent-oci", info);
   check(client.getServerCapabilities()?.tools !== undefined, "initialize: the server has tools");
   const serverPid = transport.pid;
+  await new Promise((res) => setTimeout(res, 100));
+  console.log(`# server: ${(serverLog.match(/initialize from .*/) ?? ["?"])[0]}`);
 
   // 2. tools/list
   const { tools } = await client.listTools();
@@ -116,12 +118,15 @@ try {
     "malformed call: timeout checked as the CLI's --timeout", timeout?.message);
   const unknown = await rpcError(client.callTool({ name: "no_such_tool", arguments: {} }));
   check(unknown?.code === -32602 && /unknown tool 'no_such_tool'/.test(unknown.message), "malformed call: unknown tool", unknown?.message);
-  const garbage = await rpcError(client.callTool({ name: "test_patch", arguments: { seed, patch: "this is not a patch" }}));
-  check(garbage === null || garbage?.code === -32602, "malformed patch text: a result or -32602, never a crash", garbage?.message);
+  // A patch text that is neither form: the contract refuses it, as `test` does (a result, status refused).
+  const garbage = await client.callTool({ name: "test_patch", arguments: { seed, patch: "this is not a patch", baseline: false } });
+  check(garbage.isError === false && garbage.structuredContent?.status === "refused" && garbage.structuredContent?.findings?.length > 0,
+    "malformed patch text: refused by the contract, every finding named", garbage.structuredContent);
 
   // 8. cancellation mid-run: the sandbox is removed, nothing left behind
   const abort = new AbortController();
   let runId = null;
+  let runningAtAbort = [];
   const slow = { files: [{ path: "calculator.py", content: "import time\ntime.sleep(120)\n" + fixing.files[0].content }] };
   const started = Date.now();
   const cancelled = await rpcError(client.callTool({ name: "test_patch", arguments: { seed, patch: slow, baseline: false, timeout_seconds: 300 } },
@@ -132,11 +137,15 @@ try {
         const m = /^run (r-\S+): run$/.exec(p.message ?? "");
         if (m && !runId) {
           runId = m[1];
-          setTimeout(() => abort.abort("the test is done waiting"), 1500);  // the sandbox is running its tests
+          setTimeout(() => {  // the sandbox is running its tests (sleeping)
+            runningAtAbort = containersWithLabel(`io.lazyagent.run=${runId}`);
+            abort.abort("the test is done waiting");
+          }, 1500);
         }
       },
     }));
   check(cancelled !== null && runId !== null, "cancellation: the call was aborted mid-run", { runId, error: String(cancelled) });
+  check(runningAtAbort.length === 1, "cancellation: its sandbox existed when the client cancelled", runningAtAbort);
   let left = [];
   for (let i = 0; i < 60; i++) {  // the server stops the run and removes the sandbox
     left = containersWithLabel(`io.lazyagent.run=${runId}`).concat(containersWithLabel(`io.lazyagent.pid=${serverPid}`));
