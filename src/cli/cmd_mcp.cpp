@@ -94,7 +94,9 @@ std::string mcp_real_dir(const std::string& path) {
 
 // The seed a client named must be one of mcp.seeds or under one (both
 // resolved, symlinks included, so `..` and links cannot step outside).
-Status check_mcp_seed(const std::string& tool, const std::string& seed, const std::vector<std::string>& allowed) {
+// Returns the resolved path, which the run then uses (a link swapped after
+// the check changes nothing).
+Result<std::string> check_mcp_seed(const std::string& tool, const std::string& seed, const std::vector<std::string>& allowed) {
   if (allowed.empty()) {
     return usage_error(tool + ": seed '" + seed + "' refused: the server's config lists no mcp.seeds, so every seed is "
                        "refused (add the directories clients may use to mcp.seeds)");
@@ -108,7 +110,7 @@ Status check_mcp_seed(const std::string& tool, const std::string& seed, const st
     if (base.empty()) continue;
     if (real == base || (real.size() > base.size() && real.compare(0, base.size(), base) == 0 &&
                          (base == "/" || real[base.size()] == '/'))) {
-      return ok_status();
+      return real;
     }
   }
   return usage_error(tool + ": seed '" + seed + "' refused: it is not under a directory the server's mcp.seeds lists (" +
@@ -158,7 +160,9 @@ Result<json> mcp_test_patch(const McpServerSetup& s, const json& args, const Pro
   TestOptions opt;
   ArgParser p = test_command_parser(&opt);
   if (auto st = p.parse(argv); !st) return st.error().context("test_patch");
-  if (auto st = check_mcp_seed("test_patch", opt.project.seed, s.config.mcp.seeds); !st) return st.error();
+  auto seed = check_mcp_seed("test_patch", opt.project.seed, s.config.mcp.seeds);
+  if (!seed) return seed.error();
+  opt.project.seed = *seed;
   const RunStore store = default_run_store();
   auto prepared = prepare_test(opt, store, [&] { return check_patch_text_size(patch); });
   if (!prepared) return prepared.error().context("test_patch");
@@ -190,7 +194,9 @@ Result<json> mcp_run_task(const McpServerSetup& s, const json& args, const Progr
   RunOptions opt;
   ArgParser p = run_command_parser(&opt);
   if (auto st = p.parse(argv); !st) return st.error().context("run_task");
-  if (auto st = check_mcp_seed("run_task", opt.project.seed, s.config.mcp.seeds); !st) return st.error();
+  auto seed = check_mcp_seed("run_task", opt.project.seed, s.config.mcp.seeds);
+  if (!seed) return seed.error();
+  opt.project.seed = *seed;
   const RunStore store = default_run_store();
   auto prepared = prepare_run(opt, store);
   if (!prepared) return prepared.error().context("run_task");

@@ -27,10 +27,33 @@ for (const f of ["calculator.py", "test_calculator.py"]) fs.copyFileSync(path.jo
 const outside = path.join(tmp, "outside");
 fs.mkdirSync(outside);
 fs.copyFileSync(path.join(source, "seed", "calculator.py"), path.join(outside, "calculator.py"));
+// The provider secrets renamed (never the names a real provider may be
+// stored under), as scripts/lib.sh demo_config does.
+const prefix = `LAZYAGENT_MCP_IT_${process.pid}`;
 const config = path.join(tmp, "lazyagent.yaml");
-fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8") +
-  `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\n`);
+fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8")
+  .replace(/CODING_AGENT_(BASE_URL|MODEL|API_KEY)/g, `${prefix}_$1`) + `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\n`);
 const env = { ...process.env, XDG_STATE_HOME: path.join(tmp, "state") };
+
+// The bundled scripted provider (the demo's script) for run_task, reached by
+// the planner container at host.containers.internal; podman secrets made by
+// the real `configure`.
+const demoScript = path.join(source, "examples", "provider-stub", "demo-script.json");
+const stub = spawn(binary, ["provider-stub", "--script", demoScript, "--listen", "0.0.0.0:0"], { stdio: ["ignore", "pipe", "pipe"] });
+const stubPort = await new Promise((resolve, reject) => {
+  let out = "";
+  stub.stdout.on("data", (d) => {
+    out += d.toString();
+    const m = /listening on http:\/\/[^:]*:(\d+)\/v1/.exec(out);
+    if (m) resolve(m[1]);
+  });
+  setTimeout(() => reject(new Error("the scripted provider did not start")), 10000);
+});
+execFileSync(binary, ["configure", "--config", config], {
+  env: { ...env, [`${prefix}_BASE_URL`]: `http://host.containers.internal:${stubPort}/v1`, [`${prefix}_MODEL`]: "lazyagent-stub",
+    [`${prefix}_API_KEY`]: JSON.parse(fs.readFileSync(demoScript, "utf8")).api_key },
+  stdio: ["ignore", "ignore", "inherit"],
+});
 
 const calculator = fs.readFileSync(path.join(seed, "calculator.py"), "utf8");
 const fixing = { files: [{ path: "calculator.py", content: calculator.replace("return a - b", "return a + b") }] };
@@ -123,7 +146,20 @@ try {
   check(garbage.isError === false && garbage.structuredContent?.status === "refused" && garbage.structuredContent?.findings?.length > 0,
     "malformed patch text: refused by the contract, every finding named", garbage.structuredContent);
 
-  // 8. cancellation mid-run: the sandbox is removed, nothing left behind
+  // 8. run_task: the planner (the scripted provider) proposes, the sandbox proves; show_task reads its task
+  const ran = await client.callTool({ name: "run_task", arguments: { seed, instruction: "Fix calculator.add without changing its test." } },
+    undefined, { timeout: 300000 });
+  const rr = ran.structuredContent;
+  check(ran.isError === false && rr?.tests_passed === true && /^t-/.test(rr?.planner_task_id ?? ""),
+    "run_task: the planner's patch proven, tests_passed", rr && { tests_passed: rr.tests_passed, reason: rr.reason, planner_task_id: rr.planner_task_id });
+  const task = await client.callTool({ name: "show_task", arguments: { task_id: rr?.planner_task_id ?? "none" } });
+  check(task.structuredContent?.task_id === rr?.planner_task_id && task.structuredContent?.model === "lazyagent-stub",
+    "show_task: the planner task's record", task.structuredContent && { task_id: task.structuredContent.task_id, model: task.structuredContent.model });
+  const badRun = await rpcError(client.callTool({ name: "run_task", arguments: { seed, attempts: 99 } }));
+  check(badRun?.code === -32602 && badRun.message.includes("run: --attempts: expected an integer between 1 and 20, got '99'"),
+    "run_task: attempts checked as the CLI's --attempts", badRun?.message);
+
+  // 9. cancellation mid-run: the sandbox is removed, nothing left behind
   const abort = new AbortController();
   let runId = null;
   let runningAtAbort = [];
@@ -171,7 +207,7 @@ try {
   await client.close();
 }
 
-// 9. The raw protocol, by hand: a line that is not JSON, an unknown method,
+// 10. The raw protocol, by hand: a line that is not JSON, an unknown method,
 // and a clean exit (0) at end of input.
 await new Promise((resolve) => {
   const p = spawn(binary, ["mcp", "--config", config], { env, stdio: ["pipe", "pipe", "pipe"] });
@@ -192,6 +228,10 @@ await new Promise((resolve) => {
   });
 });
 
+stub.kill();
+for (const s of ["BASE_URL", "MODEL", "API_KEY"]) {
+  try { execFileSync(binary, ["secret", "delete", `${prefix}_${s}`], { env, stdio: "ignore" }); } catch { /* already gone */ }
+}
 fs.rmSync(tmp, { recursive: true, force: true });
 if (failures > 0) {
   console.log(`--- server stderr ---\n${serverLog.slice(-6000)}`);
