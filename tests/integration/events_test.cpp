@@ -181,3 +181,39 @@ TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[
   CHECK(ev[1]["error_kind"] == "usage");
   CHECK(ev[1]["exit_code"] == 2);
 }
+
+TEST_CASE("events: eval --events jsonl names each run's task, then task_end, then the summary with resource totals",
+          "[events]") {
+  TempDir state, dir;
+  const std::string tasks =
+      dir.file("tasks.jsonl", json{{"id", "fix-1"}, {"seed", seed_dir()}, {"patch", json::parse(fixing_patch())}}.dump() + "\n");
+  CliResult r = run_cli({state.path()}, {"eval", tasks, "--out", dir.path() + "/out", "--no-baseline", "--json",
+                                         "--events", "jsonl"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json> ev = parse_stream(r.err);
+  REQUIRE(ev.size() > 5);
+  CHECK(ev.front()["command"] == "eval");
+  std::size_t started = 0, first_step = 0, ended = 0;
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i]["event"] == "task_start" && started == 0) started = i;
+    if (ev[i]["event"] == "step_start" && first_step == 0) {
+      first_step = i;
+      CHECK(ev[i]["task"] == "fix-1");
+    }
+    if (ev[i]["event"] == "task_end") {
+      ended = i;
+      CHECK(ev[i]["task"] == "fix-1");
+      CHECK(ev[i]["category"] == "passed");
+    }
+  }
+  CHECK(started > 0);
+  CHECK(first_step > started);
+  CHECK(ended > first_step);
+  CHECK(ev.back()["event"] == "summary");
+  CHECK(ev.back()["exit_code"] == 0);
+  CHECK(ev.back()["summary"]["passed"]["count"] == 1);
+  CHECK(ev.back()["summary"]["resources"]["measured"] == 1);
+  CHECK(ev.back()["summary"]["resources"]["cpu_ms"].get<long>() > 0);
+  CHECK(json::parse(r.out)["resources"] == ev.back()["summary"]["resources"]);
+}

@@ -228,6 +228,34 @@ await new Promise((resolve) => {
   });
 });
 
+// 11. SIGTERM to the server mid-run: the run stops, its sandbox is removed, exit 143.
+await new Promise((resolve) => {
+  const p = spawn(binary, ["mcp", "--config", config], { env, stdio: ["pipe", "pipe", "pipe"] });
+  let out = "";
+  let runId = null;
+  let existed = [];
+  p.stdout.on("data", (d) => {
+    out += d.toString();
+    const m = /"message":"run (r-[^ "]+): run"/.exec(out);
+    if (m && !runId) {
+      runId = m[1];
+      setTimeout(() => { existed = containersWithLabel(`io.lazyagent.run=${runId}`); p.kill("SIGTERM"); }, 1500);
+    }
+  });
+  const slow = { files: [{ path: "calculator.py", content: "import time\ntime.sleep(120)\n" + fixing.files[0].content }] };
+  p.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } }) + "\n");
+  p.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "test_patch", arguments: { seed, patch: slow, baseline: false }, _meta: { progressToken: 7 } } }) + "\n");
+  p.on("exit", (code) => {
+    check(runId !== null && existed.length === 1, "SIGTERM: the run's sandbox was running", { runId, existed });
+    check(code === 143, "SIGTERM: the server exits 143", code);
+    check(runId !== null && containersWithLabel(`io.lazyagent.run=${runId}`).length === 0, "SIGTERM: no container left");
+    const answer = out.trim().split("\n").map((l) => JSON.parse(l)).find((m) => m.id === 2);
+    check(answer?.result?.isError === true && answer.result.structuredContent?.error_kind === "interrupted",
+      "SIGTERM: the call is answered as interrupted before the exit", answer);
+    resolve();
+  });
+});
+
 stub.kill();
 for (const s of ["BASE_URL", "MODEL", "API_KEY"]) {
   try { execFileSync(binary, ["secret", "delete", `${prefix}_${s}`], { env, stdio: "ignore" }); } catch { /* already gone */ }
