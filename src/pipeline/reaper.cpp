@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "engine/podman/cgroup_usage.h"
 #include "pipeline/ownership.h"
 #include "pipeline/provenance.h"
 #include "policy/sandbox_policy.h"
@@ -111,6 +112,8 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     if (!all && work_dir_owner_alive(store, run_id)) continue;
     if (auto st = remove_tree(e.path().string()); st) report.work_dirs_removed.push_back(run_id);
     else report.errors.push_back(st.error().message);
+    // Its sandbox's cgroup (cgroup_usage.h), empty now that the container is gone.
+    remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(run_id));
   }
   // Temp files of atomic writes (<name>.tmp.<pid>, run_store.h) whose writer
   // died before its rename: never records, removed once that pid is gone.

@@ -145,18 +145,21 @@ json CgroupWatch::figures() const {
   return r;
 }
 
-void CgroupWatch::remove_dirs() const {
-  if (layout_.empty()) return;
+void remove_cgroup_dirs(const std::string& root, const std::string& parent) {
+  const std::string layout = cgroup_layout(root);
+  if (layout.empty()) return;
   std::vector<std::string> bases;
-  if (layout_ == "v1") {
-    for (const auto& h : cg_subdirs(root_)) bases.push_back(root_ + "/" + h + parent_);
+  if (layout == "v1") {
+    for (const auto& h : cg_subdirs(root)) bases.push_back(root + "/" + h + parent);
   } else {
-    bases.push_back(root_ + parent_);
+    bases.push_back(root + parent);
   }
   for (const auto& b : bases) {
     for (const auto& d : cg_subdirs(b)) (void)::rmdir((b + "/" + d).c_str());
     (void)::rmdir(b.c_str());
   }
 }
+
+void CgroupWatch::remove_dirs() const { remove_cgroup_dirs(root_, parent_); }
 
 }  // namespace lazyagent

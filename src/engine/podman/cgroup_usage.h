@@ -49,6 +49,12 @@ std::string run_cgroup_parent(const std::string& run_id);
 // only), or "" (none readable).
 std::string cgroup_layout(const std::string& root);
 
+// Removes the (empty) cgroup directories of `parent` in every hierarchy
+// under `root`: the run's own cgroup, once its sandbox is gone (a cgroup still
+// holding a process is left: rmdir refuses it). The reaper calls it for runs
+// whose owner died before their sandbox's remove step.
+void remove_cgroup_dirs(const std::string& root, const std::string& parent);
+
 // The result's `resources` when nothing can be measured: {"available":
 // false, "reason": ...}. Never a made-up figure.
 nlohmann::json resources_unavailable(const std::string& reason);
