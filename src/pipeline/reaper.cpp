@@ -103,8 +103,19 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
       report.left_running.push_back(label);
       continue;
     }
-    if (auto st = podman.remove(id); st) report.removed.push_back(label);
-    else report.errors.push_back(st.error().message);
+    if (auto st = podman.remove(id); st) {
+      report.removed.push_back(label);
+      // Its run's cgroup (cgroup_usage.h), whichever run store the run used.
+      const auto labels = labels_of(c);
+      const auto run = labels.find(kLabelRun);
+      const bool plain = run != labels.end() && !run->second.empty() &&
+                         run->second.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+      if (plain) {
+        remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(run->second));
+      }
+    } else {
+      report.errors.push_back(st.error().message);
+    }
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(store.work_dir(), ec)) {
