@@ -12,75 +12,96 @@ namespace {
 // argv[1]: seconds per attempt; argv[2]: the engine's targets. No single
 // quote anywhere: the shell passes it in single quotes.
 constexpr const char* kEgressPython = R"py(
-import errno,os,select,socket,sys,threading,time
+import errno,os,select,socket,struct,sys,time
 T=float(sys.argv[1]);t0=time.monotonic();R=[];P=[]
+def fmt(h,p):return("[%s]:%d"if":"in h else"%s:%d")%(h,p)
+def fam(h):return socket.AF_INET6 if":"in h else socket.AF_INET
+def O(e):return{0:"connected",errno.ECONNREFUSED:"refused",errno.ENETUNREACH:"unreachable",errno.EHOSTUNREACH:"unreachable"}.get(e,"error:"+errno.errorcode.get(e,str(e)))
 def tcp(l,h,p):
- f=socket.AF_INET6 if ":" in h else socket.AF_INET;a=("[%s]:%d" if f==socket.AF_INET6 else "%s:%d")%(h,p)
+ a=fmt(h,p)
  try:
-  s=socket.socket(f,socket.SOCK_STREAM);s.setblocking(False);e=s.connect_ex((h,p))
- except OSError as x:
-  R.append((l,"tcp",a,"error:"+errno.errorcode.get(x.errno,"E?")));return
+  s=socket.socket(fam(h),socket.SOCK_STREAM);s.setblocking(False);e=s.connect_ex((h,p))
+ except OSError as x:R.append((l,"tcp",a,O(x.errno)));return
  if e in(0,errno.EINPROGRESS):P.append((l,"tcp",a,s))
  else:R.append((l,"tcp",a,O(e)));s.close()
-def udp(l,h,q):
- f=socket.AF_INET6 if ":" in h else socket.AF_INET;a=("[%s]:53" if f==socket.AF_INET6 else "%s:53")%h
+def Q(n):return b"\x4c\x5a\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"+b"".join(bytes([len(p)])+p.encode()for p in n.split(".")if p)+b"\x00\x00\x01\x00\x01"
+def udp(l,h,n,a=None):
+ a=a or fmt(h,53)
  try:
-  s=socket.socket(f,socket.SOCK_DGRAM);s.setblocking(False);s.connect((h,53));s.send(q);P.append((l,"udp",a,s))
+  s=socket.socket(fam(h),socket.SOCK_DGRAM);s.setblocking(False);s.connect((h,53));s.send(Q(n));P.append((l,"udp",a,s))
  except OSError as x:R.append((l,"udp",a,O(x.errno)))
-def O(e):return{0:"connected",errno.ECONNREFUSED:"refused",errno.ENETUNREACH:"unreachable",errno.EHOSTUNREACH:"unreachable"}.get(e,"error:"+errno.errorcode.get(e,str(e)))
+def A(m):
+ try:
+  i=12
+  while m[i]:i+=m[i]+1
+  i+=5;r=[]
+  for _ in range(struct.unpack(">H",m[6:8])[0]):
+   i+=2 if m[i]>=192 else m.index(0,i)-i+1
+   t,_,_,n=struct.unpack(">HHIH",m[i:i+10]);i+=10
+   if t==1 and n==4:r.append(socket.inet_ntoa(m[i:i+4]))
+   i+=n
+  return r
+ except(IndexError,ValueError,struct.error):return[]
+def rd(f):
+ with open(f)as x:return x.read().splitlines()
 def gw4():
- for ln in open("/proc/net/route").read().splitlines()[1:]:
+ for ln in rd("/proc/net/route")[1:]:
   f=ln.split()
-  if len(f)>2 and f[1]=="00000000" and f[2]!="00000000":return socket.inet_ntoa(bytes.fromhex(f[2])[::-1])
+  if len(f)>2 and f[1]=="00000000"and f[2]!="00000000":return[socket.inet_ntoa(bytes.fromhex(f[2])[::-1])]
+ return[]
 def gw6():
- for ln in open("/proc/net/ipv6_route").read().splitlines():
+ for ln in rd("/proc/net/ipv6_route"):
   f=ln.split()
-  if len(f)>4 and f[0]=="0"*32 and f[1]=="00" and f[4]!="0"*32:return socket.inet_ntop(socket.AF_INET6,bytes.fromhex(f[4]))
+  if len(f)>4 and f[0]=="0"*32 and f[1]=="00"and f[4]!="0"*32:return[socket.inet_ntop(socket.AF_INET6,bytes.fromhex(f[4]))]
+ return[]
+S=[]
 def ns():
  n=[]
- for ln in open("/etc/resolv.conf").read().splitlines():
+ for ln in rd("/etc/resolv.conf"):
   f=ln.split()
   if len(f)>1 and f[0]=="nameserver":n.append(f[1].split("%")[0])
+  if len(f)>1 and f[0]in("search","domain"):S[:]=f[1:]
  return n
-Q=b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01"
-N={}
-def look(h):
- try:N[h]=sorted({i[4][0] for i in socket.getaddrinfo(h,443,0,socket.SOCK_STREAM)})
- except OSError as x:N[h]="failed"
+def lo(h):return h.startswith("127.")or h=="::1"
 for l,f in(("gateway",gw4),("gateway6",gw6),("dns",ns)):
  try:v=f()
- except OSError:R.append((l,"file","-","error:unreadable"));continue
- for h in(v if isinstance(v,list) else[v] if v else[]):
-  for p in((53,)if l=="dns" else(22,53,80,443,6443,10250)):tcp(l,h,p)
-  if l!="gateway6":udp(l,h,Q)
+ except OSError:R.append((l,"file","-","unreadable"));continue
+ for h in v:
+  if lo(h):R.append((l,"any",h,"loopback"));continue
+  for p in((53,)if l=="dns"else(22,53,80,443,6443,10250)):tcp(l,h,p)
+  if l=="gateway":udp(l,h,"example.com")
+  if l=="dns":
+   for n in["example.com","kubernetes.default"]+["kubernetes.default."+d for d in S[:4]]:udp("lookup",h,n,n+"@"+h)
 for t in sys.argv[2].split():
  l,_,a=t.partition("=");h,_,p=a.rpartition(":");tcp(l,h.strip("[]"),int(p))
 for h,p in(("1.1.1.1",53),("1.1.1.1",80),("1.1.1.1",443),("2606:4700:4700::1111",443),("2606:4700:4700::1111",53)):tcp("external",h,p)
-udp("external","1.1.1.1",Q);udp("external","2606:4700:4700::1111",Q)
-th=[threading.Thread(target=look,args=(h,),daemon=True)for h in("kubernetes.default","example.com")]
-for x in th:x.start()
+udp("external","1.1.1.1","example.com");udp("external","2606:4700:4700::1111","example.com")
 def wait(d):
  while P:
   r=d-time.monotonic()
   if r<=0:break
-  w=[x[3]for x in P if x[1]=="tcp"];u=[x[3]for x in P if x[1]=="udp"]
-  rr,ww,_=select.select(u,w,[],r)
+  w=[x[3]for x in P if x[1]=="tcp"];u=[x[3]for x in P if x[1]!="tcp"]
+  try:rr,ww,_=select.select(u,w,[],r)
+  except OSError:
+   rr,ww=[],[]
+   for x in list(P):
+    try:a,b,_=select.select([x[3]]if x[1]!="tcp"else[],[x[3]]if x[1]=="tcp"else[],[],0)
+    except OSError as y:R.append(x[:3]+(O(y.errno),));P.remove(x);x[3].close();continue
+    rr+=a;ww+=b
+   if not rr and not ww:time.sleep(0.01)
   for x in list(P):
    s=x[3]
    if s in ww:R.append(x[:3]+(O(s.getsockopt(socket.SOL_SOCKET,socket.SO_ERROR)),));P.remove(x);s.close()
    elif s in rr:
-    try:s.recv(512);o="answered"
+    try:
+     a=A(s.recv(1500));o="resolved:"+",".join(a)if a else"answered"
+     for i in a:
+      if not lo(i):tcp("lookup:"+x[2].split("@")[0],i,443)
     except OSError as y:o=O(y.errno)
     R.append(x[:3]+(o,));P.remove(x);s.close()
  for x in P:R.append(x[:3]+("timeout",));x[3].close()
  P.clear()
 wait(t0+T)
-for x in th:x.join(max(0,t0+T-time.monotonic()))
-for h in("kubernetes.default","example.com"):
- v=N.get(h)
- R.append(("lookup","dns",h,"timeout"if v is None else v if v=="failed" else"resolved:"+",".join(v)))
- if isinstance(v,list):
-  for a in v:tcp("lookup:"+h,a,443)
 if P:wait(time.monotonic()+T)
 for x in R:print("lazyagent-probe: egress=%s %s %s %s"%x)
 print("lazyagent-probe: egress_done=%d %dms"%(len(R),(time.monotonic()-t0)*1000));sys.stdout.flush();os._exit(0)

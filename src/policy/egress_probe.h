@@ -10,18 +10,24 @@
 //             the node itself) on tcp 22, 53, 80, 443, 6443, 10250 (the
 //             kubelet), and a DNS query over udp
 //   gateway6  the IPv6 default route's next hop (/proc/net/ipv6_route), tcp
-//   dns       every nameserver in /etc/resolv.conf (the cluster DNS): tcp and
-//             a udp query
+//   dns       every nameserver in /etc/resolv.conf (the cluster DNS) on tcp
+//   lookup    DNS queries over udp to each nameserver, for example.com,
+//             kubernetes.default and kubernetes.default.<search domain>
+//             (what getaddrinfo would ask; sent by the probe itself, so that
+//             each is bounded without a thread: in the local cluster's
+//             gVisor pod python could not start one); an address in an
+//             answer is then tried on tcp 443 ("lookup:NAME")
 //   external  1.1.1.1 on tcp 53/80/443 and a udp DNS query; the same on
 //             2606:4700:4700::1111 (IPv6)
-//   lookup    getaddrinfo of kubernetes.default and example.com (through the
-//             pod's resolver); a resolved name is then tried on tcp 443
 //   <label>   targets the engine passes ("api=10.96.0.1:443": the Kubernetes
 //             API's addresses, which the sandbox's environment does not hold)
 // Outcomes: "connected", "refused" (a reset or ICMP port-unreachable: a host
-// answered), "answered" (a udp reply), "resolved:ADDRS" count as reached;
-// "timeout", "unreachable" (no route, host unreachable), "failed" (lookup),
-// "error:ERRNO" as blocked. Any reached target voids the verdict.
+// answered), "answered" (a udp reply), "resolved:ADDRS" (a DNS answer with
+// addresses) count as reached;
+// "timeout", "unreachable" (no route, host unreachable), "unreadable" (no
+// /proc/net/route, as under gVisor), "loopback", "error:ERRNO" as blocked
+// (gVisor's netstack answers some calls with EPERM). Any reached target
+// voids the verdict.
 //
 // What runs it: python3 from the sandbox image (`python3 -I -S` from /, so
 // nothing of the seed copy or the environment can shadow a module), since a
@@ -32,9 +38,10 @@
 // runtimeclass) and is stated as not observable where the interface check
 // carries it (podman, runtime-nonet). A probe that did not finish (no
 // "egress_done=N" line with N attempts) counts as not run.
-// Whole cost: about python3's start (~0.1 s) where every attempt fails at
-// once (no interface, no route), up to 2 x kEgressAttemptSeconds where
-// every packet is dropped (the second round only for resolved names).
+// Whole cost: python3's start plus a few ms where every attempt fails at
+// once (no interface, no route: 30-50 ms measured in a podman sandbox), up
+// to kEgressAttemptSeconds where every packet is dropped (and once more only
+// for addresses a DNS answer gave, which a dropping network never gives).
 #pragma once
 
 #include <string>

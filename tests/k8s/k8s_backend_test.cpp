@@ -508,7 +508,7 @@ TEST_CASE("k8s: isolation networkpolicy on the bridge CNI, which does not enforc
   INFO(r.err << j.dump(2));
   CHECK(r.exit_code == 5);
   CHECK(j["category"] == "isolation_violation");
-  CHECK(j["tests_passed"] == false);
+  CHECK_FALSE(j.contains("tests_passed"));  // no verdict at all
   const std::string e = j["error"];
   CHECK(e.find("the isolation probe inside the sandbox found: ") != std::string::npos);
   // The node answers on the pod's gateway: named, with the outcome.
@@ -516,9 +516,8 @@ TEST_CASE("k8s: isolation networkpolicy on the bridge CNI, which does not enforc
   CHECK(e.find("k8s.isolation networkpolicy: the sandbox pod reached the addresses above, so this cluster does not "
                "enforce the deny-all NetworkPolicy") != std::string::npos);
   CHECK(e.find("eth0") == std::string::npos);  // the interface itself is no finding in this mode
-  CHECK(j["policy"]["k8s"]["isolation"] == "networkpolicy");
-  CHECK(j["policy"]["runtime"] == "k8s:default");
-  CHECK_FALSE(j["isolation_probe"]["egress"]["reached"].empty());
+  // The pod's resolver on this cluster is 127.0.0.1: the pod's own loopback, never a finding.
+  CHECK(e.find("127.0.0.1") == std::string::npos);
   CHECK(r.err.find("retrying") == std::string::npos);
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
 }

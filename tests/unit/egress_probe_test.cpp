@@ -22,11 +22,9 @@ const std::string kHead =
     "lazyagent-probe: root=read-only\n"
     "lazyagent-probe: env=HOME,HOSTNAME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,TMPDIR,\n";
 
-// A podman sandbox (network none): every attempt fails at once.
+// A podman sandbox (network none, an empty resolv.conf): every attempt fails at once.
 const std::string kPodman =
     "lazyagent-probe: egress_runner=python3\n"
-    "lazyagent-probe: egress=dns tcp 10.255.255.53:53 unreachable\n"
-    "lazyagent-probe: egress=dns udp 10.255.255.53:53 unreachable\n"
     "lazyagent-probe: egress=external tcp 1.1.1.1:53 unreachable\n"
     "lazyagent-probe: egress=external tcp 1.1.1.1:80 unreachable\n"
     "lazyagent-probe: egress=external tcp 1.1.1.1:443 unreachable\n"
@@ -34,9 +32,7 @@ const std::string kPodman =
     "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:53 unreachable\n"
     "lazyagent-probe: egress=external udp 1.1.1.1:53 unreachable\n"
     "lazyagent-probe: egress=external udp [2606:4700:4700::1111]:53 unreachable\n"
-    "lazyagent-probe: egress=lookup dns kubernetes.default failed\n"
-    "lazyagent-probe: egress=lookup dns example.com failed\n"
-    "lazyagent-probe: egress_done=11 30ms\n"
+    "lazyagent-probe: egress_done=7 0ms\n"
     "lazyagent-probe: end\n";
 
 // The pod on the bridge CNI, no enforcement: the node answers on the gateway.
@@ -46,13 +42,13 @@ const std::string kBridge =
     "lazyagent-probe: egress=gateway tcp 10.244.91.1:53 refused\n"
     "lazyagent-probe: egress=gateway tcp 10.244.91.1:10250 connected\n"
     "lazyagent-probe: egress=gateway udp 10.244.91.1:53 refused\n"
+    "lazyagent-probe: egress=dns any 127.0.0.1 loopback\n"
     "lazyagent-probe: egress=dns tcp 10.255.255.53:53 timeout\n"
-    "lazyagent-probe: egress=dns udp 10.255.255.53:53 answered\n"
+    "lazyagent-probe: egress=lookup udp example.com@10.255.255.53 resolved:93.184.215.14\n"
+    "lazyagent-probe: egress=lookup udp kubernetes.default@10.255.255.53 answered\n"
     "lazyagent-probe: egress=api tcp 192.0.2.2:6443 timeout\n"
     "lazyagent-probe: egress=external tcp 1.1.1.1:443 timeout\n"
     "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
-    "lazyagent-probe: egress=lookup dns kubernetes.default failed\n"
-    "lazyagent-probe: egress=lookup dns example.com resolved:93.184.215.14\n"
     "lazyagent-probe: egress=lookup:example.com tcp 93.184.215.14:443 timeout\n"
     "lazyagent-probe: egress_done=12 2004ms\n"
     "lazyagent-probe: end\n";
@@ -62,9 +58,9 @@ const std::string kDropped =
     "lazyagent-probe: egress_runner=python3\n"
     "lazyagent-probe: egress=gateway tcp 10.244.91.1:22 timeout\n"
     "lazyagent-probe: egress=gateway udp 10.244.91.1:53 timeout\n"
-    "lazyagent-probe: egress=dns udp 10.255.255.53:53 timeout\n"
+    "lazyagent-probe: egress=lookup udp kubernetes.default@10.255.255.53 timeout\n"
     "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
-    "lazyagent-probe: egress=lookup dns kubernetes.default timeout\n"
+    "lazyagent-probe: egress=dns any 127.0.0.1 loopback\n"
     "lazyagent-probe: egress_done=5 1002ms\n"
     "lazyagent-probe: end\n";
 
@@ -83,20 +79,22 @@ TEST_CASE("egress probe: every attempt blocked in a podman sandbox, each target 
   CHECK(rest == "Ran 4 tests\n");
   CHECK(r.egress.runner == "python3");
   CHECK(r.egress.finished);
-  CHECK(r.egress.ms == 30);
-  REQUIRE(r.egress.attempts.size() == 11);
-  CHECK(r.egress.attempts[0].target == "dns");
+  CHECK(r.egress.ms == 0);
+  REQUIRE(r.egress.attempts.size() == 7);
+  CHECK(r.egress.attempts[0].target == "external");
   CHECK(r.egress.attempts[0].proto == "tcp");
-  CHECK(r.egress.attempts[0].address == "10.255.255.53:53");
+  CHECK(r.egress.attempts[0].address == "1.1.1.1:53");
   CHECK(r.egress.attempts[0].outcome == "unreachable");
-  CHECK(r.egress.attempts[5].address == "[2606:4700:4700::1111]:443");
+  CHECK(r.egress.attempts[3].address == "[2606:4700:4700::1111]:443");
   CHECK(probe_violations(r, SandboxPolicy{}).empty());
   CHECK(probe_violations(r, SandboxPolicy{}, "runc", true).empty());
   const auto j = probe_to_json(r, {});
   CHECK(j["egress"]["ran"] == true);
   CHECK(j["egress"]["reached"].empty());
-  CHECK(j["egress"]["attempts"][10] ==
-        nlohmann::json({{"target", "lookup"}, {"proto", "dns"}, {"address", "example.com"}, {"outcome", "failed"}}));
+  CHECK(j["egress"]["attempts"][6] == nlohmann::json({{"target", "external"},
+                                                      {"proto", "udp"},
+                                                      {"address", "[2606:4700:4700::1111]:53"},
+                                                      {"outcome", "unreachable"}}));
   CHECK_FALSE(j.contains("not_observable"));
 }
 
@@ -108,8 +106,8 @@ TEST_CASE("egress probe: on a CNI that does not enforce NetworkPolicy every reac
       "egress reached: gateway tcp 10.244.91.1:53 (refused)",
       "egress reached: gateway tcp 10.244.91.1:10250 (connected)",
       "egress reached: gateway udp 10.244.91.1:53 (refused)",
-      "egress reached: dns udp 10.255.255.53:53 (answered)",
-      "egress reached: lookup dns example.com (resolved:93.184.215.14)"};
+      "egress reached: lookup udp example.com@10.255.255.53 (resolved:93.184.215.14)",
+      "egress reached: lookup udp kubernetes.default@10.255.255.53 (answered)"};
   // The egress rule (networkpolicy, runtimeclass): the interface is allowed, the reached targets are not.
   CHECK(probe_violations(r, SandboxPolicy{}, "runc", true) == reached);
   // The only-lo rule (podman, runtime-nonet) names the interface as well.
@@ -141,7 +139,8 @@ TEST_CASE("egress probe: one that cannot run or did not finish voids the verdict
                                  "with no network)"});
   // Killed half-way: fewer attempts than the last line says (or no last line).
   std::string cut = kDropped;
-  cut.erase(cut.find("lazyagent-probe: egress=dns"), std::string("lazyagent-probe: egress=dns udp 10.255.255.53:53 timeout\n").size());
+  const std::string line = "lazyagent-probe: egress=dns any 127.0.0.1 loopback\n";
+  cut.erase(cut.find(line), line.size());
   const ProbeReport c = take_probe(with_eth0(kHead) + cut, nullptr);
   CHECK_FALSE(c.egress.finished);
   CHECK(probe_violations(c, SandboxPolicy{}, "runc", true) ==
