@@ -67,9 +67,13 @@ int cmd_run(const std::vector<std::string>& args) {
   auto factory = engine_factory(backend, req.config, store);
   if (!factory) return report_error(factory.error(), json);
   const auto engine = (*factory)();
+  // engine.warm: the sandbox is removed after the result is printed (after_result).
+  if (req.config.engine.warm > 0) engine->defer_removals();
   auto result = run_agent(req, *engine, store, [](const std::string& step) { progress_line(step); });
   if (result && !report.empty()) write_report("run", report, *result);
-  return finish_result(result, json, "its planner and sandbox containers were removed");
+  const int code = finish_result(result, json, "its planner and sandbox containers were removed");
+  after_result(req.config, req.timeout_seconds, *factory, *engine);
+  return code;
 }
 
 }  // namespace lazyagent

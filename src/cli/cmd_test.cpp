@@ -76,13 +76,17 @@ int cmd_test(const std::vector<std::string>& args) {
   auto factory = engine_factory(opt.backend, req.config, store);
   if (!factory) return report_error(factory.error(), opt.json);
   const auto engine = (*factory)();
+  // engine.warm: the sandbox is removed after the result is printed (after_result).
+  if (req.config.engine.warm > 0) engine->defer_removals();
 
   JudgeOptions judge;
   judge.baseline = !opt.no_baseline;
   judge.rerun = static_cast<int>(opt.rerun >= 0 ? opt.rerun : req.config.repair.rerun);
   auto result = run_judged_test(req, judge, *engine, store, [](const std::string& step) { progress_line(step); });
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
-  return finish_result(result, opt.json);
+  const int code = finish_result(result, opt.json);
+  after_result(req.config, req.timeout_seconds, *factory, *engine);
+  return code;
 }
 
 }  // namespace lazyagent
