@@ -91,6 +91,24 @@ bool is_image_reference(const std::string& s);
 constexpr const char* kImageText = "an image reference without spaces or control characters";
 bool is_build_network(const std::string& s) { return s == "bridge" || s == "none"; }
 
+// HOST:PORT: a name or IPv4 address, or an IPv6 address in brackets; port 1-65535.
+bool is_host_port(const std::string& s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = s.substr(0, colon);
+  const std::string port = s.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) return false;
+  } else if (host.empty() || host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                                 std::string::npos) {
+    return false;
+  }
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
+  const long n = std::stol(port);
+  return n >= 1 && n <= 65535;
+}
+
 // Reads one document against the schema, collecting every error.
 class Reader {
  public:
@@ -236,6 +254,25 @@ class Reader {
     };
   }
 
+  // A list of "HOST:PORT" (an IP address or a name; IPv6 in brackets).
+  Read host_port_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence()) return error(p, "expected a list of HOST:PORT, got " + describe(n));
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const std::string item_path = p + "[" + std::to_string(i) + "]";
+        const std::string v = n[i].IsScalar() ? n[i].Scalar() : std::string();
+        if (!is_host_port(v)) {
+          error(item_path, "expected HOST:PORT (an IPv6 address in brackets, [fd00::1]:443; port 1-65535), got " +
+                               describe(n[i]));
+          continue;
+        }
+        entries.push_back(v);
+      }
+      *out = std::move(entries);
+    };
+  }
+
   // A list of glob patterns (path_glob.h), each checked.
   Read glob_list(std::vector<std::string>* out) {
     return [this, out](const YAML::Node& n, const std::string& p) {
@@ -364,6 +401,9 @@ bool is_secret_name(const std::string& s) {
 constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
 
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+bool is_k8s_isolation(const std::string& s) {
+  return s == "runtime-nonet" || s == "runtimeclass" || s == "networkpolicy";
+}
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
 bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
@@ -559,7 +599,10 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"runtime_class", r.string(&cfg.k8s.runtime_class)},
                               {"plain_http_provider_ip", r.string(&cfg.k8s.plain_http_provider_ip)},
                               {"ttl_seconds_after_finished",
-                               r.integer(&cfg.k8s.ttl_seconds_after_finished, 0, 30 * 86400)}})},
+                               r.integer(&cfg.k8s.ttl_seconds_after_finished, 0, 30 * 86400)},
+                              {"isolation", r.string(&cfg.k8s.isolation, is_k8s_isolation,
+                                                     "'runtime-nonet', 'runtimeclass' or 'networkpolicy'")},
+                              {"egress_probe_targets", r.host_port_list(&cfg.k8s.egress_probe_targets)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
         });
@@ -567,6 +610,15 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
       r.error("user_namespace", "host_id + size - 1 must not exceed 4294967294, got " +
                                     std::to_string(cfg.user_namespace.host_id + cfg.user_namespace.size - 1));
+    }
+    if (r.errors().empty() && cfg.k8s.isolation == "runtimeclass" && cfg.k8s.runtime_class == "none") {
+      r.error("k8s.isolation", "runtimeclass needs k8s.runtime_class naming your cluster's RuntimeClass (e.g. "
+                               "gvisor, kata), not none");
+    }
+    if (r.errors().empty() && cfg.k8s.isolation == "networkpolicy" && cfg.k8s.runtime_class != "none" &&
+        cfg.k8s.runtime_class != K8sConfig{}.runtime_class) {
+      r.error("k8s.runtime_class", "networkpolicy runs with no RuntimeClass; with " + cfg.k8s.runtime_class +
+                                       " set k8s.isolation: runtimeclass");
     }
     if (!r.errors().empty()) {
       std::string all;

@@ -129,6 +129,18 @@ struct K8sConfig {
   // through the owner references, its ConfigMaps and NetworkPolicy): the
   // collection that does not rest on the CLI, for a run whose CLI was killed.
   std::int64_t ttl_seconds_after_finished = 3600;
+  // What isolates the sandbox pod's network (README "On your cluster"):
+  //   runtime-nonet  runtime_class has no network at all (the local
+  //                  cluster's lazyagent-nonet): the probe demands only lo
+  //   runtimeclass   runtime_class is the user's (gvisor, kata, ...), plus
+  //                  the deny-all NetworkPolicy: judged by the egress probe
+  //   networkpolicy  no RuntimeClass; the CNI enforces the deny-all
+  //                  NetworkPolicy: judged by the egress probe
+  std::string isolation = "runtime-nonet";
+  // More addresses for the sandbox's egress probe to try, "HOST:PORT"
+  // ([v6]:port): e.g. the nodes' addresses. The API server's come from
+  // the kubeconfig and the cluster.
+  std::vector<std::string> egress_probe_targets;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).

@@ -93,7 +93,7 @@ ordered_json sandbox_service(const ExportInput& in) {
       {"image", p.image},
       // The whole program as the entrypoint: whatever the image's own
       // ENTRYPOINT or CMD, this is what runs.
-      {"entrypoint", sandbox_command(in.config.test_command, p.log_bytes)},
+      {"entrypoint", sandbox_command(in.config.test_command, p.log_bytes, egress_targets_arg(p))},
       {"network_mode", "none"},
       {"read_only", true},
       {"cap_drop", {"ALL"}},

@@ -118,7 +118,7 @@ json oci_runtime_spec(const ExportInput& in, const std::string& rootfs_dir_name)
       {"process",
        {{"terminal", false},
         {"user", {{"uid", 0}, {"gid", 0}}},  // root without capabilities (host root: no user namespace here)
-        {"args", sandbox_command(in.config.test_command, p.log_bytes)},
+        {"args", sandbox_command(in.config.test_command, p.log_bytes, egress_targets_arg(p))},
         {"env", env},
         {"cwd", "/"},
         {"capabilities",

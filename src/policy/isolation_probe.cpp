@@ -35,9 +35,14 @@ while read -r k v; do case "$k" in CapEff:|CapPrm:|CapBnd:|NoNewPrivs:|Seccomp:)
 read -r a b c </proc/self/uid_map; printf '%s: uid_map=%s %s %s\n' $p "$a" "$b" "$c"
 if ( : >/.lazyagent-probe ) 2>/dev/null; then printf '%s: root=writable\n' $p; else printf '%s: root=read-only\n' $p; fi
 e=; for w in $(export -p | while read -r x kv; do printf '%s\n' "${kv%%=*}"; done); do e="$e$w,"; done; printf '%s: env=%s\n' $p "$e"
-printf '%s: end\n' $p
+%EGRESS%printf '%s: end\n' $p
 )sh";
-  return shell;
+  static const std::string with_egress = [] {
+    std::string s = shell;
+    s.replace(s.find("%EGRESS%"), 8, egress_probe_shell());
+    return s;
+  }();
+  return with_egress;
 }
 
 ProbeReport take_probe(std::string_view output, std::string* rest) {
@@ -68,6 +73,7 @@ ProbeReport take_probe(std::string_view output, std::string* rest) {
     else if (k == "root") r.root = v;
     else if (k == "uid_map") r.uid_map = v;
     else if (k == "env") r.env_names = split_commas(v);
+    else take_egress_line(k, v, &r.egress);
   }
   r.found = true;
   if (rest) *rest = std::string(output.substr(after));
@@ -91,17 +97,20 @@ bool sysfs_unreadable(const ProbeReport& r) {
 }  // namespace
 
 std::vector<std::string> probe_violations(const ProbeReport& r, const SandboxPolicy& policy,
-                                          const std::string& runtime) {
+                                          const std::string& runtime, bool egress_rule) {
   std::vector<std::string> v;
   if (!r.found) return {"the isolation probe did not report (the sandbox script did not run as built)"};
   const bool gvisor = runtime == "runsc";
   const std::vector<std::string> lo = {"lo"};
   // Two views of the interfaces: sysfs and the kernel's /proc/net/dev. Both
   // must show only lo; under gVisor an unreadable sysfs leaves /proc/net/dev.
-  if (r.interfaces != lo && !(gvisor && sysfs_unreadable(r))) {
-    v.push_back("network interfaces other than lo: " + join(r.interfaces));
+  if (!egress_rule) {
+    if (r.interfaces != lo && !(gvisor && sysfs_unreadable(r))) {
+      v.push_back("network interfaces other than lo: " + join(r.interfaces));
+    }
+    if (r.netdev != lo) v.push_back("network interfaces in /proc/net/dev other than lo: " + join(r.netdev));
   }
-  if (r.netdev != lo) v.push_back("network interfaces in /proc/net/dev other than lo: " + join(r.netdev));
+  for (auto& e : egress_violations(r.egress, egress_rule)) v.push_back(std::move(e));
   auto zero = [](const std::string& hex) { return !hex.empty() && hex.find_first_not_of('0') == std::string::npos; };
   if (!zero(r.cap_eff) || !zero(r.cap_prm) || !zero(r.cap_bnd)) {
     v.push_back("capabilities held: CapEff=" + r.cap_eff + " CapPrm=" + r.cap_prm + " CapBnd=" + r.cap_bnd);
@@ -144,6 +153,11 @@ json probe_to_json(const ProbeReport& r, const std::vector<std::string>& violati
     unseen.push_back("no_new_privs (not reported in /proc/self/status)");
   }
   if (sysfs_unreadable(r)) unseen.push_back("interfaces via /sys/class/net (unreadable; judged by /proc/net/dev)");
+  if (r.found && !r.egress.finished) {
+    unseen.push_back(r.egress.runner == "none" ? "egress (the sandbox image has no python3 to run the egress probe)"
+                                               : "egress (the egress probe did not finish)");
+  }
+  j["egress"] = egress_to_json(r.egress);
   if (!unseen.empty()) j["not_observable"] = unseen;
   return j;
 }

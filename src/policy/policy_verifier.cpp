@@ -291,7 +291,7 @@ void check_inspect(Checker& c, const SandboxRequest& req, const json& spec, cons
   // The seccomp filter is checked whole by check_seccomp; runsc applies it
   // only with --oci-seccomp, which the isolation probe checks from inside.
   const json& args = at(spec, {"process", "args"});
-  if (args != json(sandbox_command(req.test_command, req.policy.log_bytes))) c.fail("command", "the process would run " + args.dump());
+  if (args != json(sandbox_command(req.test_command, req.policy.log_bytes, egress_targets_arg(req.policy)))) c.fail("command", "the process would run " + args.dump());
 }
 
 }  // namespace

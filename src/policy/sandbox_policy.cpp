@@ -120,8 +120,10 @@ std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p) {
           "mode=1777"};
 }
 
-std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes) {
-  // $1 is the test command, $2/$3 the head/tail output budgets, all passed as
+std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes,
+                                         const std::string& egress_targets) {
+  // $1 is the test command, $2/$3 the head/tail output budgets, $4 the
+  // egress probe's targets, all passed as
   // arguments so that no quoting is ever needed.
   //
   // The plumbing leaves no node in any directory the test can see (/tmp,
@@ -172,7 +174,13 @@ exec 4>&1
 )sh";
   const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
   return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
-          std::to_string(output_bytes - tail), std::to_string(tail)};
+          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+}
+
+std::string egress_targets_arg(const SandboxPolicy& p) {
+  std::string all;
+  for (const auto& t : p.egress_probe_targets) all += (all.empty() ? "" : " ") + t;
+  return all;
 }
 
 namespace {
@@ -198,7 +206,7 @@ json build_create_spec(const SandboxRequest& req) {
   json spec = json{
       {"name", req.name},
       {"image", p.image},
-      {"command", sandbox_command(req.test_command, p.log_bytes)},
+      {"command", sandbox_command(req.test_command, p.log_bytes, egress_targets_arg(p))},
       {"entrypoint", json::array()},
       {"work_dir", "/"},
       {"hostname", p.hostname},

@@ -78,6 +78,9 @@ struct SandboxPolicy {
   std::int64_t timeout_seconds = 120;
   std::string hostname = "sandbox";
   UserNamespace userns;
+  // Addresses the egress probe tries beyond what it finds itself
+  // ("label=host:port", egress_probe.h): the engine's (Kubernetes: the API).
+  std::vector<std::string> egress_probe_targets;
   // The seccomp profile (OCI runtime-spec form) the sandbox must run under:
   // oci/seccomp.json as built into the binary (oci_seccomp.h).
   nlohmann::json seccomp = oci_seccomp_profile();
@@ -123,10 +126,15 @@ inline constexpr const char* kOutputCutMarker = "[lazyagent-oci: output cut";
 
 // The shell program the sandbox runs: copy the seed into the tmpfs, run the
 // test command there with its output capped at `output_bytes` (head and
-// tail kept), exit with its status.
-// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL}.
+// tail kept), exit with its status. Before the test, the isolation probe
+// (isolation_probe.h) with the egress probe's targets (egress_probe.h:
+// "label=host:port", space-separated; the engine's, e.g. the Kubernetes API).
+// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL, TARGETS}.
 std::vector<std::string> sandbox_command(const std::string& test_command,
-                                         std::int64_t output_bytes);
+                                         std::int64_t output_bytes,
+                                         const std::string& egress_targets = "");
+// The policy's egress_probe_targets as sandbox_command's TARGETS.
+std::string egress_targets_arg(const SandboxPolicy& p);
 
 struct SandboxRequest {
   SandboxPolicy policy;

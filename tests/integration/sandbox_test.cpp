@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "harness.h"
@@ -37,6 +38,21 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CHECK(r.result["isolation_probe"]["violations"].empty());
   CHECK(r.result["isolation_probe"]["root"] == "read-only");
   CHECK(r.result["test_output"].get<std::string>().find("lazyagent-probe") == std::string::npos);
+  // The egress probe ran (python3 in the sandbox image) and reached nothing:
+  // with only lo, every attempt fails at once.
+  const json egress = r.result["isolation_probe"]["egress"];
+  CHECK(egress["runner"] == "python3");
+  CHECK(egress["ran"] == true);
+  CHECK(egress["reached"].empty());
+  CHECK(egress["attempts"].size() >= 7);
+  std::set<std::string> targets;
+  for (const auto& a : egress["attempts"]) {
+    targets.insert(a["target"].get<std::string>() + " " + a["proto"].get<std::string>());
+    CHECK(a["outcome"] != "connected");
+  }
+  CHECK(targets.count("external tcp") == 1);
+  CHECK(targets.count("external udp") == 1);
+  CHECK(egress["ms"].get<long>() < 1000);  // nothing to wait for: no route anywhere
   CHECK_FALSE(r.result.contains("reason"));
   CHECK(container_gone(r.result["sandbox_id"]));
   CHECK(hash_tree(seed_dir()) == before);
@@ -52,6 +68,24 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CHECK(rows[1 - mine]["kind"] == "baseline");
   CHECK(rows[1 - mine]["run_id"] == r.result["triage"]["baseline"]["run_id"]);
   CHECK(rows[1 - mine]["exists"] == false);
+}
+
+TEST_CASE("an image without python3: the egress probe cannot run, said as not observable, only lo carries the "
+          "verdict on podman", "[sandbox]") {
+  // The Debian base image has sh and coreutils but no python3.
+  TempDir state;
+  Run r = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
+                     "images:\n  sandbox: localhost/lazyagent-base:bookworm\n"
+                     "test_command: grep -q 'return a + b' calculator.py\n");
+  INFO(r.cli.err << r.result.dump(2));
+  CHECK(r.cli.exit_code != 5);  // no isolation violation (the verdict itself: no runner report here)
+  CHECK(r.result["test_exit_code"] == 0);
+  const json probe = r.result["isolation_probe"];
+  CHECK(probe["violations"].empty());
+  CHECK(probe["egress"]["runner"] == "none");
+  CHECK(probe["egress"]["ran"] == false);
+  CHECK(probe["egress"]["attempts"].empty());
+  CHECK(probe["not_observable"] == json::array({"egress (the sandbox image has no python3 to run the egress probe)"}));
 }
 
 TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {

@@ -177,6 +177,47 @@ StubReply reply(const std::string& patch) {
   return r;
 }
 
+// Emulated NetworkPolicy enforcement: the node drops whatever the pods on the
+// local cluster's bridge send, to the node itself (INPUT) and beyond it
+// (FORWARD), as an enforcing CNI drops a deny-all pod's egress. Every rule
+// carries a comment; construction first removes any a killed run left, the
+// destructor removes them on every path out of the test.
+class DropPodEgress {
+ public:
+  DropPodEgress() {
+    clear();
+    for (const char* chain : {"INPUT", "FORWARD"}) {
+      const std::string out = sh(std::string("iptables -w -I ") + chain + " 1 " + rule() + " 2>&1 && echo added");
+      INFO(out);
+      REQUIRE(out.find("added") != std::string::npos);
+    }
+  }
+  ~DropPodEgress() { clear(); }
+  static std::size_t rules_left() {
+    const std::string out = sh("iptables -w -S 2>/dev/null | grep -c " + std::string(kComment) + " || true");
+    return static_cast<std::size_t>(std::atoi(out.c_str()));
+  }
+
+ private:
+  static constexpr const char* kComment = "lazyagent-it-drop-pod-egress";
+  static std::string bridge() {
+    const char* b = std::getenv("LAZYAGENT_K8S_BRIDGE");
+    return b && *b ? b : "lzacni0";
+  }
+  static std::string subnet() {
+    const char* s = std::getenv("LAZYAGENT_K8S_POD_SUBNET");
+    return s && *s ? s : "10.244.91.0/24";
+  }
+  static std::string rule() {
+    return "-i " + bridge() + " -s " + subnet() + " -m comment --comment " + kComment + " -j DROP";
+  }
+  static void clear() {
+    for (const char* chain : {"INPUT", "FORWARD"}) {
+      (void)sh(std::string("while iptables -w -D ") + chain + " " + rule() + " 2>/dev/null; do :; done");
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
@@ -210,6 +251,11 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   CHECK(k8s["objects"]["sandbox_job"] == j["run_id"].get<std::string>() + "-sandbox");
   CHECK(j["sandbox_id"].get<std::string>().rfind("default/" + j["run_id"].get<std::string>() + "-sandbox-", 0) == 0);
   CHECK(j["isolation_probe"]["interfaces"] == json::array({"lo"}));
+  // runtime-nonet (the default): only lo, and the egress probe reached nothing.
+  CHECK(k8s["isolation"] == "runtime-nonet");
+  CHECK(j["isolation_probe"]["egress"]["ran"] == true);
+  CHECK(j["isolation_probe"]["egress"]["reached"].empty());
+  CHECK(j["isolation_probe"]["egress"]["attempts"].size() >= 8);
   CHECK(k8s["provider_transport"].get<std::string>().find("plain http, opted in") == 0);
   CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["run_id"].get<std::string>()) == 0);
   CHECK(j["policy"]["user"]["mode"] == "non_root_uid");  // the pod's uid, no podman id map
@@ -449,6 +495,94 @@ TEST_CASE("k8s: without the no-network RuntimeClass the probe sees the pod's int
   CHECK(r.err.find("retrying") == std::string::npos);
   CHECK(r.out.find("\"tests_passed\": true") == std::string::npos);
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: isolation networkpolicy on the bridge CNI, which does not enforce NetworkPolicy: refused by the "
+          "egress probe, saying so and what to do", "[k8s]") {
+  Provider p({}, "  isolation: networkpolicy\n");
+  K8sClient k = client();
+  TempDir dir;
+  CliResult r = p.cli({"test", "--backend", "k8s", "--config", p.config(), "--patch",
+                       dir.file("fix.json", fixing_patch()), "--no-baseline", "--json"});
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code == 5);
+  CHECK(j["category"] == "isolation_violation");
+  CHECK_FALSE(j.contains("tests_passed"));  // no verdict at all
+  const std::string e = j["error"];
+  CHECK(e.find("the isolation probe inside the sandbox found: ") != std::string::npos);
+  // The node answers on the pod's gateway: named, with the outcome.
+  CHECK(e.find("egress reached: gateway tcp 10.244.91.1:") != std::string::npos);
+  CHECK(e.find("k8s.isolation networkpolicy: the sandbox pod reached the addresses above, so this cluster does not "
+               "enforce the deny-all NetworkPolicy") != std::string::npos);
+  CHECK(e.find("eth0") == std::string::npos);  // the interface itself is no finding in this mode
+  // The pod's resolver on this cluster is 127.0.0.1: the pod's own loopback, never a finding.
+  CHECK(e.find("127.0.0.1") == std::string::npos);
+  CHECK(r.err.find("retrying") == std::string::npos);
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: isolation networkpolicy with enforcement emulated on the node (iptables drops the pods' egress): "
+          "runs pass, the probe reached nothing, the rules are removed", "[k8s]") {
+  Provider p({}, "  isolation: networkpolicy\n");
+  K8sClient k = client();
+  TempDir dir;
+  const std::string patch = dir.file("fix.json", fixing_patch());
+  json j;
+  {
+    DropPodEgress drop;
+    REQUIRE(DropPodEgress::rules_left() == 2);
+    // With the baseline: two sandbox Jobs, each judged by its own probe.
+    CliResult r = p.cli({"test", "--backend", "k8s", "--config", p.config(), "--patch", patch, "--json"});
+    j = json_out(r);
+    INFO(r.err << j.dump(2));
+    CHECK(r.exit_code == 0);
+  }
+  CHECK(DropPodEgress::rules_left() == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["triage"]["verdict"] == "passed");
+  const json probe = j["isolation_probe"];
+  CHECK(probe["violations"].empty());
+  CHECK(probe["interfaces"] != json::array({"lo"}));  // the pod has its eth0: the egress probe decided
+  CHECK(probe["egress"]["ran"] == true);
+  CHECK(probe["egress"]["reached"].empty());
+  bool gateway = false;
+  for (const auto& a : probe["egress"]["attempts"]) {
+    if (a["target"] == "gateway" && a["proto"] == "tcp") {
+      gateway = true;
+      CHECK(a["outcome"] == "timeout");  // dropped, not refused
+    }
+  }
+  CHECK(gateway);
+  WARN("egress probe in the pod, every packet dropped: " << probe["egress"]["ms"] << " ms");
+  const json k8s = j["policy"]["k8s"];
+  CHECK(k8s["isolation"] == "networkpolicy");
+  CHECK(k8s["isolation_proof"].get<std::string>().find("egress probe") != std::string::npos);
+  bool stated = false;
+  for (const auto& line : k8s["enforced"]) {
+    stated = stated || line.get<std::string>().find("the egress probe in this pod reached none") != std::string::npos;
+  }
+  CHECK(stated);
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+
+  // The rules are gone: the same run is refused again.
+  CliResult again = p.cli({"test", "--backend", "k8s", "--config", p.config(), "--patch", patch, "--no-baseline",
+                           "--json"});
+  CHECK(again.exit_code == 5);
+}
+
+TEST_CASE("k8s: isolation runtimeclass with the no-network RuntimeClass: judged by the egress probe, passes", "[k8s]") {
+  Provider p({}, "  isolation: runtimeclass\n");
+  TempDir dir;
+  CliResult r = p.cli({"test", "--backend", "k8s", "--config", p.config(), "--patch",
+                       dir.file("fix.json", fixing_patch()), "--no-baseline", "--json"});
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code == 0);
+  CHECK(j["policy"]["k8s"]["isolation"] == "runtimeclass");
+  CHECK(j["policy"]["runtime"] == "k8s:lazyagent-nonet");
+  CHECK(j["isolation_probe"]["egress"]["ran"] == true);
+  CHECK(j["isolation_probe"]["egress"]["reached"].empty());
 }
 
 TEST_CASE("k8s: run --attempts 2 repairs: a wrong patch, its failure goes back to the planner Job, the fix passes",
@@ -714,6 +848,7 @@ TEST_CASE("k8s: a unified diff against a git repository seed passes without .git
 
 TEST_CASE("k8s: after the suite nothing of ours remains but provider Secrets", "[k8s][zz-last]") {
   K8sClient k = client();
+  CHECK(DropPodEgress::rules_left() == 0);
   CHECK(leftovers(k, "io.lazyagent.run") == 0);
   auto secrets = k.list(kK8sSecrets, kNs, "io.lazyagent.role");
   REQUIRE(secrets.ok());

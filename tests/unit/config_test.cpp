@@ -377,7 +377,7 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message ==
         "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip, "
-        "ttl_seconds_after_finished)");
+        "ttl_seconds_after_finished, isolation, egress_probe_targets)");
   CHECK(d->k8s.ttl_seconds_after_finished == 3600);
   auto ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: 30}\n", "cfg.yaml", "/tmp");
   REQUIRE(ttl.ok());
@@ -385,6 +385,38 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
   auto bad_ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: -1}\n", "cfg.yaml", "/tmp");
   REQUIRE_FALSE(bad_ttl.ok());
   CHECK(bad_ttl.error().message.find("k8s.ttl_seconds_after_finished") != std::string::npos);
+}
+
+TEST_CASE("k8s.isolation: the three modes, their RuntimeClass, the egress probe's targets, each error named",
+          "[config]") {
+  auto cfg = [](const std::string& yaml) { return lazyagent::parse_config(yaml, "cfg.yaml", "/tmp"); };
+  CHECK(cfg("")->k8s.isolation == "runtime-nonet");
+  CHECK(cfg("k8s: {isolation: networkpolicy}\n")->k8s.isolation == "networkpolicy");
+  CHECK(cfg("k8s: {isolation: networkpolicy, runtime_class: none}\n").ok());
+  CHECK(cfg("k8s: {isolation: runtimeclass, runtime_class: gvisor}\n")->k8s.runtime_class == "gvisor");
+  auto bad = cfg("k8s: {isolation: calico}\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "cfg.yaml: k8s.isolation: expected 'runtime-nonet', 'runtimeclass' or 'networkpolicy', got 'calico'");
+  auto none = cfg("k8s: {isolation: runtimeclass, runtime_class: none}\n");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message == "cfg.yaml: k8s.isolation: runtimeclass needs k8s.runtime_class naming your "
+                                "cluster's RuntimeClass (e.g. gvisor, kata), not none");
+  auto mixed = cfg("k8s: {isolation: networkpolicy, runtime_class: gvisor}\n");
+  REQUIRE_FALSE(mixed.ok());
+  CHECK(mixed.error().message == "cfg.yaml: k8s.runtime_class: networkpolicy runs with no RuntimeClass; with "
+                                 "gvisor set k8s.isolation: runtimeclass");
+  auto targets = cfg("k8s:\n  egress_probe_targets: ['192.0.2.7:22', '[fd00::7]:10250', 'node-1.example:6443']\n");
+  REQUIRE(targets.ok());
+  CHECK(targets->k8s.egress_probe_targets ==
+        std::vector<std::string>{"192.0.2.7:22", "[fd00::7]:10250", "node-1.example:6443"});
+  auto bad_targets = cfg("k8s:\n  egress_probe_targets: ['fd00::7:443', '10.0.0.1:0', 'x y:1']\n");
+  REQUIRE_FALSE(bad_targets.ok());
+  const std::string e = bad_targets.error().message;
+  CHECK(e.find("cfg.yaml: k8s.egress_probe_targets[0]: expected HOST:PORT (an IPv6 address in brackets, "
+               "[fd00::1]:443; port 1-65535), got 'fd00::7:443'") != std::string::npos);
+  CHECK(e.find("k8s.egress_probe_targets[1]") != std::string::npos);
+  CHECK(e.find("k8s.egress_probe_targets[2]") != std::string::npos);
 }
 
 TEST_CASE("report: auto, output, or junit:PATH relative to the project, nothing else", "[config]") {

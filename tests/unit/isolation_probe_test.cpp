@@ -16,6 +16,9 @@ const std::string kClean =
     "lazyagent-probe: uid_map=0 1879048192 65536\n"
     "lazyagent-probe: root=read-only\n"
     "lazyagent-probe: env=HOME,HOSTNAME,LANG,OLDPWD,PATH,PWD,PYTHONDONTWRITEBYTECODE,PYTHONUNBUFFERED,TMPDIR,\n"
+    "lazyagent-probe: egress_runner=python3\n"
+    "lazyagent-probe: egress=external tcp 1.1.1.1:443 unreachable\n"
+    "lazyagent-probe: egress_done=1 20ms\n"
     "lazyagent-probe: end\n";
 }  // namespace
 

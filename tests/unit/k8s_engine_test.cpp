@@ -138,3 +138,27 @@ TEST_CASE("k8s_stored_violations: what the API server stored must be what was se
                                       ".spec.containers[0].envFrom was added",
                                       ".spec.hostNetwork was added"});
 }
+
+TEST_CASE("k8s_egress_targets: the API server and the kubernetes Service as IP addresses, loopback dropped") {
+  CHECK(k8s_egress_targets("https://192.0.2.10:6443", "10.96.0.1:443", {}) ==
+        std::vector<std::string>{"api=192.0.2.10:6443", "api-service=10.96.0.1:443"});
+  CHECK(k8s_egress_targets("https://[fd00::10]", "", {"[fd00::11]:10250", "192.0.2.11:22"}) ==
+        std::vector<std::string>{"api=[fd00::10]:443", "config=[fd00::11]:10250", "config=192.0.2.11:22"});
+  // The local cluster's API server listens on 127.0.0.1: in the pod that is the pod's own loopback.
+  CHECK(k8s_egress_targets("https://127.0.0.1:6443", "", {"localhost:10250"}).empty());
+  CHECK(k8s_egress_targets("https://192.0.2.10:6443/prefix", "", {"192.0.2.10:6443"}) ==
+        std::vector<std::string>{"api=192.0.2.10:6443", "config=192.0.2.10:6443"});
+}
+
+TEST_CASE("k8s_settings_from_config: networkpolicy runs with no RuntimeClass") {
+  Config c;
+  CHECK(k8s_settings_from_config(c).runtime_class == "lazyagent-nonet");
+  CHECK(k8s_settings_from_config(c).isolation == "runtime-nonet");
+  c.k8s.isolation = "networkpolicy";
+  CHECK(k8s_settings_from_config(c).runtime_class.empty());
+  c.k8s.isolation = "runtimeclass";
+  c.k8s.runtime_class = "gvisor";
+  c.k8s.egress_probe_targets = {"192.0.2.11:22"};
+  CHECK(k8s_settings_from_config(c).runtime_class == "gvisor");
+  CHECK(k8s_settings_from_config(c).egress_probe_targets == std::vector<std::string>{"192.0.2.11:22"});
+}

@@ -58,11 +58,14 @@ TEST_CASE("the environment is exactly the allowlist") {
 
 TEST_CASE("the test command travels as an argument, never spliced into the script") {
   const auto cmd = sandbox_command("python3 -m unittest -v; echo \"$x\"", 1048576);
-  REQUIRE(cmd.size() == 7);
+  REQUIRE(cmd.size() == 8);
   CHECK(cmd[0] == "/bin/sh");
   CHECK(cmd[2].rfind("cp -R /seed/. /work/ && mkdir -p /work/.lazyagent-tmp && cd /work || exit 125\n", 0) == 0);
   CHECK(cmd[2].find("/bin/sh -c \"$1\"") != std::string::npos);
-  CHECK(cmd[2].find("python3") == std::string::npos);
+  CHECK(cmd[2].find("unittest") == std::string::npos);
+  CHECK(cmd[7].empty());  // no egress probe targets but what the probe finds itself
+  CHECK(sandbox_command("x", 8192, "api=10.0.0.1:443")[7] == "api=10.0.0.1:443");
+  CHECK(cmd[2].find("\"$4\"") != std::string::npos);
   CHECK(cmd[4] == "python3 -m unittest -v; echo \"$x\"");
   CHECK(cmd[5] == "983040");  // head: the budget less the 64 KiB tail
   CHECK(cmd[6] == "65536");

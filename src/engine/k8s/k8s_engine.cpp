@@ -1,5 +1,10 @@
 #include "engine/k8s/k8s_engine.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <chrono>
 #include <regex>
@@ -45,7 +50,70 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   s.runtime_class = config.k8s.runtime_class == "none" ? "" : config.k8s.runtime_class;
   s.plain_http_provider_ip = config.k8s.plain_http_provider_ip;
   s.ttl_seconds_after_finished = config.k8s.ttl_seconds_after_finished;
+  s.isolation = config.k8s.isolation;
+  if (s.isolation == "networkpolicy") s.runtime_class.clear();  // the CNI isolates, no RuntimeClass
+  s.egress_probe_targets = config.k8s.egress_probe_targets;
   return s;
+}
+
+namespace {
+
+// HOST:PORT (IPv6 in brackets) -> the addresses HOST resolves to, each
+// "ADDR:PORT" / "[ADDR]:PORT", loopback dropped.
+std::vector<std::string> resolve_host_port(const std::string& hp) {
+  const auto colon = hp.rfind(':');
+  if (colon == std::string::npos) return {};
+  std::string host = hp.substr(0, colon);
+  const std::string port = hp.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0) return {};
+  std::vector<std::string> out;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    std::string addr;
+    if (a->ai_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) continue;
+      addr = inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    } else if (a->ai_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) continue;
+      addr = "[" + std::string(inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf)) + "]";
+    } else {
+      continue;
+    }
+    const std::string t = addr + ":" + port;
+    if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> k8s_egress_targets(const std::string& server_url, const std::string& api_service,
+                                            const std::vector<std::string>& extra) {
+  std::vector<std::string> out;
+  auto add = [&](const char* label, const std::string& hp) {
+    for (const auto& t : resolve_host_port(hp)) {
+      const std::string entry = std::string(label) + "=" + t;
+      if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(entry);
+    }
+  };
+  // https://HOST[:PORT][/path]
+  std::string rest = server_url.substr(server_url.find("://") == std::string::npos ? 0 : server_url.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  const bool bracketed = !rest.empty() && rest.front() == '[';
+  const auto close = bracketed ? rest.find(']') : std::string::npos;
+  const auto colon = rest.rfind(':');
+  const bool has_port = colon != std::string::npos && (!bracketed || colon > close);
+  if (!rest.empty()) add("api", has_port ? rest : rest + ":443");
+  if (!api_service.empty()) add("api-service", api_service);
+  for (const auto& e : extra) add("config", e);
+  return out;
 }
 
 std::map<std::string, std::string> k8s_owner_labels(const std::string& role, const std::string& run_id) {
@@ -329,7 +397,24 @@ class K8sJob : public Sandbox {
     // A pod killed at its deadline may have left no log to judge: a timeout verdict.
     if (timed_out && !probe.found) return {};
     const std::string runtime = s_.runtime_class == "lazyagent-nonet" ? "runsc" : "runc";
-    auto violations = lazyagent::probe_violations(probe, policy_, runtime);
+    // runtime-nonet: only lo, as on podman; the other modes give the pod an
+    // eth0 by design, and the egress probe decides (and must have run).
+    const bool egress_rule = s_.isolation != "runtime-nonet";
+    auto violations = lazyagent::probe_violations(probe, policy_, runtime, egress_rule);
+    const bool reached = std::any_of(probe.egress.attempts.begin(), probe.egress.attempts.end(),
+                                     [](const EgressAttempt& a) { return a.reached(); });
+    if (egress_rule && reached) {
+      violations.push_back(
+          s_.isolation == "networkpolicy"
+              ? "k8s.isolation networkpolicy: the sandbox pod reached the addresses above, so this cluster does not "
+                "enforce the deny-all NetworkPolicy (its CNI ignores NetworkPolicy, e.g. the bridge plugin); run on a "
+                "cluster whose CNI enforces it (Calico, Cilium, GKE Dataplane V2, ...) or set k8s.isolation to "
+                "runtime-nonet or runtimeclass with a RuntimeClass that has no network"
+              : "k8s.isolation runtimeclass: the sandbox pod under RuntimeClass " + s_.runtime_class +
+                    " reached the addresses above, so neither the RuntimeClass nor the cluster's CNI (the deny-all "
+                    "NetworkPolicy) blocks its egress; use a CNI that enforces NetworkPolicy or a RuntimeClass "
+                    "with no network");
+    }
     // gVisor's /proc/self/status has no NoNewPrivs line at all (runc's says 0
     // or 1): under the no-network RuntimeClass an absent line cannot be
     // judged and is reported as not observable; a "0" is still a violation.
@@ -359,16 +444,23 @@ class K8sJob : public Sandbox {
     const json uid = job_.value("/spec/template/spec/securityContext/runAsUser"_json_pointer, json());
     p["user"]["uid"] = uid;
     k["probe_interfaces"] = probe_ifaces_;
+    k["egress_probe_targets"] = policy_.egress_probe_targets;
     if (nnp_unobservable_) k["probe_notes"] = json::array({kNnpNote});
     k["enforced"] = enforced_;
     k["not_enforced"] = json::array();
     for (const auto& line : not_enforced_) {
       // The export's network caveat is about NetworkPolicy alone; the RuntimeClass answers it.
-      if (!s_.runtime_class.empty() && line.rfind("network: ", 0) == 0) continue;
+      // In the egress modes a run that gets here had a probe that reached nothing.
+      if ((!s_.runtime_class.empty() || s_.isolation != "runtime-nonet") && line.rfind("network: ", 0) == 0) continue;
       k["not_enforced"].push_back(line);
     }
-    if (!s_.runtime_class.empty()) {
+    if (s_.isolation != "runtime-nonet") {
+      k["enforced"].push_back("network: " + k.value("network", std::string()) +
+                              " (the egress probe in this pod reached none of its targets)");
+    } else if (!s_.runtime_class.empty()) {
       k["enforced"].push_back("network: " + k.value("network", std::string()));
+    }
+    if (!s_.runtime_class.empty()) {
       k["not_enforced"].push_back("memory/cpu limits under gVisor: runsc is given the pod's cgroup; not verified by a "
                                   "test here (podman's runsc path measured them as not enforced with --ignore-cgroups)");
     }
@@ -485,13 +577,30 @@ json K8sEngine::policy_json(const SandboxPolicy& policy, const Config&) const {
   p["user"] = {{"mode", "non_root_uid"}, {"uid", kK8sSandboxUid}, {"uid_map", nullptr}, {"gid_map", nullptr}};
   // The runtime provenance names: the pod's RuntimeClass on Kubernetes.
   p["runtime"] = "k8s:" + (s_.runtime_class.empty() ? std::string("default") : s_.runtime_class);
+  static const std::map<std::string, std::string> kProof = {
+      {"runtime-nonet", "the RuntimeClass gives the pod no network: the isolation probe demands only lo (as on "
+                        "podman), and the egress probe must reach nothing"},
+      {"runtimeclass", "the RuntimeClass plus the deny-all NetworkPolicy: the pod has an interface; the egress "
+                       "probe must have run and reached nothing (API server, node/gateway, cluster DNS, external "
+                       "53/80/443, DNS lookup, UDP, IPv6)"},
+      {"networkpolicy", "the CNI enforcing the deny-all NetworkPolicy: the pod has an interface; the egress probe "
+                        "must have run and reached nothing (API server, node/gateway, cluster DNS, external "
+                        "53/80/443, DNS lookup, UDP, IPv6)"}};
   json k = {{"backend", "k8s"},
             {"server", k8s_->connection().server},
             {"server_version", server_version_},
             {"namespace", s_.ns},
             {"objects", json::object()},
-            {"provider_secret", s_.secret}};
-  if (!s_.runtime_class.empty()) {
+            {"provider_secret", s_.secret},
+            {"isolation", s_.isolation},
+            {"isolation_proof", kProof.count(s_.isolation) ? kProof.at(s_.isolation) : std::string()}};
+  if (s_.isolation == "networkpolicy") {
+    k["network"] = "the deny-all NetworkPolicy <run>-sandbox-deny-all, enforced by the cluster's CNI (no "
+                   "RuntimeClass); checked by the egress probe in the pod";
+  } else if (s_.isolation == "runtimeclass") {
+    k["network"] = "RuntimeClass " + s_.runtime_class + " under the deny-all NetworkPolicy <run>-sandbox-deny-all; "
+                   "checked by the egress probe in the pod";
+  } else if (!s_.runtime_class.empty()) {
     k["network"] = "RuntimeClass " + s_.runtime_class +
                    " (on the local cluster: gVisor runsc --network=none under the runc shim: the pod's only "
                    "interface is its own loopback), kept under the deny-all NetworkPolicy <run>-sandbox-deny-all"
@@ -549,15 +658,36 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox(const SandboxSpec& s
   if (server_version_.empty()) {  // an eval worker whose engine was not the one checked
     if (auto v = k8s_->version(); v) server_version_ = v->value("gitVersion", "");
   }
-  auto d = documents(*spec.config, spec.policy, *spec.seed, spec.writes, nullptr, spec.run_id);
+  SandboxPolicy policy = spec.policy;
+  policy.egress_probe_targets = egress_targets();
+  auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id);
   if (!d) return d.error();
   auto job = std::make_unique<K8sJob>(
       *k8s_, s_, spec.run_id, "sandbox",
       std::vector<std::pair<const K8sKind*, ordered_json>>{{&kK8sConfigMaps, d->seed_configmap},
                                                            {&kK8sNetworkPolicies, d->network_policy}},
       d->sandbox_job, true);
-  job->set_policy(spec.policy, *d);
+  job->set_policy(policy, *d);
   return std::unique_ptr<Sandbox>(std::move(job));
+}
+
+// The API server as the kubeconfig names it, the `kubernetes` Service in
+// `default` when this account may read it (the namespaced Role of
+// docs/k8s-rbac.yaml may not: then the probe still tries kubernetes.default
+// by name), and the config's; once per engine.
+const std::vector<std::string>& K8sEngine::egress_targets() {
+  if (egress_targets_) return *egress_targets_;
+  std::string service;
+  static constexpr K8sKind kServices{"/api/v1", "services", "Service"};
+  if (auto svc = k8s_->get(kServices, "default", "kubernetes"); svc && *svc) {
+    const std::string ip = (**svc).value("/spec/clusterIP"_json_pointer, std::string());
+    const int port = (**svc).value("/spec/ports/0/port"_json_pointer, 443);
+    if (!ip.empty() && ip != "None") {
+      service = (ip.find(':') != std::string::npos ? "[" + ip + "]" : ip) + ":" + std::to_string(port);
+    }
+  }
+  egress_targets_ = k8s_egress_targets(k8s_->connection().server, service, s_.egress_probe_targets);
+  return *egress_targets_;
 }
 
 // The provider Secret exists with its three keys; only base_url's scheme

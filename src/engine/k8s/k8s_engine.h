@@ -58,7 +58,17 @@ struct K8sRunSettings {
   std::string plain_http_provider_ip;             // opt-in, see Config::k8s
   long startup_slack_seconds = 120;               // scheduling + container start, on top of the timeouts
   std::int64_t ttl_seconds_after_finished = 3600;  // the Jobs' ttlSecondsAfterFinished
+  std::string isolation = "runtime-nonet";         // Config::k8s.isolation
+  std::vector<std::string> egress_probe_targets;   // Config::k8s, HOST:PORT
 };
+
+// The egress probe's targets for the sandbox pod (egress_probe.h), as
+// "label=ADDR:PORT" with IP addresses only (names resolved here, on the
+// host; loopback dropped: in the pod it is the pod's own): the API server
+// of the kubeconfig ("api"), the `kubernetes` Service ("api-service",
+// "HOST:PORT" or ""), the config's ("config").
+std::vector<std::string> k8s_egress_targets(const std::string& server_url, const std::string& api_service,
+                                            const std::vector<std::string>& extra);
 
 K8sRunSettings k8s_settings_from_config(const Config& config);
 
@@ -129,6 +139,8 @@ class K8sEngine : public Engine {
   std::string server_version_;
   std::optional<RunStore> store_;
   bool plain_http_ = false;  // the provider Secret's base_url is plain http (opted in)
+  const std::vector<std::string>& egress_targets();
+  std::optional<std::vector<std::string>> egress_targets_;
 };
 
 }  // namespace lazyagent
