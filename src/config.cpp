@@ -295,6 +295,23 @@ class Reader {
     };
   }
 
+  // A list of non-empty paths (mcp.seeds).
+  Read path_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence()) return error(p, "expected a list of directories, got " + describe(n));
+      std::vector<std::string> items;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        if (!item.IsScalar() || item.Scalar().empty()) {
+          error(p + "[" + std::to_string(i) + "]", "expected a non-empty directory, got " + describe(item));
+          continue;
+        }
+        items.push_back(item.Scalar());
+      }
+      *out = std::move(items);
+    };
+  }
+
   // A non-empty list of non-empty strings (shell commands).
   Read command_list(std::vector<std::string>* out) {
     return [this, out](const YAML::Node& n, const std::string& p) {
@@ -587,6 +604,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                                      "'runtime-nonet', 'runtimeclass' or 'networkpolicy'")},
                               {"egress_probe_targets", r.host_port_list(&cfg.k8s.egress_probe_targets)}})},
             {"environment", r.environment(&cfg.environment)},
+            {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
@@ -608,6 +626,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
       return usage_error(all);
     }
     if (!seed.empty()) cfg.seed = resolve_seed(seed, base_dir);
+    for (auto& dir : cfg.mcp.seeds) dir = resolve_seed(dir, base_dir);
     return cfg;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return usage_error(name + ": invalid YAML: " + e.msg);

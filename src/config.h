@@ -182,6 +182,13 @@ struct EnvironmentConfig {
   } resolved;
 };
 
+// `mcp:` (the MCP server, cli/mcp_server.h): which seeds a client may name.
+struct McpConfig {
+  // Directories (absolute once loaded, resolved like `seed`); a client's seed
+  // must be one of them or below one. Empty: every seed is refused.
+  std::vector<std::string> seeds;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -205,6 +212,7 @@ struct Config {
   K8sConfig k8s;
   PlannerConfig planner;
   EnvironmentConfig environment;
+  McpConfig mcp;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

@@ -96,3 +96,13 @@ add_test(NAME "deps: the command scanner"
 set_tests_properties("deps: every command the scripts, the build and Kubernetes' build run is installed by the set-up"
   "deps: a copy of the install list without rsync fails the check" "deps: the command scanner"
   PROPERTIES LABELS unit TIMEOUT 120)
+
+# The MCP server (src/cli/mcp_server.h) driven by the official MCP TypeScript
+# SDK's client (tests/mcp/client_test.mjs; the SDK pinned in
+# tests/mcp/package-lock.json, installed under the build directory by
+# tests/mcp/run_client.sh): initialize, tools, patches proven end to end, a
+# refused seed, malformed calls, a cancellation mid-run. Real podman.
+add_test(NAME "mcp: the official TypeScript SDK client drives lazyagent-oci mcp"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
+set_tests_properties("mcp: the official TypeScript SDK client drives lazyagent-oci mcp" PROPERTIES
+  LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)

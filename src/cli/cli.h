@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "config.h"
 #include "util/result.h"
 #include "pipeline/run_store.h"
@@ -129,6 +131,10 @@ using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 // config asking for runsc is refused (the pod's runtime is k8s.runtime_class).
 Result<EngineFactory> engine_factory(const BackendOptions& options, const Config& config, const RunStore& store);
 
+// What `sandboxes N --json` prints: the N most recent runs of `store`, each
+// with whether podman still has its container (the MCP tool list_sandboxes too).
+nlohmann::json sandboxes_json(const RunStore& store, std::size_t n);
+
 // Command entry points (one file each).
 int cmd_test(const std::vector<std::string>& args);
 int cmd_sandboxes(const std::vector<std::string>& args);
@@ -148,6 +154,7 @@ int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
 int cmd_warm(const std::vector<std::string>& args);
+int cmd_mcp(const std::vector<std::string>& args);
 
 inline constexpr const char* kRefillLockName = "refill.lock";
 // What `test` and `run` do after printing their result: the sandboxes whose

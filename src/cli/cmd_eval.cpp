@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/event_stream.h"
 #include "eval/eval_progress.h"
 #include "engine/engine.h"
 #include "eval/eval_runner.h"
@@ -40,6 +41,7 @@ struct EvalCliOptions {
   bool json = false;
   bool no_baseline = false;
   BackendOptions backend;
+  EventOptions events;
 };
 
 std::string dir_of(const std::string& path) {
@@ -121,7 +123,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
   ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
               "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
-              "            [--kubeconfig FILE] [--report swebench:PATH] [--config FILE] [--json]",
+              "            [--kubeconfig FILE] [--report swebench:PATH] [--config FILE] [--events jsonl] [--events-fd N] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
               "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
@@ -149,30 +151,37 @@ int cmd_eval(const std::vector<std::string>& args) {
            "also write a SWE-bench-style report (FAIL_TO_PASS / PASS_TO_PASS per task from the baseline and "
            "the patched run, resolved or not) at PATH");
   p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
+  add_event_options(p, &opt.events);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  auto stream = EventStream::open(opt.events, "eval");
+  if (!stream) return report_error(stream.error(), opt.json);
+  const std::shared_ptr<EventStream> events = *stream;
+  auto fail = [&](const Error& e) {
+    if (events) events->finish_error(e);
+    return report_error(e, opt.json);
+  };
   if (opt.tasks.empty() == opt.predictions.empty()) {
-    return report_error(usage_error("eval: give a task file or --predictions FILE (with --seed-map), one of them"), opt.json);
+    return fail(usage_error("eval: give a task file or --predictions FILE (with --seed-map), one of them"));
   }
   if (opt.predictions.empty() != opt.seed_map.empty()) {
-    return report_error(usage_error("eval: --predictions and --seed-map go together"), opt.json);
+    return fail(usage_error("eval: --predictions and --seed-map go together"));
   }
-  if (auto st = check_backend_options(opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
+  if (auto st = check_backend_options(opt.backend); !st) return fail(st.error().context("eval"));
   if (!opt.report.empty() && (opt.report.rfind("swebench:", 0) != 0 || opt.report.size() == 9)) {
-    return report_error(usage_error("eval: --report: expected swebench:PATH, got '" + opt.report + "'"), opt.json);
+    return fail(usage_error("eval: --report: expected swebench:PATH, got '" + opt.report + "'"));
   }
 
   auto config = load_config_or_default(opt.config);
-  if (!config) return report_error(config.error(), opt.json);
+  if (!config) return fail(config.error());
   if (opt.backend.backend == "podman" && config->engine.runtime != "runc") {
     // One podman service runs every task; gVisor's is another (runtime_engine.h).
-    return report_error(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
-                                    "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
-                                    "for gVisor, or set engine.runtime: runc)"),
-                        opt.json);
+    return fail(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
+                            "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
+                            "for gVisor, or set engine.runtime: runc)"));
   }
   auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
-  if (!parsed) return report_error(parsed.error(), opt.json);
+  if (!parsed) return fail(parsed.error());
   // Every seed is read before anything runs (once per path; the resume keys
   // need its hash anyway): a seed that is missing, unreadable or refused by
   // the snapshot (a special file) is the user's input, refused with the task
@@ -222,9 +231,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   }
   std::stable_sort(parsed->errors.begin(), parsed->errors.end(),
                    [](const TaskLineError& a, const TaskLineError& b) { return a.line < b.line; });
-  if (!parsed->ok()) return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
+  if (!parsed->ok()) {
+    if (events) events->finish_error(usage_error("eval: the task file has " + std::to_string(parsed->errors.size()) + " problem(s); nothing was run"));
+    return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
+  }
   // The config's environment (relative to the config's seed), built once for every task.
-  if (auto st = use_environment(&*config, opt.backend); !st) return report_error(st.error().context("eval"), opt.json);
+  if (auto st = use_environment(&*config, opt.backend); !st) return fail(st.error().context("eval"));
 
   const RunStore store = default_run_store();
   // Eval's waits poll less often than a single `test` (5 ms): at 5 ms each
@@ -232,7 +244,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   // costs a quarter of that, for ~8 ms more latency on a run of hundreds.
   opt.backend.podman_wait_interval = "20ms";
   auto factory = engine_factory(opt.backend, *config, store);
-  if (!factory) return report_error(factory.error().context("eval"), opt.json);
+  if (!factory) return fail(factory.error().context("eval"));
   const bool k8s = opt.backend.backend == "k8s";
 
   EvalOptions eo;
@@ -259,9 +271,19 @@ int cmd_eval(const std::vector<std::string>& args) {
                 "results in " + eo.out_dir);
   EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
   progress.start();
-  auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) { progress.on_event(e); });
+  if (events) eo.events = [events](const RunEvent& e) { events->run_event(e); };
+  auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) {
+    progress.on_event(e);
+    if (!events) return;
+    if (e.kind == EvalEvent::Kind::kStarted) {
+      events->emit("task_start", {{"task", e.row.id}});
+    } else {
+      events->emit("task_end", {{"task", e.row.id}, {"category", category_name(e.row.category)},
+                                {"skipped", e.kind == EvalEvent::Kind::kSkipped}, {"ms", e.row.ms}});
+    }
+  });
   progress.finish();
-  if (!report) return report_error(report.error(), opt.json);
+  if (!report) return fail(report.error());
 
   std::vector<std::string> ids;
   for (const auto& t : parsed->tasks) ids.push_back(t.id);
@@ -272,15 +294,16 @@ int cmd_eval(const std::vector<std::string>& args) {
   nlohmann::json j = summary_to_json(summary);
   j["out"] = eo.out_dir;
   if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
-    return report_error(st.error().context("writing the summary"), opt.json);
+    return fail(st.error().context("writing the summary"));
   }
   if (!opt.report.empty()) {
     const std::string path = opt.report.substr(9);
     if (auto st = write_swebench_report(path, eo.out_dir, ids); !st) {
-      return report_error(st.error().context("eval: --report: writing " + path), opt.json);
+      return fail(st.error().context("eval: --report: writing " + path));
     }
     progress_line("eval: SWE-bench report: " + path);
   }
+  if (events) events->emit("summary", {{"summary", j}, {"exit_code", summary.interrupted ? 128 + interrupted_signal() : eval_exit_code(summary)}});
   if (opt.json) {
     std::cout << j.dump(2) << std::endl;
   } else {

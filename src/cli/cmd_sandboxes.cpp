@@ -18,27 +18,9 @@ namespace lazyagent {
 
 using nlohmann::json;
 
-int cmd_sandboxes(const std::vector<std::string>& args) {
-  std::string count = "20";
-  bool as_json = false;
-  ArgParser p("sandboxes", "[N] [--json]",
-              "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
-              "whether each container still exists in podman (it should not: they are removed),\n"
-              "then the warm spares podman holds (`warm`).");
-  p.positional("N", &count, false, "how many runs to show");
-  p.flag("--json", &as_json, "print one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  long n = 0;
-  try {
-    n = std::stol(count);
-  } catch (...) {
-    n = -1;
-  }
-  if (n < 1 || n > 100000) return report_error(usage_error("sandboxes: N must be a positive integer, got '" + count + "'"), as_json);
-
-  const RunStore store = default_run_store();
+json sandboxes_json(const RunStore& store, std::size_t n) {
   std::vector<std::string> problems;
-  auto records = store.recent(static_cast<std::size_t>(n), &problems);
+  auto records = store.recent(n, &problems);
 
   std::unique_ptr<PodmanClient> podman;
   std::string engine_note;
@@ -92,9 +74,35 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
       for (const auto& s : *list) spares.push_back(spare_json(s, now));
     }
   }
+  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"problems", problems}};
+  if (!engine_note.empty()) out["engine"] = engine_note;
+  return out;
+}
+
+int cmd_sandboxes(const std::vector<std::string>& args) {
+  std::string count = "20";
+  bool as_json = false;
+  ArgParser p("sandboxes", "[N] [--json]",
+              "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
+              "whether each container still exists in podman (it should not: they are removed),\n"
+              "then the warm spares podman holds (`warm`).");
+  p.positional("N", &count, false, "how many runs to show");
+  p.flag("--json", &as_json, "print one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  long n = 0;
+  try {
+    n = std::stol(count);
+  } catch (...) {
+    n = -1;
+  }
+  if (n < 1 || n > 100000) return report_error(usage_error("sandboxes: N must be a positive integer, got '" + count + "'"), as_json);
+
+  const RunStore store = default_run_store();
+  const json out = sandboxes_json(store, static_cast<std::size_t>(n));
+  const json& rows = out["sandboxes"];
+  const json& spares = out["spares"];
+  const std::string engine_note = out.value("engine", "");
   if (as_json) {
-    json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"problems", problems}};
-    if (!engine_note.empty()) out["engine"] = engine_note;
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
     return 0;
   }
@@ -120,7 +128,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
               << "\n";
   }
   if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
-  for (const auto& pr : problems) std::cerr << "note: " << escape_for_terminal(pr) << "\n";
+  for (const auto& pr : out["problems"]) std::cerr << "note: " << escape_for_terminal(pr.get<std::string>()) << "\n";
   return 0;
 }
 

@@ -71,7 +71,7 @@ int cmd_warm(const std::vector<std::string>& args) {
   std::string runtime;
   bool accept_weaker = false, as_json = false;
   BackendOptions backend;
-  ArgParser p("warm", "[--seed DIR] [--test-command CMD] [--count N] [--timeout S] [--config FILE]\n"
+  ArgParser p("warm", "[--seed DIR] [--allow PATH]... [--test-command CMD] [--count N] [--timeout S] [--config FILE]\n"
               "            [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
               "Makes warm spares for the seed's sandboxes now: containers created with the policy,\n"
               "initialised and verified, whose private copy is filled by the next `test`, `run` or\n"

@@ -28,9 +28,18 @@ int interrupted_signal() { return g_signal; }
 Status check_interrupted() {
   const int sig = g_signal;
   if (sig == 0) return ok_status();
+  if (sig == kCancelledByClient) return Error{ErrorKind::kInterrupted, "cancelled by the client"};
   return Error{ErrorKind::kInterrupted, "interrupted by signal " + std::to_string(sig)};
 }
 
 void set_interrupted_for_test(int sig) { g_signal = sig; }
+
+void request_cancel() {
+  if (g_signal == 0) g_signal = kCancelledByClient;
+}
+
+void clear_cancel() {
+  if (g_signal == kCancelledByClient) g_signal = 0;
+}
 
 }  // namespace lazyagent

@@ -23,4 +23,13 @@ Status check_interrupted();
 // For tests: pretend a signal arrived (0 clears).
 void set_interrupted_for_test(int sig);
 
+// The MCP server's cancellation of its one running tool call
+// (mcp_server.h): the same flag the long operations poll, set to a value no
+// signal has, so that check_interrupted() says "cancelled by the client" and
+// a real signal (which overwrites it) is still told apart.
+inline constexpr int kCancelledByClient = -1;
+void request_cancel();
+// Clears a cancellation (not a signal).
+void clear_cancel();
+
 }  // namespace lazyagent

@@ -61,6 +61,10 @@ struct SandboxSpec {
   // run's own nonce). A claimed spare brings its own (Sandbox::report_nonce).
   std::string image_digest;
   std::function<std::string(const std::string& nonce)> command_for;
+  // When set, the output's lines as they arrive during wait() (from another
+  // thread; the probe's block included: the caller filters). Engines that
+  // cannot follow a log leave it uncalled.
+  std::function<void(const std::string&)> output;
 };
 
 // One planner run's inputs.
@@ -118,12 +122,19 @@ class Sandbox : public Container {
   // The result's `policy` once the run is over: `base` (Engine::policy_json)
   // with what only the run can tell.
   virtual nlohmann::json policy_json(const nlohmann::json& base) const { return base; }
+  // What the sandbox used, once it has exited (the result's `resources`:
+  // cpu_ms, memory_peak_bytes, pids_peak, tmpfs_peak_bytes, or
+  // {"available": false, "reason": ...}); read before remove().
+  virtual nlohmann::json resources() const {
+    return {{"available", false}, {"reason", "this engine does not measure resources"}};
+  }
 };
 
 // A sandbox whose removal waits for Engine::finish_removals.
 struct DeferredRemoval {
   std::string id;   // the container
   std::string dir;  // its private copy ("" = none)
+  std::string cgroup_parent;  // its run's cgroup (cgroup_usage.h; "" = none)
 };
 
 // What Engine::reap found and did.

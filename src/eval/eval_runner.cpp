@@ -272,12 +272,21 @@ class Runner {
   AttemptFn attempt(const EvalTask& task, Engine& engine) {
     return [this, &task, &engine]() -> Result<TestResult> {
       const Config config = task_config(opt_.config, task);
+      RunEventFn events;
+      if (opt_.events) {
+        events = [this, id = task.id](const RunEvent& e) {
+          RunEvent tagged = e;
+          tagged.task = id;
+          opt_.events(tagged);
+        };
+      }
       if (task.is_instruction()) {
         RunRequest req;
         req.config = config;
         req.instruction = task.instruction;
         req.timeout_seconds = opt_.timeout_seconds;
         req.judge = judge_options();
+        req.events = events;
         if (auto st = slots_.acquire(); !st) return st.error();
         auto r = run_agent(req, engine, store_, nullptr, true);
         slots_.release();
@@ -290,6 +299,7 @@ class Runner {
       req.engine_checked = true;
       req.acquire_run_slot = [this] { return slots_.acquire(); };
       req.release_run_slot = [this] { slots_.release(); };
+      req.events = events;
       return run_judged_test(req, judge_options(), engine, store_, nullptr);
     };
   }
@@ -310,6 +320,7 @@ class Runner {
     row.ms = ms;
     row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
     if (v.final) {
+      row.resources = v.final->resources;
       row.patch_format = v.final->patch_format;
       if (v.final->change.is_object()) {
         row.added = v.final->change["diff_stats"].value("added", std::size_t{0});
@@ -406,6 +417,7 @@ ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const
   row.ms = e.value("ms", 0L);
   row.reason = j.value("reason", "");
   row.patch_format = j.value("patch_format", "");
+  if (j.contains("resources")) row.resources = j["resources"];
   if (j.contains("diff_stats") && j["diff_stats"].is_object()) {
     row.added = j["diff_stats"].value("added", std::size_t{0});
     row.removed = j["diff_stats"].value("removed", std::size_t{0});

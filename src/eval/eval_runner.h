@@ -44,6 +44,7 @@
 #include "eval/eval_summary.h"
 #include "eval/eval_tasks.h"
 #include "engine/engine.h"
+#include "pipeline/run_events.h"
 #include "util/result.h"
 #include "pipeline/run_store.h"
 
@@ -73,6 +74,9 @@ struct EvalOptions {
   // the main thread before any worker starts (libcurl's first handle set-up
   // is not thread-safe).
   std::function<Result<std::unique_ptr<Engine>>()> open_engine;
+  // Optional: every run's steps and output (run_events.h), each naming its
+  // task; called from the worker threads.
+  RunEventFn events;
 };
 
 struct EvalEvent {

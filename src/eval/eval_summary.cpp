@@ -8,6 +8,26 @@
 
 namespace lazyagent {
 
+namespace {
+
+void add_resources(ResourceTotals* t, const nlohmann::json& r) {
+  if (!r.is_object()) return;
+  if (!r.value("available", false)) {
+    ++t->unavailable;
+    return;
+  }
+  ++t->measured;
+  auto num = [&](const char* k) -> std::int64_t {
+    return r.contains(k) && r[k].is_number_integer() ? r[k].get<std::int64_t>() : 0;
+  };
+  t->cpu_ms += num("cpu_ms");
+  t->memory_peak_bytes = std::max(t->memory_peak_bytes, num("memory_peak_bytes"));
+  t->pids_peak = std::max(t->pids_peak, num("pids_peak"));
+  t->tmpfs_peak_bytes = std::max(t->tmpfs_peak_bytes, num("tmpfs_peak_bytes"));
+}
+
+}  // namespace
+
 EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vector<EvalRow>& rows) {
   EvalSummary s;
   s.total = task_ids.size();
@@ -22,6 +42,7 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     s.by_category[static_cast<int>(it->second->category)].push_back(id);
     if (it->second->skipped) s.skipped.push_back(id);
     if (!it->second->patch_format.empty()) ++s.patch_formats[it->second->patch_format];
+    add_resources(&s.resources, it->second->resources);
     s.added += it->second->added;
     s.removed += it->second->removed;
     for (const auto& part : it->second->changed) s.changed[part].push_back(id);
@@ -58,6 +79,10 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["wall_ms"] = s.wall_ms;
   j["patch_formats"] = s.patch_formats;
   j["diff_stats"] = {{"added", s.added}, {"removed", s.removed}};
+  const ResourceTotals& t = s.resources;
+  j["resources"] = {{"measured", t.measured},          {"unavailable", t.unavailable},
+                    {"cpu_ms", t.cpu_ms},              {"memory_peak_bytes_max", t.memory_peak_bytes},
+                    {"pids_peak_max", t.pids_peak},    {"tmpfs_peak_bytes_max", t.tmpfs_peak_bytes}};
   return j;
 }
 
@@ -91,6 +116,11 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
     o << "patches:";
     for (const auto& [format, n] : s.patch_formats) o << " " << n << " " << format;
     o << "; proven changes add " << s.added << " and remove " << s.removed << " line(s)\n";
+  }
+  if (s.resources.measured > 0) {
+    o << "resources (" << s.resources.measured << " measured run(s)): cpu " << s.resources.cpu_ms
+      << " ms in all, memory peak " << s.resources.memory_peak_bytes / (1024 * 1024) << " MiB, pids peak "
+      << s.resources.pids_peak << "\n";
   }
   return o.str();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ struct EvalRow {
   std::size_t added = 0, removed = 0;  // the proven change's diff stats
   std::vector<std::string> changed;  // ran again because these parts of its resume key changed (eval_resume.h)
   bool suspicious = false;  // the patch has suspicious findings (suspicious_code.h)
+  nlohmann::json resources;  // the final run's `resources` (null: no sandbox ran)
+};
+
+// `resources` over the tasks' final runs: CPU summed, peaks as the largest
+// one task reached; tasks whose figures are unavailable counted apart.
+struct ResourceTotals {
+  std::size_t measured = 0, unavailable = 0;
+  std::int64_t cpu_ms = 0, memory_peak_bytes = 0, pids_peak = 0, tmpfs_peak_bytes = 0;
 };
 
 struct EvalSummary {
@@ -44,6 +53,7 @@ struct EvalSummary {
   long wall_ms = 0;
   std::map<std::string, std::size_t> patch_formats;  // tasks per patch_format
   std::size_t added = 0, removed = 0;                 // lines, over every task's proven change
+  ResourceTotals resources;
   const std::vector<std::string>& ids(EvalCategory c) const { return by_category[static_cast<int>(c)]; }
 };
 

@@ -51,7 +51,21 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   task.loop.max_tokens = req.max_tokens;  // --max-tokens bounds the tool loop's turns too
   json planner = {{"task_id", task_id}, {"status", "running"}};
   save_record(store, engine, run_id, RunStatus::kPlanning, req.config, planner, "");
+  auto plan_event = [&](RunEvent::Kind kind, long ms, bool ok) {
+    if (!req.events) return;
+    RunEvent e;
+    e.kind = kind;
+    e.run_id = run_id;
+    e.step = "plan";
+    e.ms = ms;
+    e.ok = ok;
+    req.events(e);
+  };
+  plan_event(RunEvent::Kind::kStepStart, 0, true);
+  const auto plan_t0 = std::chrono::steady_clock::now();
   auto outcome = run_planner(engine, store, req.config, task, seed, run_id, progress);
+  plan_event(RunEvent::Kind::kStepEnd, outcome ? outcome->ms : ms_since(plan_t0),
+             outcome && outcome->exit_code == 0 && !outcome->timed_out);
   if (!outcome) {
     save_record(store, engine, run_id,
                 outcome.error().kind == ErrorKind::kInterrupted ? RunStatus::kInterrupted : RunStatus::kError,
@@ -91,6 +105,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.run_id = run_id;
   test.planner = planner;
   test.engine_checked = true;
+  test.events = req.events;
   auto result = run_judged_test(test, req.judge, engine, store, progress);
   if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
@@ -122,6 +137,7 @@ Status baseline_first(RunRequest& req, const SeedSnapshot& seed, Engine& engine,
   breq.config = req.config;
   breq.timeout_seconds = req.timeout_seconds;
   breq.engine_checked = true;
+  breq.events = req.events;
   auto b = run_baseline(breq, seed.sha256, req.judge, engine, store, progress);
   if (!b) return b.error();
   *ms = ms_since(t0);

@@ -41,6 +41,7 @@ struct RunRequest {
   int attempts = 1;             // planner + sandbox rounds
   std::int64_t max_tokens = 0;  // ceiling on provider tokens over all attempts; 0 = none
   JudgeOptions judge;           // baseline, re-runs, infra retry
+  RunEventFn events;            // optional: steps (the planner's "plan" too) and output (run_events.h)
 };
 
 // `engine_checked`: the caller (eval) checked the engine and reaped already.

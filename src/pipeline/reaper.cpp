@@ -11,6 +11,7 @@
 #include <set>
 
 #include "engine/podman/warm_spares.h"
+#include "engine/podman/cgroup_usage.h"
 #include "pipeline/ownership.h"
 #include "pipeline/provenance.h"
 #include "policy/sandbox_policy.h"
@@ -126,6 +127,7 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
         continue;
       }
       report.removed.push_back(label);
+      if (!s.spare_id.empty()) remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(kSpareDirPrefix + s.spare_id));
       const std::string dir = store.work_dir() + "/" + kSpareDirPrefix + s.spare_id;
       if (!s.spare_id.empty() && fs::exists(dir)) {
         if (auto st = remove_tree(dir); st) report.work_dirs_removed.push_back(kSpareDirPrefix + s.spare_id);
@@ -136,8 +138,19 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
       report.left_running.push_back(label);
       continue;
     }
-    if (auto st = podman.remove(id); st) report.removed.push_back(label);
-    else report.errors.push_back(st.error().message);
+    if (auto st = podman.remove(id); st) {
+      report.removed.push_back(label);
+      // Its run's cgroup (cgroup_usage.h), whichever run store the run used.
+      const auto labels = labels_of(c);
+      const auto run = labels.find(kLabelRun);
+      const bool plain = run != labels.end() && !run->second.empty() &&
+                         run->second.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string::npos;
+      if (plain) {
+        remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(run->second));
+      }
+    } else {
+      report.errors.push_back(st.error().message);
+    }
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(store.work_dir(), ec)) {
@@ -150,6 +163,8 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     }
     if (auto st = remove_tree(e.path().string()); st) report.work_dirs_removed.push_back(run_id);
     else report.errors.push_back(st.error().message);
+    // Its sandbox's cgroup (cgroup_usage.h), empty now that the container is gone.
+    remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(run_id));
   }
   // Temp files of atomic writes (<name>.tmp.<pid>, run_store.h) whose writer
   // died before its rename: never records, removed once that pid is gone.

@@ -80,6 +80,7 @@ json result_to_json(const TestResult& r) {
   if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
   if (!r.warm.is_null()) j["warm"] = r.warm;
   if (!r.removal.empty()) j["removal"] = r.removal;
+  if (!r.resources.is_null()) j["resources"] = r.resources;
   if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
   if (r.runner.found) j["runner"] = runner_report_to_json(r.runner);
   if (!r.evidence.empty()) j["evidence"] = r.evidence;

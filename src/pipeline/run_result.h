@@ -77,6 +77,7 @@ struct TestResult {
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
   nlohmann::json warm;           // the warm spare the run claimed (warm_spares.h); null: made for it
   std::string removal;           // "deferred": removed after the result was printed (engine.warm)
+  nlohmann::json resources;      // what it used (Sandbox::resources; null: no sandbox ran)
   TestCases tests;               // per-test results from the runner's output (test_report.h)
   RunnerReport runner;           // the runner's closing report the verdict read (verdict.h)
   std::string evidence;          // what decided the verdict: "driver", "junit" or "output" (runner_driver.h)

@@ -91,15 +91,63 @@ class TestPipeline {
 
   Status timed(const char* step, Step fn) {
     if (progress_) progress_(step);
+    emit(RunEvent::Kind::kStepStart, step);
     const auto t0 = std::chrono::steady_clock::now();
     Status st = (this->*fn)();
     res_.timings.push_back({step, ms_since(t0)});
+    emit(RunEvent::Kind::kStepEnd, step, res_.timings.back().ms, st.ok());
     if (st) test_pause_point(std::string("after:") + step);
     if (st) return check_interrupted();
     return st;
   }
 
   bool refused() const { return res_.status == RunStatus::kRefused; }
+
+  void emit(RunEvent::Kind kind, const std::string& step, long ms = 0, bool ok = true) {
+    if (!req_.events) return;
+    RunEvent e;
+    e.kind = kind;
+    e.run_id = res_.run_id;
+    e.step = step;
+    e.ms = ms;
+    e.ok = ok;
+    e.baseline = req_.baseline;
+    req_.events(e);
+  }
+
+  // One line of the test's output as it arrives (from the engine's log
+  // follower thread): the probe's block, which comes first, left out;
+  // valid UTF-8; at most kStreamedLineBytes a line and kStreamedOutputBytes
+  // in all, then one event saying the rest is not streamed.
+  void stream_line(const std::string& raw) {
+    if (streamed_ > kStreamedOutputBytes) return;
+    if (!past_probe_) {
+      if (raw.rfind("lazyagent-probe: ", 0) == 0) return;
+      past_probe_ = true;
+    }
+    // The report the runner's driver prints after the tests (junit_report.h)
+    // is evidence, not output: the stream ends there.
+    if (raw.rfind("lazyagent-oci junit-report: ", 0) == 0) {
+      streamed_ = kStreamedOutputBytes + 1;
+      return;
+    }
+    RunEvent e;
+    e.kind = RunEvent::Kind::kOutput;
+    e.run_id = res_.run_id;
+    e.baseline = req_.baseline;
+    if (streamed_ + raw.size() > kStreamedOutputBytes) {
+      streamed_ = kStreamedOutputBytes + 1;
+      e.truncated = true;
+      e.text = "[output past " + std::to_string(kStreamedOutputBytes) + " bytes is not streamed; the result holds it]";
+      req_.events(e);
+      return;
+    }
+    streamed_ += raw.size() + 1;
+    std::string line = to_valid_utf8(raw.substr(0, kStreamedLineBytes));
+    e.truncated = raw.size() > kStreamedLineBytes;
+    e.text = std::move(line);
+    req_.events(e);
+  }
 
   // The patch in its form (patch_format.h: whole files or a unified diff),
   // judged by the contract without the seed; stored as it came.
@@ -204,6 +252,7 @@ class TestPipeline {
     spec.writes = &writes_;
     spec.image_digest = res_.image_digest;
     spec.command_for = evidence_command_for(req_.config);
+    if (req_.events) spec.output = [this](const std::string& line) { stream_line(line); };
     auto sandbox = engine_.prepare_sandbox(spec);
     if (!sandbox) return sandbox.error();
     sandbox_ = std::move(*sandbox);
@@ -248,6 +297,7 @@ class TestPipeline {
     auto exit = sandbox_->wait(static_cast<long>(req_.timeout_seconds) * 1000);
     if (!exit) return exit.error();
     exit_ = *exit;
+    res_.resources = sandbox_->resources();
     res_.sandbox_id = sandbox_->id();
     if (res_.image_digest.empty()) res_.image_digest = exit_.image_digest;
     return ok_status();
@@ -352,6 +402,9 @@ class TestPipeline {
   ContainerExit exit_;
   std::string output_for_verdict_;
   bool slot_held_ = false;
+  // stream_line's state (only the follower thread touches it, during `run`).
+  std::size_t streamed_ = 0;
+  bool past_probe_ = false;
 };
 
 }  // namespace

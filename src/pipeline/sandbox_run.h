@@ -39,6 +39,7 @@
 #include "config.h"
 #include "engine/engine.h"
 #include "util/result.h"
+#include "pipeline/run_events.h"
 #include "pipeline/run_result.h"
 #include "pipeline/run_store.h"
 
@@ -60,6 +61,9 @@ struct TestRequest {
   // `eval` and `run` check the engine (and reap crashed runs) once; their
   // sandbox runs then skip the "engine" step.
   bool engine_checked = false;
+  // Optional: each step's start and end and the test's output lines as they
+  // arrive (run_events.h); copies of the request (baseline, re-runs) keep it.
+  RunEventFn events;
 };
 
 // Engine failures are Errors (kEngine, kIsolation, ...); a refused patch or

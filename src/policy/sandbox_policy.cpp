@@ -233,6 +233,7 @@ json build_create_spec(const SandboxRequest& req) {
       {"terminal", false},
       {"stdin", false},
   };
+  if (!req.cgroup_parent.empty()) spec["cgroup_parent"] = req.cgroup_parent;
   if (p.userns.enabled) {
     spec["userns"] = {{"nsmode", "private"}};
     spec["idmappings"] = {{"HostUIDMapping", false},

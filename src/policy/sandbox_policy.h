@@ -144,6 +144,7 @@ struct SandboxRequest {
   std::string seccomp_profile_path;       // host path of policy.seccomp, written for podman to read
   std::string test_command;
   std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
+  std::string cgroup_parent;              // "" = podman's default (cgroup_usage.h: why a run has its own)
 };
 
 // libpod SpecGenerator JSON for POST /libpod/containers/create. Field names

@@ -72,6 +72,11 @@ TEST_CASE("a CLI killed with SIGKILL leaves a container that the next start reap
   CHECK(wait_cli(run.pid, 10) == 128 + SIGKILL);
   REQUIRE(containers_with_label(run.label).size() == 1);  // the crash really left it
   CHECK(work_dirs(state.path()) == 1);
+  // Its sandbox's own cgroup (resources, engine/podman/cgroup_usage.h) is there too.
+  std::string run_id;
+  for (const auto& e : std::filesystem::directory_iterator(state.path() + "/lazyagent-oci/work")) run_id = e.path().filename();
+  const std::string cgroup = "/sys/fs/cgroup/memory/lazyagent/" + run_id;
+  CHECK(std::filesystem::exists(cgroup));
 
   // `sandboxes` shows it as still existing.
   json rows = json::parse(run_cli({state.path()}, {"sandboxes", "--json"}).out)["sandboxes"];
@@ -87,6 +92,7 @@ TEST_CASE("a CLI killed with SIGKILL leaves a container that the next start reap
   CHECK(next.err.find("reaped 1 container(s) left by crashed runs") != std::string::npos);
   CHECK(containers_with_label(run.label).empty());
   CHECK(work_dirs(state.path()) == 0);
+  CHECK_FALSE(std::filesystem::exists(cgroup));
 }
 
 TEST_CASE("reap removes a crashed run's container but not a live run's", "[cleanup]") {

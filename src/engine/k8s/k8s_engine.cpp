@@ -428,6 +428,15 @@ class K8sJob : public Sandbox {
     return violations;
   }
 
+  // The Kubernetes API has no per-pod CPU or memory figures of its own:
+  // they come from metrics-server (metrics.k8s.io), sampled every ~15 s and
+  // gone with the pod; this tool does not query it. Never a made-up figure.
+  json resources() const override {
+    return {{"available", false},
+            {"reason", "Kubernetes: the API offers no per-pod usage without metrics-server (metrics.k8s.io, "
+                       "sampled every ~15 s), which this tool does not query"}};
+  }
+
   json policy_json(const json& base) const override {
     json p = base;
     json& k = p["k8s"];

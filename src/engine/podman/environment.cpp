@@ -13,6 +13,7 @@
 
 #include "util/digest.h"
 #include "pipeline/ownership.h"
+#include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/tar_writer.h"
 
@@ -208,41 +209,6 @@ json setup_container_spec(const EnvironmentConfig& env, const std::string& base,
 
 namespace {
 
-// Incremental demultiplexer of a followed log: complete lines to `line`,
-// everything to `all` (bounded).
-struct FollowedLog {
-  std::string pending;   // undecoded frame bytes
-  std::string partial;   // an unfinished line
-  std::string all;
-  std::function<void(const std::string&)> line;
-
-  void feed(std::string_view chunk) {
-    pending.append(chunk);
-    std::size_t pos = 0;
-    while (pending.size() - pos >= 8) {
-      const auto* h = reinterpret_cast<const unsigned char*>(pending.data() + pos);
-      const std::size_t size = (std::size_t{h[4]} << 24) | (std::size_t{h[5]} << 16) | (std::size_t{h[6]} << 8) | h[7];
-      if (pending.size() - pos - 8 < size) break;
-      text(std::string_view(pending).substr(pos + 8, size));
-      pos += 8 + size;
-    }
-    pending.erase(0, pos);
-  }
-  void text(std::string_view t) {
-    if (all.size() < (4u << 20)) all.append(t);
-    partial.append(t);
-    std::size_t nl = 0;
-    while ((nl = partial.find('\n')) != std::string::npos) {
-      line(partial.substr(0, nl));
-      partial.erase(0, nl + 1);
-    }
-  }
-  void finish() {
-    if (!partial.empty()) line(partial);
-    partial.clear();
-  }
-};
-
 Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, const std::string& base,
                          const std::string& key, const std::vector<EnvironmentInput>& inputs,
                          const std::function<void(const std::string&)>& progress) {
@@ -272,7 +238,7 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
   if (auto st = podman.put_archive(box.id(), "/", *tar); !st) return st.error().context("environment: uploading the inputs");
   if (auto st = podman.start(box.id()); !st) return st.error().context("environment: starting the set-up");
 
-  FollowedLog log;
+  FollowedLog log;  // log_stream.h
   log.line = [&](const std::string& l) {
     if (l.rfind(kEnvStepMarker, 0) == 0) {
       const std::size_t n = std::strtoul(l.c_str() + std::strlen(kEnvStepMarker), nullptr, 10);

@@ -61,8 +61,9 @@ bool read_exit_code(const std::string& path, int* code) {
 
 }  // namespace
 
-Result<int> wait_for_exit_file(const std::string& path, long deadline_ms) {
+Result<int> wait_for_exit_file(const std::string& path, long deadline_ms, const std::function<Status()>& alive) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+  auto next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAliveCheckMs);
   const std::string dir = path.substr(0, path.rfind('/'));
   // inotify wakes us when conmon writes it; the 20 ms poll bound covers a
   // watch that could not be set (and the file written before the watch).
@@ -74,6 +75,13 @@ Result<int> wait_for_exit_file(const std::string& path, long deadline_ms) {
     if (auto st = check_interrupted(); !st) {
       if (fd >= 0) ::close(fd);
       return st.error();
+    }
+    if (alive && std::chrono::steady_clock::now() >= next_check) {
+      if (auto st = alive(); !st) {
+        if (fd >= 0) ::close(fd);
+        return st.error();
+      }
+      next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAliveCheckMs);
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {

@@ -12,6 +12,7 @@
 // reads podman's OCI spec from disk the same way).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "util/result.h"
@@ -26,7 +27,10 @@ std::string conmon_exit_dir(long conmon_pid);
 
 // Waits until `path` holds an exit code (decimal, as conmon writes it);
 // an error of kind kTimeout once deadline_ms passed, kInterrupted on a
-// signal (interrupt.h).
-Result<int> wait_for_exit_file(const std::string& path, long deadline_ms);
+// signal (interrupt.h). Every kAliveCheckMs it calls `alive` (podman's
+// ping): its error ends the wait at once (a service that went away is an
+// engine error now, not when the test ends).
+inline constexpr long kAliveCheckMs = 500;
+Result<int> wait_for_exit_file(const std::string& path, long deadline_ms, const std::function<Status()>& alive);
 
 }  // namespace lazyagent

@@ -71,4 +71,36 @@ std::string mux_frame(int stream, std::string_view payload) {
   return f;
 }
 
+void FollowedLog::feed(std::string_view chunk) {
+  pending.append(chunk);
+  std::size_t pos = 0;
+  while (pending.size() - pos >= 8) {
+    const auto* h = reinterpret_cast<const unsigned char*>(pending.data() + pos);
+    const std::size_t size = (std::size_t{h[4]} << 24) | (std::size_t{h[5]} << 16) | (std::size_t{h[6]} << 8) | h[7];
+    if (pending.size() - pos - 8 < size) break;
+    text(std::string_view(pending).substr(pos + 8, size));
+    pos += 8 + size;
+  }
+  pending.erase(0, pos);
+}
+
+void FollowedLog::text(std::string_view t) {
+  if (all.size() < (4u << 20)) all.append(t);
+  partial.append(t);
+  std::size_t nl = 0;
+  while ((nl = partial.find('\n')) != std::string::npos) {
+    line(partial.substr(0, nl));
+    partial.erase(0, nl + 1);
+  }
+  while (partial.size() > max_line) {
+    line(partial.substr(0, max_line));
+    partial.erase(0, max_line);
+  }
+}
+
+void FollowedLog::finish() {
+  if (!partial.empty()) line(partial);
+  partial.clear();
+}
+
 }  // namespace lazyagent

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,23 @@ struct DemuxedLogs {
 // (and in out/err). A stream that does not start with a valid frame header is
 // treated as raw text (a container with a tty).
 DemuxedLogs demux_logs(std::string_view raw, std::size_t max_bytes);
+
+// Incremental demultiplexer of a followed log (GET .../logs?follow=true):
+// complete lines to `line` (a line longer than `max_line` is passed on in
+// pieces of that size), everything to `all` (at most 4 MiB kept).
+struct FollowedLog {
+  std::string pending;   // undecoded frame bytes
+  std::string partial;   // an unfinished line
+  std::string all;
+  std::size_t max_line = 64 * 1024;
+  std::function<void(const std::string&)> line;
+
+  void feed(std::string_view chunk);
+  void finish();  // the last, unterminated line
+
+ private:
+  void text(std::string_view t);
+};
 
 // Build one frame (tests and fuzzing use it).
 std::string mux_frame(int stream, std::string_view payload);

@@ -6,8 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <utility>
 
+#include "engine/podman/cgroup_usage.h"
 #include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
 #include "pipeline/ownership.h"
@@ -78,9 +80,17 @@ Result<ContainerLogs> demuxed_logs(PodmanClient& podman, const std::string& id, 
 
 class PodmanSandbox : public Sandbox {
  public:
-  PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress)
+  PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress,
+                std::function<void(const std::string&)> output)
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
-        progress_(std::move(progress)) {}
+        progress_(std::move(progress)), output_(std::move(output)) {
+    if (!req_.cgroup_parent.empty()) watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
+  }
+  ~PodmanSandbox() override {
+    if (watch_) watch_->stop();
+    (void)container_.remove_now();
+    if (watch_ && !handed_over_) watch_->remove_dirs();
+  }
 
   // A claimed warm spare (warm_spares.h): created and initialised already.
   void adopt_spare(const ClaimedSpare& spare) {
@@ -121,10 +131,41 @@ class PodmanSandbox : public Sandbox {
     return ok_status();
   }
 
-  Status start() override { return podman_.start(container_.id()); }
+  Status start() override {
+    if (watch_) watch_->start(container_.id());
+    return podman_.start(container_.id());
+  }
   Result<ContainerExit> wait(long deadline_ms) override {
+    // The output as it arrives, on a connection of its own (a client is one
+    // connection, used by one thread); the follow ends when the container does.
+    std::thread follower;
+    if (output_) {
+      follower = std::thread([this, deadline_ms] {
+        PodmanClient own(podman_.socket_path());
+        FollowedLog log;
+        log.max_line = 16 * 1024;
+        log.line = output_;
+        (void)own.stream_get("/containers/" + container_.id() + "/logs?follow=true&stdout=true&stderr=true",
+                             [&](std::string_view c) { log.feed(c); }, deadline_ms + 15000, "following the output");
+        log.finish();
+      });
+    }
+    auto exit = wait_for_exit(deadline_ms);
+    // A wait that failed (a signal) leaves the container running: it is
+    // removed next anyway; kill it now so that the follow ends.
+    if (!exit && follower.joinable()) (void)podman_.kill(container_.id());
+    if (follower.joinable()) follower.join();
+    if (watch_) watch_->stop();
+    return exit;
+  }
+
+  // From conmon's exit file when known (exit_file.h), else podman's wait.
+  Result<ContainerExit> wait_for_exit(long deadline_ms) {
     if (exit_file_.empty()) return wait_or_kill(podman_, container_.id(), deadline_ms);
-    auto code = wait_for_exit_file(exit_file_, deadline_ms);
+    auto code = wait_for_exit_file(exit_file_, deadline_ms, [this]() -> Status {
+      if (auto v = podman_.ping(); !v) return v.error();
+      return ok_status();
+    });
     if (!code && code.error().kind == ErrorKind::kTimeout) return kill_at_deadline(podman_, container_.id());
     if (!code) return code.error();
     ContainerExit exit;
@@ -135,14 +176,24 @@ class PodmanSandbox : public Sandbox {
     return demuxed_logs(podman_, container_.id(), max_bytes);
   }
 
+  nlohmann::json resources() const override {
+    if (!watch_) {
+      return resources_unavailable("gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
+    }
+    return watch_->figures();
+  }
+
   Status remove() override {
+    if (watch_) watch_->stop();
     if (deferred_ != nullptr && !container_.id().empty()) {
       // Handed to PodmanEngine::finish_removals, after the result.
-      deferred_->push_back({container_.id(), dir_.release()});
+      deferred_->push_back({container_.id(), dir_.release(), req_.cgroup_parent});
       container_.hold("");
+      handed_over_ = true;
       return ok_status();
     }
     if (auto st = container_.remove_now(); !st) return st;
+    if (watch_) watch_->remove_dirs();
     dir_.remove_now();
     return ok_status();
   }
@@ -159,10 +210,13 @@ class PodmanSandbox : public Sandbox {
   ScopedContainer container_;
   SandboxRequest req_;
   ProgressFn progress_;
+  std::function<void(const std::string&)> output_;
+  std::unique_ptr<CgroupWatch> watch_;  // null under gVisor (no cgroup)
   std::string nonce_;            // a claimed spare's report nonce
   json warm_;                    // null: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
   std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
+  bool handed_over_ = false;     // ... and did: its cgroup goes with it there
 };
 
 class PodmanPlanner : public Container {
@@ -316,7 +370,8 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = spec.config->test_command;
   req.runtime = spec.config->engine.runtime;
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress);
+  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(spec.run_id);
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
@@ -342,7 +397,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   const ClaimedSpare& spare = **claimed;
   SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
   req.name = spare.info.name;
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress);
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output);
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
@@ -386,6 +441,7 @@ Status PodmanEngine::finish_removals() {
       continue;
     }
     if (!d.dir.empty()) (void)remove_tree(d.dir);
+    if (!d.cgroup_parent.empty()) remove_cgroup_dirs("/sys/fs/cgroup", d.cgroup_parent);
   }
   deferred_.clear();
   return result;

@@ -13,8 +13,10 @@
 
 #include "contract/runner_driver.h"
 #include "contract/seed_snapshot.h"
+#include "engine/podman/cgroup_usage.h"
 #include "pipeline/ownership.h"
 #include "policy/policy_verifier.h"
+#include "policy/runtime_policy.h"
 #include "util/digest.h"
 #include "util/http_transfer.h"
 
@@ -106,8 +108,9 @@ bool usable(const SpareInfo& s, const std::string& key, std::time_t now) {
 // Removes a spare's container, then its directory.
 Status remove_spare(PodmanClient& podman, const RunStore& store, const SpareInfo& s) {
   if (auto st = podman.remove(s.id); !st) return st;
-  if (!s.spare_id.empty()) return remove_tree(spare_dir(store, s.spare_id));
-  return ok_status();
+  if (s.spare_id.empty()) return ok_status();
+  remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(kSpareDirPrefix + s.spare_id));
+  return remove_tree(spare_dir(store, s.spare_id));
 }
 
 // The copy's directory of a spare: mode 0700, the seed mount point empty and
@@ -135,6 +138,9 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = recipe.command_for ? recipe.command_for(nonce) : "";
   req.runtime = recipe.runtime;
+  // Its own cgroup parent, as a run's (cgroup_usage.h): the resources a run in
+  // it used are read there. Named by the spare's directory, work/spare-<id>.
+  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
   return req;
 }
 
@@ -202,6 +208,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
     ~Undo() {
       if (keep) return;
       if (!id.empty()) (void)podman.remove(id);
+      remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(dir.substr(dir.rfind('/') + 1)));
       (void)remove_tree(dir);
     }
   } undo{podman, dir, ""};
