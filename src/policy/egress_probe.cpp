@@ -73,7 +73,8 @@ for l,f in(("gateway",gw4),("gateway6",gw6),("dns",ns)):
   if l=="dns":
    for n in["example.com","kubernetes.default"]+["kubernetes.default."+d for d in S[:4]]:udp("lookup",h,n,n+"@"+h)
 for t in sys.argv[2].split():
- l,_,a=t.partition("=");h,_,p=a.rpartition(":");tcp(l,h.strip("[]"),int(p))
+ l,_,a=t.partition("=");h,_,p=a.rpartition(":");h=h.strip("[]");tcp(l,h,int(p))
+ if p=="53":udp(l,h,"example.com")
 for h,p in(("1.1.1.1",53),("1.1.1.1",80),("1.1.1.1",443),("2606:4700:4700::1111",443),("2606:4700:4700::1111",53)):tcp("external",h,p)
 udp("external","1.1.1.1","example.com");udp("external","2606:4700:4700::1111","example.com")
 def wait(d):

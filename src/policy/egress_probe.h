@@ -20,7 +20,10 @@
 //   external  1.1.1.1 on tcp 53/80/443 and a udp DNS query; the same on
 //             2606:4700:4700::1111 (IPv6)
 //   <label>   targets the engine passes ("api=10.96.0.1:443": the Kubernetes
-//             API's addresses, which the sandbox's environment does not hold)
+//             API's addresses, which the sandbox's environment does not hold;
+//             the config's k8s.egress_probe_targets), on tcp; one on port 53
+//             also gets a udp DNS query (the cluster DNS: the sandbox pod's
+//             own resolv.conf names only 127.0.0.1, dnsPolicy None)
 // Outcomes: "connected", "refused" (a reset or ICMP port-unreachable: a host
 // answered), "answered" (a udp reply), "resolved:ADDRS" (a DNS answer with
 // addresses) count as reached;

@@ -256,6 +256,19 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   CHECK(j["isolation_probe"]["egress"]["ran"] == true);
   CHECK(j["isolation_probe"]["egress"]["reached"].empty());
   CHECK(j["isolation_probe"]["egress"]["attempts"].size() >= 8);
+  // The API server's address reaches the probe from the engine (the pod's
+  // KUBERNETES_SERVICE_* variables are not in its environment): the
+  // `kubernetes` Service's ClusterIP, tried and not reached.
+  std::string api_service;
+  for (const auto& t : k8s["egress_probe_targets"]) {
+    if (t.get<std::string>().rfind("api-service=", 0) == 0) api_service = t.get<std::string>().substr(12);
+  }
+  CHECK_FALSE(api_service.empty());
+  bool tried = false;
+  for (const auto& a : j["isolation_probe"]["egress"]["attempts"]) {
+    tried = tried || (a["target"] == "api-service" && a["address"] == api_service);
+  }
+  CHECK(tried);
   CHECK(k8s["provider_transport"].get<std::string>().find("plain http, opted in") == 0);
   CHECK(leftovers(k, std::string(kLabelRun) + "=" + j["run_id"].get<std::string>()) == 0);
   CHECK(j["policy"]["user"]["mode"] == "non_root_uid");  // the pod's uid, no podman id map

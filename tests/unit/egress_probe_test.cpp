@@ -47,10 +47,11 @@ const std::string kBridge =
     "lazyagent-probe: egress=lookup udp example.com@10.255.255.53 resolved:93.184.215.14\n"
     "lazyagent-probe: egress=lookup udp kubernetes.default@10.255.255.53 answered\n"
     "lazyagent-probe: egress=api tcp 192.0.2.2:6443 timeout\n"
+    "lazyagent-probe: egress=config udp 10.96.0.10:53 answered\n"
     "lazyagent-probe: egress=external tcp 1.1.1.1:443 timeout\n"
     "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
     "lazyagent-probe: egress=lookup:example.com tcp 93.184.215.14:443 timeout\n"
-    "lazyagent-probe: egress_done=12 2004ms\n"
+    "lazyagent-probe: egress_done=13 2004ms\n"
     "lazyagent-probe: end\n";
 
 // The same pod with the node dropping its egress.
@@ -107,7 +108,8 @@ TEST_CASE("egress probe: on a CNI that does not enforce NetworkPolicy every reac
       "egress reached: gateway tcp 10.244.91.1:10250 (connected)",
       "egress reached: gateway udp 10.244.91.1:53 (refused)",
       "egress reached: lookup udp example.com@10.255.255.53 (resolved:93.184.215.14)",
-      "egress reached: lookup udp kubernetes.default@10.255.255.53 (answered)"};
+      "egress reached: lookup udp kubernetes.default@10.255.255.53 (answered)",
+      "egress reached: config udp 10.96.0.10:53 (answered)"};
   // The egress rule (networkpolicy, runtimeclass): the interface is allowed, the reached targets are not.
   CHECK(probe_violations(r, SandboxPolicy{}, "runc", true) == reached);
   // The only-lo rule (podman, runtime-nonet) names the interface as well.
@@ -115,7 +117,7 @@ TEST_CASE("egress probe: on a CNI that does not enforce NetworkPolicy every reac
   strict.insert(strict.begin(), {"network interfaces other than lo: eth0,lo",
                                  "network interfaces in /proc/net/dev other than lo: eth0,lo"});
   CHECK(probe_violations(r, SandboxPolicy{}) == strict);
-  CHECK(probe_to_json(r, {})["egress"]["reached"].size() == 6);
+  CHECK(probe_to_json(r, {})["egress"]["reached"].size() == 7);
 }
 
 TEST_CASE("egress probe: with the node dropping the pod's egress the pod's eth0 passes under the egress rule only") {
