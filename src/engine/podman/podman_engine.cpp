@@ -72,10 +72,12 @@ Result<ContainerLogs> demuxed_logs(PodmanClient& podman, const std::string& id, 
 
 class PodmanSandbox : public Sandbox {
  public:
+  // `unmeasured`: why the sandbox has no cgroup of its own to read (when
+  // req.cgroup_parent is empty).
   PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress,
-                std::function<void(const std::string&)> output)
+                std::function<void(const std::string&)> output, std::string unmeasured)
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
-        progress_(std::move(progress)), output_(std::move(output)) {
+        progress_(std::move(progress)), output_(std::move(output)), unmeasured_(std::move(unmeasured)) {
     if (!req_.cgroup_parent.empty()) watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
   }
   ~PodmanSandbox() override {
@@ -150,9 +152,7 @@ class PodmanSandbox : public Sandbox {
   }
 
   nlohmann::json resources() const override {
-    if (!watch_) {
-      return resources_unavailable("gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
-    }
+    if (!watch_) return resources_unavailable(unmeasured_);
     return watch_->figures();
   }
 
@@ -175,7 +175,8 @@ class PodmanSandbox : public Sandbox {
   SandboxRequest req_;
   ProgressFn progress_;
   std::function<void(const std::string&)> output_;
-  std::unique_ptr<CgroupWatch> watch_;  // null under gVisor (no cgroup)
+  std::string unmeasured_;
+  std::unique_ptr<CgroupWatch> watch_;  // null when not measured (gVisor, a systemd-managed service)
 };
 
 class PodmanPlanner : public Container {
@@ -312,8 +313,18 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = spec.config->test_command;
   req.runtime = spec.config->engine.runtime;
-  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(spec.run_id);
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output);
+  // The run's own cgroup parent (cgroup_usage.h): a path, which only the
+  // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
+  std::string unmeasured;
+  if (req.runtime != kRuntimeRunc) {
+    unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  } else if (cgroup_manager() != "cgroupfs") {
+    unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
+                 "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
+  } else {
+    req.cgroup_parent = run_cgroup_parent(spec.run_id);
+  }
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before; the run directory stays 0700.
@@ -323,6 +334,14 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   }
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+const std::string& PodmanEngine::cgroup_manager() {
+  if (!cgroup_manager_) {
+    auto info = sandbox_->info();
+    cgroup_manager_ = info ? info->value("/host/cgroupManager"_json_pointer, std::string("unknown")) : "unknown";
+  }
+  return *cgroup_manager_;
 }
 
 Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -52,7 +53,11 @@ class PodmanEngine : public Engine {
   Result<ReapReport> reap(bool all) override;
 
  private:
+  // The sandbox service's cgroup manager ("cgroupfs", "systemd"), asked once.
+  const std::string& cgroup_manager();
+
   std::unique_ptr<PodmanClient> sandbox_, planner_;
+  std::optional<std::string> cgroup_manager_;
   RunStore store_;
   std::string runtime_;
 };
