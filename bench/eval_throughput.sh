@@ -68,14 +68,48 @@ echo "\$1 \$?"
 EOF
 chmod +x "$work/one.sh"
 
-baseline() {  # $1: round
-  xargs -P"$jobs" -n1 "$work/one.sh" < "$work/copies" > "$work/baseline-$1.codes"
+# Where the CPU goes (issue 17's floor): system-wide busy CPU from
+# /proc/stat, the podman service's own CPU (utime+stime of the service
+# process and its waited children), and the client side (the eval process,
+# or xargs and every `podman run` it waited for: RUSAGE_CHILDREN), each as a
+# delta over one side's run. What remains is conmon, runc, podman's cleanup
+# processes, the tests and the kernel.
+service_pid=$(pgrep -f "podman system service.*$(readlink -f /run/podman/podman.sock 2>/dev/null || echo /run/podman/podman.sock)" | head -1 || true)
+[ -n "$service_pid" ] || service_pid=$(pgrep -f "podman system service" | head -1 || true)
+cpu_snapshot() {  # prints: busy_ms service_ms
+  python3 - "$service_pid" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+f = open("/proc/stat").readline().split()[1:]
+vals = list(map(int, f))
+busy = sum(vals) - vals[3] - vals[4]  # all but idle and iowait
+svc = 0
+if sys.argv[1]:
+    try:
+        st = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
+        svc = int(st[11]) + int(st[12]) + int(st[13]) + int(st[14])  # utime stime cutime cstime
+    except OSError:
+        pass
+print(busy * 1000 // hz, svc * 1000 // hz)
+PY
 }
-ours() {  # $1: round
-  # --no-baseline: the same work as the other side (one run per task, judged by exit code)
-  "$bin" eval "$work/tasks.jsonl" --jobs "$jobs" --no-baseline --out "$work/out-$1" --json > "$work/ours-$1.json" 2>/dev/null
+# measured OUT CMD...: runs CMD with its stdout in OUT; prints
+# "wall_ms client_cpu_ms busy_cpu_ms service_cpu_ms".
+measured() {
+  local before after
+  before=$(cpu_snapshot)
+  local out
+  out=$(python3 -c '
+import resource, subprocess, sys, time
+t0 = time.time()
+rc = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.DEVNULL)
+wall = int((time.time() - t0) * 1000)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, int((r.ru_utime + r.ru_stime) * 1000))
+sys.exit(rc)' "$@")
+  after=$(cpu_snapshot)
+  echo "$out $(( ${after% *} - ${before% *} )) $(( ${after#* } - ${before#* } ))"
 }
-ms() { local t0 t1; t0=$(date +%s%N); "$@"; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
 
 # Warm-up: a few of each (page cache, image layers, podman's caches).
 head -4 "$work/copies" | xargs -P"$jobs" -n1 "$work/one.sh" >/dev/null
@@ -84,10 +118,15 @@ head -4 "$work/tasks.jsonl" > "$work/warm.jsonl"
 
 : > "$work/rows"
 for i in $(seq 1 "$rounds"); do
-  if [ $((i % 2)) -eq 1 ]; then a=$(ms ours "$i"); b=$(ms baseline "$i"); else b=$(ms baseline "$i"); a=$(ms ours "$i"); fi
-  python3 - "$work" "$i" "$a" "$b" "$ntasks" >> "$work/rows" <<'PY'
+  if [ $((i % 2)) -eq 1 ]; then ma=$(measured "$work/ours-$i.json" "$bin" eval "$work/tasks.jsonl" --jobs "$jobs" --no-baseline --out "$work/out-$i" --json)
+    mb=$(measured "$work/baseline-$i.codes" xargs -P"$jobs" -n1 -a "$work/copies" "$work/one.sh")
+  else mb=$(measured "$work/baseline-$i.codes" xargs -P"$jobs" -n1 -a "$work/copies" "$work/one.sh")
+    ma=$(measured "$work/ours-$i.json" "$bin" eval "$work/tasks.jsonl" --jobs "$jobs" --no-baseline --out "$work/out-$i" --json); fi
+  a=${ma%% *}; b=${mb%% *}
+  python3 - "$work" "$i" "$a" "$b" "$ntasks" "$ma" "$mb" >> "$work/rows" <<'PY'
 import json, sys, glob
 work, i, a, b, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+cpu = lambda m: dict(zip(("wall_ms", "client_cpu_ms", "busy_cpu_ms", "service_cpu_ms"), map(int, m.split())))
 s = json.load(open(f"{work}/ours-{i}.json"))
 assert s["passed"]["count"] == (n + 1) // 2 and s["failed"]["count"] == n // 2, f"eval verdicts: {s}"
 codes = [l.split()[-1] for l in open(f"{work}/baseline-{i}.codes")]
@@ -96,7 +135,7 @@ steps = {}
 for f in glob.glob(f"{work}/out-{i}/results/*.json"):
     for k, v in json.load(open(f))["timings"].items():
         steps.setdefault(k, []).append(v)
-print(json.dumps({"ours_ms": a, "podman_run_ms": b, "steps": steps}))
+print(json.dumps({"ours_ms": a, "podman_run_ms": b, "steps": steps, "ours_cpu": cpu(sys.argv[6]), "podman_run_cpu": cpu(sys.argv[7])}))
 PY
   echo "round $i: eval --jobs $jobs ${a} ms, xargs -P$jobs podman run --rm ${b} ms ($ntasks tasks)" >&2
 done
@@ -121,8 +160,17 @@ out = {
   "median_throughput_ratio": round(statistics.median(ratios), 3),
   "ratios": [round(x, 3) for x in ratios],
   "median_step_ms": step_median,
-  "rows": [{"ours_ms": r["ours_ms"], "podman_run_ms": r["podman_run_ms"]} for r in rows],
+  "cpu_ms_per_task": {side: {k: round(statistics.median(r[side][k] for r in rows) / n, 1)
+                             for k in ("busy_cpu_ms", "client_cpu_ms", "service_cpu_ms")}
+                      for side in ("ours_cpu", "podman_run_cpu")},
+  "rows": [{"ours_ms": r["ours_ms"], "podman_run_ms": r["podman_run_ms"], "ours_cpu": r["ours_cpu"],
+            "podman_run_cpu": r["podman_run_cpu"]} for r in rows],
 }
+c = out["cpu_ms_per_task"]
+for side in c.values():
+    side["rest_cpu_ms"] = round(side["busy_cpu_ms"] - side["client_cpu_ms"] - side["service_cpu_ms"], 1)
+# The floor: with every CPU busy, a side's wall time is its CPU over the cores.
+out["cpu_floor_ms"] = {side: round(c[side]["busy_cpu_ms"] * n / out["cpus"]) for side in c}
 json.dump(out, open(sys.argv[2] + ".json", "w"), indent=2)
 tps = lambda ms: round(n / (ms / 1000), 2)
 md = [f"# lazyagent-oci eval --jobs {jobs} vs xargs -P{jobs} podman run --rm ({out['date']}, {out['podman']}, {n} tasks, {len(rows)} rounds, {out['cpus']} CPUs)", "",
@@ -131,6 +179,11 @@ md = [f"# lazyagent-oci eval --jobs {jobs} vs xargs -P{jobs} podman run --rm ({o
       f"| `xargs -P{jobs} podman run --rm`, same image, tests and isolation flags, copies made beforehand | {out['median_podman_run_ms']} | {tps(out['median_podman_run_ms'])} |",
       f"| **median per-round throughput ratio (eval / podman run)** | **{out['median_throughput_ratio']}** | |", "",
       "Per-round ratios: " + ", ".join(str(x) for x in out["ratios"]), "",
+      "CPU per task (median over rounds, ms; busy = the whole machine's non-idle CPU during the side's run):", "",
+      "| | busy | client (eval / xargs + podman run CLIs) | podman service | rest (conmon, runc, cleanup, tests, kernel) | floor: busy x tasks / CPUs, ms |",
+      "|---|---|---|---|---|---|",
+      f"| eval | {c['ours_cpu']['busy_cpu_ms']} | {c['ours_cpu']['client_cpu_ms']} | {c['ours_cpu']['service_cpu_ms']} | {c['ours_cpu']['rest_cpu_ms']} | {out['cpu_floor_ms']['ours_cpu']} |",
+      f"| podman run | {c['podman_run_cpu']['busy_cpu_ms']} | {c['podman_run_cpu']['client_cpu_ms']} | {c['podman_run_cpu']['service_cpu_ms']} | {c['podman_run_cpu']['rest_cpu_ms']} | {out['cpu_floor_ms']['podman_run_cpu']} |", "",
       "Per step inside eval (median ms over all tasks, two running at once):", "",
       "| step | median ms |", "|---|---|"] + [f"| {k} | {v} |" for k, v in step_median.items()]
 open(sys.argv[2] + ".md", "w").write("\n".join(md) + "\n")

@@ -101,6 +101,9 @@ struct EngineConfig {
   std::string runsc_socket = "/run/podman/lazyagent-runsc.sock";
   // Run even when the runtime cannot enforce a limit the config demands.
   bool accept_weaker_policy = false;
+  // Warm spares (warm_spares.h) kept per policy: 0 = none.
+  std::int64_t warm = 0;
+  std::int64_t warm_ttl_seconds = 600;
 };
 
 // The repair loop of `run` and the re-runs of a failing verdict (agent_run.h,

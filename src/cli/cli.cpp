@@ -44,6 +44,7 @@ const std::vector<Command>& commands() {
       {"secret", "list or delete the provider secrets (names and dates only)", cmd_secret},
       {"task", "show a planner task, or its log", cmd_task},
       {"sandboxes", "list recent sandbox runs and whether their containers still exist", cmd_sandboxes},
+      {"warm", "make warm spares: sandboxes created and verified before their patch exists", cmd_warm},
       {"reap", "remove containers and private copies left by crashed runs, close their records", cmd_reap},
       {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
       {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},

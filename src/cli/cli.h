@@ -153,7 +153,19 @@ int cmd_diff(const std::vector<std::string>& args);
 int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
+int cmd_warm(const std::vector<std::string>& args);
 int cmd_mcp(const std::vector<std::string>& args);
+
+inline constexpr const char* kRefillLockName = "refill.lock";
+// What `test` and `run` do after printing their result: the sandboxes whose
+// removal was deferred (Engine::defer_removals, engine.warm > 0) are removed
+// and warm spares made for sandboxes of `config` (sandbox_run.h keep_warm) by
+// a child process of its own session (no terminal, none of the caller's
+// pipes) while the caller returns at once. The child holds an flock on
+// RUNSTORE/refill.lock until done; when another refill holds it, this
+// process removes its sandboxes itself and makes no spare. Without
+// engine.warm: only finish_removals (nothing was deferred).
+void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine);
 
 // The config's environment (environment.h), built on first use with its
 // progress on stderr, then reused: sets config->images.sandbox to it. A

@@ -85,6 +85,8 @@ int cmd_run(const std::vector<std::string>& args) {
   if (!prepared) return fail(prepared.error());
   RunRequest& req = prepared->req;
   const auto engine = prepared->factory();
+  // engine.warm: the sandbox is removed after the result is printed (after_result).
+  if (req.config.engine.warm > 0) engine->defer_removals();
   ProgressFn progress = [](const std::string& step) { progress_line(step); };
   if (events) {
     req.events = [events](const RunEvent& e) { events->run_event(e); };
@@ -93,7 +95,9 @@ int cmd_run(const std::vector<std::string>& args) {
   auto result = run_agent(req, *engine, store, progress);
   if (events) events->finish(result);
   if (result && !opt.report.empty()) write_report("run", opt.report, *result);
-  return finish_result(result, json, "its planner and sandbox containers were removed");
+  const int code = finish_result(result, json, "its planner and sandbox containers were removed");
+  after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
+  return code;
 }
 
 }  // namespace lazyagent

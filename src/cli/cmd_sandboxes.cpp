@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/podman/podman_client.h"
+#include "engine/podman/warm_spares.h"
 #include "engine/engine.h"
 #include "pipeline/reaper.h"
 #include "util/terminal_text.h"
@@ -65,7 +66,15 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
                     {"owner_alive", is_finished_status(status) ? json(nullptr) : json(!owner_gone)},
                     {"updated_at", r.value("updated_at", 0L)}});
   }
-  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"problems", problems}};
+  // Warm spares (warm_spares.h): podman's, not the run store's.
+  json spares = json::array();
+  if (podman) {
+    if (auto list = list_spares(*podman, &store); list) {
+      const std::time_t now = std::time(nullptr);
+      for (const auto& s : *list) spares.push_back(spare_json(s, now));
+    }
+  }
+  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"problems", problems}};
   if (!engine_note.empty()) out["engine"] = engine_note;
   return out;
 }
@@ -75,7 +84,8 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
   bool as_json = false;
   ArgParser p("sandboxes", "[N] [--json]",
               "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
-              "whether each container still exists in podman (it should not: they are removed).");
+              "whether each container still exists in podman (it should not: they are removed),\n"
+              "then the warm spares podman holds (`warm`).");
   p.positional("N", &count, false, "how many runs to show");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -90,6 +100,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
   const RunStore store = default_run_store();
   const json out = sandboxes_json(store, static_cast<std::size_t>(n));
   const json& rows = out["sandboxes"];
+  const json& spares = out["spares"];
   const std::string engine_note = out.value("engine", "");
   if (as_json) {
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
@@ -110,6 +121,12 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
               << escape_for_terminal(to_valid_utf8(reason)) << "\n";
   }
   if (rows.empty()) std::cout << "(no runs recorded in " << store.runs_dir() << ")\n";
+  for (const auto& s : spares) {
+    std::cout << "spare " << s["name"].get<std::string>() << " " << s["state"].get<std::string>()
+              << (s["claimed"].get<bool>() ? " claimed by " + s["run_id"].get<std::string>()
+                                           : " expires in " + std::to_string(s["expires_in"].get<long>()) + " s")
+              << "\n";
+  }
   if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
   for (const auto& pr : out["problems"]) std::cerr << "note: " << escape_for_terminal(pr.get<std::string>()) << "\n";
   return 0;
@@ -121,7 +138,8 @@ int cmd_reap(const std::vector<std::string>& args) {
   BackendOptions backend;
   ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
-              "lazyagent-oci containers (found by label), private seed copies and interrupted writes; on\n"
+              "lazyagent-oci containers (found by label), private seed copies and interrupted writes, and\n"
+              "every unclaimed warm spare (`warm`); on\n"
               "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
               "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
               "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
@@ -135,8 +153,15 @@ int cmd_reap(const std::vector<std::string>& args) {
   if (!config) return report_error(config.error(), as_json);
   auto factory = engine_factory(backend, *config, default_run_store());
   if (!factory) return report_error(factory.error(), as_json);
-  auto report = (*factory)()->reap(all);
+  const auto engine = (*factory)();
+  auto report = engine->reap(all);
   if (!report) return report_error(report.error(), as_json);
+  // Warm spares are made to outlive their maker; `reap` removes them all.
+  if (auto spares = engine->remove_spares(); spares) {
+    report->removed.insert(report->removed.end(), spares->begin(), spares->end());
+  } else {
+    report->errors.push_back(spares.error().message);
+  }
   if (as_json) {
     json out = {{"backend", backend.backend},
                 {"removed", report->removed},

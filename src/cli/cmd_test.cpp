@@ -100,6 +100,8 @@ int cmd_test(const std::vector<std::string>& args) {
   if (!prepared) return fail(prepared.error());
   TestRequest& req = prepared->req;
   const auto engine = prepared->factory();
+  // engine.warm: the sandbox is removed after the result is printed (after_result).
+  if (req.config.engine.warm > 0) engine->defer_removals();
 
   ProgressFn progress = [](const std::string& step) { progress_line(step); };
   if (events) {
@@ -109,7 +111,9 @@ int cmd_test(const std::vector<std::string>& args) {
   auto result = run_judged_test(req, prepared->judge, *engine, store, progress);
   if (events) events->finish(result);
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
-  return finish_result(result, json);
+  const int code = finish_result(result, json);
+  after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
+  return code;
 }
 
 }  // namespace lazyagent

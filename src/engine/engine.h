@@ -56,6 +56,11 @@ struct SandboxSpec {
   // baseline (the seed as it is).
   const std::vector<FileWrite>* writes = nullptr;
   ProgressFn progress;             // notes from the engine ("podman warning: ...")
+  // For warm spares (engine.warm): the image's digest and the command the
+  // sandbox runs for a report nonce (config->test_command is it for the
+  // run's own nonce). A claimed spare brings its own (Sandbox::report_nonce).
+  std::string image_digest;
+  std::function<std::string(const std::string& nonce)> command_for;
   // When set, the output's lines as they arrive during wait() (from another
   // thread; the probe's block included: the caller filters). Engines that
   // cannot follow a log leave it uncalled.
@@ -100,6 +105,11 @@ class Container {
   virtual Status remove() = 0;
   // Engine-specific facts for the record (Kubernetes: object names).
   virtual nlohmann::json describe() const { return nlohmann::json::object(); }
+  // A claimed warm spare's report nonce ("" = the run's own) and what it was.
+  virtual std::string report_nonce() const { return ""; }
+  // remove() handed the container to Engine::finish_removals (defer_removals).
+  virtual bool removal_deferred() const { return false; }
+  virtual nlohmann::json warm() const { return nullptr; }
 };
 
 class Sandbox : public Container {
@@ -118,6 +128,13 @@ class Sandbox : public Container {
   virtual nlohmann::json resources() const {
     return {{"available", false}, {"reason", "this engine does not measure resources"}};
   }
+};
+
+// A sandbox whose removal waits for Engine::finish_removals.
+struct DeferredRemoval {
+  std::string id;   // the container
+  std::string dir;  // its private copy ("" = none)
+  std::string cgroup_parent;  // its run's cgroup (cgroup_usage.h; "" = none)
 };
 
 // What Engine::reap found and did.
@@ -145,6 +162,10 @@ class Engine {
   virtual Status check(const ProgressFn& progress) = 0;
   virtual Result<std::string> image_digest(const std::string& image) = 0;  // "" = known after the run
   virtual Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) = 0;
+  // Makes warm spares for sandboxes like `spec`'s (no seed, no writes) until
+  // `count` unclaimed ones are there; returns their names. Engines without
+  // spares make none.
+  virtual Result<std::vector<std::string>> keep_warm(const SandboxSpec&, int) { return std::vector<std::string>{}; }
 
   // The provider settings the planner needs exist (podman secrets, a Secret).
   virtual Status check_planner(const Config& config) = 0;
@@ -152,6 +173,16 @@ class Engine {
   virtual Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) = 0;
 
   virtual Result<ReapReport> reap(bool all) = 0;
+  // From now on a sandbox's remove() hands its container and private copy to
+  // finish_removals instead of removing them (engine.warm: the CLI removes
+  // them after printing the result, in the process that makes the next
+  // spare). A crash before finish_removals leaves them to the reaper, as any
+  // crash does. forget_removals drops the list (the forked child has it).
+  virtual void defer_removals() {}
+  virtual Status finish_removals() { return ok_status(); }
+  virtual void forget_removals() {}
+  // Removes every unclaimed warm spare (`reap`); returns "name (id)" of each.
+  virtual Result<std::vector<std::string>> remove_spares() { return std::vector<std::string>{}; }
 };
 
 }  // namespace lazyagent

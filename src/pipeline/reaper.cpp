@@ -1,13 +1,16 @@
 #include "pipeline/reaper.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <set>
 
+#include "engine/podman/warm_spares.h"
 #include "engine/podman/cgroup_usage.h"
 #include "pipeline/ownership.h"
 #include "pipeline/provenance.h"
@@ -44,6 +47,11 @@ bool work_dir_owner_alive(const RunStore& store, const std::string& run_id) {
   auto rec = store.read(run_id);
   if (!rec) return false;
   return run_owner_alive(*rec);
+}
+
+bool recently_modified(const fs::path& p, long seconds) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && st.st_mtime > std::time(nullptr) - seconds;
 }
 
 }  // namespace
@@ -96,10 +104,37 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
   ReapReport report;
   auto list = podman.list_by_label(kLabelRole);
   if (!list) return list.error().context("looking for leftover containers");
+  std::set<std::string> spare_dirs_kept;  // work/spare-<id> of the spares left
+  const std::time_t now = std::time(nullptr);
   for (const auto& c : *list) {
     const std::string id = c.value("Id", "");
     const std::string label = name_of(c) + " (" + id.substr(0, 12) + ")";
-    if (!all && owner_alive(labels_of(c))) {
+    const auto labels = labels_of(c);
+    const auto role = labels.find(kLabelRole);
+    if (!all && role != labels.end() && role->second == kRoleSpare) {
+      // A warm spare outlives its maker: unclaimed, it stays until it
+      // expires; claimed (renamed for a run), it is that run's sandbox.
+      const SpareInfo s = spare_from_listing(c);
+      if (s.store != spare_store_label(store)) continue;  // another run store's: its copy is not in our work/
+      const bool keep = s.claimed ? work_dir_owner_alive(store, s.run_id) : s.expires > now;
+      if (keep) {
+        if (s.claimed) report.left_running.push_back(label);
+        spare_dirs_kept.insert(kSpareDirPrefix + s.spare_id);
+        continue;
+      }
+      if (auto st = podman.remove(id); !st) {
+        report.errors.push_back(st.error().message);
+        continue;
+      }
+      report.removed.push_back(label);
+      if (!s.spare_id.empty()) remove_cgroup_dirs("/sys/fs/cgroup", run_cgroup_parent(kSpareDirPrefix + s.spare_id));
+      const std::string dir = store.work_dir() + "/" + kSpareDirPrefix + s.spare_id;
+      if (!s.spare_id.empty() && fs::exists(dir)) {
+        if (auto st = remove_tree(dir); st) report.work_dirs_removed.push_back(kSpareDirPrefix + s.spare_id);
+        else report.errors.push_back(st.error().message);
+      }
+      continue;
+    } else if (!all && owner_alive(labels)) {
       report.left_running.push_back(label);
       continue;
     }
@@ -120,7 +155,12 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(store.work_dir(), ec)) {
     const std::string run_id = e.path().filename().string();
-    if (!all && work_dir_owner_alive(store, run_id)) continue;
+    if (run_id.rfind(kSpareDirPrefix, 0) == 0 && !all) {
+      // A spare being made has its directory a moment before its container.
+      if (spare_dirs_kept.count(run_id) || recently_modified(e.path(), 60)) continue;
+    } else if (!all && work_dir_owner_alive(store, run_id)) {
+      continue;
+    }
     if (auto st = remove_tree(e.path().string()); st) report.work_dirs_removed.push_back(run_id);
     else report.errors.push_back(st.error().message);
     // Its sandbox's cgroup (cgroup_usage.h), empty now that the container is gone.

@@ -78,6 +78,8 @@ json result_to_json(const TestResult& r) {
   if (!r.diff_sha256.empty()) j["diff_sha256"] = r.diff_sha256;
   if (r.seed_source.is_object()) j["seed_source"] = r.seed_source;
   if (!r.isolation_probe.is_null()) j["isolation_probe"] = r.isolation_probe;
+  if (!r.warm.is_null()) j["warm"] = r.warm;
+  if (!r.removal.empty()) j["removal"] = r.removal;
   if (!r.resources.is_null()) j["resources"] = r.resources;
   if (!r.tests.format.empty()) j["tests"] = cases_to_json(r.tests);
   if (r.runner.found) j["runner"] = runner_report_to_json(r.runner);

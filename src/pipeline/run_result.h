@@ -75,6 +75,8 @@ struct TestResult {
   nlohmann::json seed_source;    // seed_source_json: kind, exclude, include_git, ...
   nlohmann::json planner;        // the planner task's record; null for `test`
   nlohmann::json isolation_probe; // what the sandbox saw (isolation_probe.h)
+  nlohmann::json warm;           // the warm spare the run claimed (warm_spares.h); null: made for it
+  std::string removal;           // "deferred": removed after the result was printed (engine.warm)
   nlohmann::json resources;      // what it used (Sandbox::resources; null: no sandbox ran)
   TestCases tests;               // per-test results from the runner's output (test_report.h)
   RunnerReport runner;           // the runner's closing report the verdict read (verdict.h)

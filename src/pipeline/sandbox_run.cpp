@@ -23,6 +23,13 @@ using nlohmann::json;
 
 namespace {
 
+// The command a sandbox of `config` runs for a report nonce (runner_driver.h).
+std::function<std::string(const std::string&)> evidence_command_for(const Config& config) {
+  return [command = config.test_command, report = config.report](const std::string& nonce) {
+    return plan_evidence(command, report, nonce).command;
+  };
+}
+
 RecordInfo record_info(const Engine& engine, const TestRequest& req) {
   RecordInfo info;
   info.kind = req.baseline ? RunKind::kBaseline : req.planner.is_object() ? RunKind::kRun : RunKind::kTest;
@@ -230,6 +237,7 @@ class TestPipeline {
   Status copy() {
     SandboxSpec spec;
     spec.run_id = res_.run_id;
+    spec.progress = progress_;
     // With a report as evidence (the user's JUnit file, or one the tool has
     // the runner write: runner_driver.h) the sandbox runs the command that
     // prints it after the tests (junit_report.h); records keep the user's command.
@@ -242,10 +250,18 @@ class TestPipeline {
     spec.seed = &seed_;
     writes_ = copy_writes(changes_);
     spec.writes = &writes_;
+    spec.image_digest = res_.image_digest;
+    spec.command_for = evidence_command_for(req_.config);
     if (req_.events) spec.output = [this](const std::string& line) { stream_line(line); };
     auto sandbox = engine_.prepare_sandbox(spec);
     if (!sandbox) return sandbox.error();
     sandbox_ = std::move(*sandbox);
+    // A warm spare was made with its own nonce: the run's evidence uses it.
+    if (const std::string nonce = sandbox_->report_nonce(); !nonce.empty()) {
+      evidence_ = plan_evidence(req_.config.test_command, req_.config.report, nonce);
+      run_config_.test_command = evidence_.command;
+      res_.warm = sandbox_->warm();
+    }
     return ok_status();
   }
 
@@ -317,7 +333,11 @@ class TestPipeline {
     return ok_status();
   }
 
-  Status remove() { return sandbox_->remove(); }
+  Status remove() {
+    if (auto st = sandbox_->remove(); !st) return st;
+    if (sandbox_->removal_deferred()) res_.removal = "deferred";
+    return ok_status();
+  }
 
   void judge_and_save() {
     RunOutcome outcome;
@@ -392,6 +412,21 @@ class TestPipeline {
 Status write_result_record(const RunStore& store, const Engine& engine, const TestRequest& req,
                            const TestResult& r) {
   return store.write(run_record(r, record_info(engine, req)));
+}
+
+Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_seconds, Engine& engine, int count) {
+  SandboxPolicy policy = policy_from_config(config, timeout_seconds);
+  engine.adapt_policy(&policy);
+  if (auto st = engine.check_policy(config); !st) return st.error();
+  auto digest = engine.image_digest(policy.image);
+  if (!digest) return digest.error();
+  if (digest->empty()) return std::vector<std::string>{};  // known only after a run: nothing to key a spare on
+  SandboxSpec spec;
+  spec.config = &config;
+  spec.policy = std::move(policy);
+  spec.image_digest = *digest;
+  spec.command_for = evidence_command_for(config);
+  return engine.keep_warm(spec, count);
 }
 
 Result<TestResult> run_test(const TestRequest& req, Engine& engine, const RunStore& store,

@@ -68,6 +68,11 @@ struct TestRequest {
 
 // Engine failures are Errors (kEngine, kIsolation, ...); a refused patch or
 // a failing test is a TestResult.
+// Makes warm spares (warm_spares.h) for sandboxes of `config` until `count`
+// unclaimed ones are there; returns the names made. The policy, image digest
+// and command are the ones a run of `config` with this timeout would use.
+Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_seconds, Engine& engine, int count);
+
 Result<TestResult> run_test(const TestRequest& req, Engine& engine, const RunStore& store,
                             const ProgressFn& progress);
 

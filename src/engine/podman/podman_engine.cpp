@@ -7,8 +7,10 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "engine/podman/cgroup_usage.h"
+#include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
 #include "pipeline/ownership.h"
 #include "policy/planner_policy.h"
@@ -18,6 +20,7 @@
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/tar_writer.h"
+#include "engine/podman/warm_spares.h"
 
 namespace lazyagent {
 
@@ -36,22 +39,27 @@ class ScopedTree {
     if (!path_.empty()) (void)remove_tree(path_);
     path_.clear();
   }
+  std::string release() { return std::exchange(path_, std::string()); }
 
  private:
   std::string path_;
 };
 
+// The deadline passed: kills the container and waits for the kill.
+Result<ContainerExit> kill_at_deadline(PodmanClient& podman, const std::string& id) {
+  ContainerExit exit;
+  exit.timed_out = true;
+  if (auto st = podman.kill(id); !st) return st.error();
+  auto after = podman.wait(id, 10000);
+  exit.exit_code = after ? *after : 137;
+  return exit;
+}
+
 // Waits for the container; at the deadline kills it and waits for the kill.
 Result<ContainerExit> wait_or_kill(PodmanClient& podman, const std::string& id, long deadline_ms) {
   ContainerExit exit;
   auto code = podman.wait(id, deadline_ms);
-  if (!code && code.error().kind == ErrorKind::kTimeout) {
-    exit.timed_out = true;
-    if (auto st = podman.kill(id); !st) return st.error();
-    auto after = podman.wait(id, 10000);
-    exit.exit_code = after ? *after : 137;
-    return exit;
-  }
+  if (!code && code.error().kind == ErrorKind::kTimeout) return kill_at_deadline(podman, id);
   if (!code) return code.error();
   exit.exit_code = *code;
   return exit;
@@ -83,12 +91,22 @@ class PodmanSandbox : public Sandbox {
   ~PodmanSandbox() override {
     if (watch_) watch_->stop();
     (void)container_.remove_now();
-    if (watch_) watch_->remove_dirs();
+    if (watch_ && !handed_over_) watch_->remove_dirs();
+  }
+
+  // A claimed warm spare (warm_spares.h): created and initialised already.
+  void adopt_spare(const ClaimedSpare& spare) {
+    container_.hold(spare.info.id);
+    nonce_ = spare.info.nonce;
+    warm_ = {{"spare", spare.info.spare_id}, {"key", spare.info.key}};
   }
 
   std::string id() const override { return container_.id(); }
+  std::string report_nonce() const override { return nonce_; }
+  nlohmann::json warm() const override { return warm_; }
 
   Status create() override {
+    if (!warm_.is_null()) return ok_status();
     auto reply = podman_.create(build_create_spec(req_));
     if (!reply) return reply.error();
     container_.hold(reply->id);
@@ -100,22 +118,17 @@ class PodmanSandbox : public Sandbox {
 
   Status verify() override {
     const std::string& id = container_.id();
-    if (auto st = podman_.init(id); !st) return st;
-    auto inspect = podman_.inspect(id);
-    if (!inspect) return inspect.error();
-    const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
-    std::ifstream f(spec_path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    json spec = json::parse(ss.str(), nullptr, false);
-    if (!f || spec.is_discarded()) {
-      return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
-                          " (lazyagent-oci must run on the podman host)");
+    // A claimed spare was initialised when it was made; its config is
+    // verified again here, against this run's request, before it starts.
+    if (warm_.is_null()) {
+      if (auto st = podman_.init(id); !st) return st;
     }
-    auto violations = verify_effective_config(req_, id, *inspect, spec);
-    if (!violations.empty()) {
-      return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
-                          describe_violations(violations));
+    if (auto st = verify_sandbox_container(podman_, req_, id); !st) return st;
+    // Where conmon will write the exit code (exit_file.h); "" = podman's wait.
+    if (auto inspect = podman_.inspect(id); inspect) {
+      const json& state = (*inspect)["State"];
+      const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
+      if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
     }
     return ok_status();
   }
@@ -139,12 +152,26 @@ class PodmanSandbox : public Sandbox {
         log.finish();
       });
     }
-    auto exit = wait_or_kill(podman_, container_.id(), deadline_ms);
+    auto exit = wait_for_exit(deadline_ms);
     // A wait that failed (a signal) leaves the container running: it is
     // removed next anyway; kill it now so that the follow ends.
     if (!exit && follower.joinable()) (void)podman_.kill(container_.id());
     if (follower.joinable()) follower.join();
     if (watch_) watch_->stop();
+    return exit;
+  }
+
+  // From conmon's exit file when known (exit_file.h), else podman's wait.
+  Result<ContainerExit> wait_for_exit(long deadline_ms) {
+    if (exit_file_.empty()) return wait_or_kill(podman_, container_.id(), deadline_ms);
+    auto code = wait_for_exit_file(exit_file_, deadline_ms, [this]() -> Status {
+      if (auto v = podman_.ping(); !v) return v.error();
+      return ok_status();
+    });
+    if (!code && code.error().kind == ErrorKind::kTimeout) return kill_at_deadline(podman_, container_.id());
+    if (!code) return code.error();
+    ContainerExit exit;
+    exit.exit_code = *code;
     return exit;
   }
   Result<ContainerLogs> logs(std::size_t max_bytes) override {
@@ -158,11 +185,20 @@ class PodmanSandbox : public Sandbox {
 
   Status remove() override {
     if (watch_) watch_->stop();
+    if (deferred_ != nullptr && !container_.id().empty()) {
+      // Handed to PodmanEngine::finish_removals, after the result.
+      deferred_->push_back({container_.id(), dir_.release(), req_.cgroup_parent});
+      container_.hold("");
+      handed_over_ = true;
+      return ok_status();
+    }
     if (auto st = container_.remove_now(); !st) return st;
     if (watch_) watch_->remove_dirs();
     dir_.remove_now();
     return ok_status();
   }
+  bool removal_deferred() const override { return deferred_ != nullptr; }
+  void defer_removal_to(std::vector<DeferredRemoval>* list) { deferred_ = list; }
 
   std::vector<std::string> probe_violations(const ProbeReport& probe, bool, std::vector<std::string>*) override {
     return lazyagent::probe_violations(probe, req_.policy, req_.runtime);
@@ -177,6 +213,11 @@ class PodmanSandbox : public Sandbox {
   std::function<void(const std::string&)> output_;
   std::string unmeasured_;
   std::unique_ptr<CgroupWatch> watch_;  // null when not measured (gVisor, a systemd-managed service)
+  std::string nonce_;            // a claimed spare's report nonce
+  json warm_;                    // null: made for this run
+  std::string exit_file_;        // conmon's exit file for it (exit_file.h)
+  std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
+  bool handed_over_ = false;     // ... and did: its cgroup goes with it there
 };
 
 class PodmanPlanner : public Container {
@@ -298,7 +339,24 @@ Status PodmanEngine::check(const ProgressFn& progress) {
 
 Result<std::string> PodmanEngine::image_digest(const std::string& image) { return digest_of(*sandbox_, image, "images.sandbox"); }
 
+// What a spare for `spec` is made from (warm_spares.h).
+SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
+  SpareRecipe r;
+  r.policy = spec.policy;
+  r.runtime = spec.config->engine.runtime;
+  r.command_for = spec.command_for;
+  r.image_digest = spec.image_digest;
+  r.scope = spec.config->seed;
+  r.ttl_seconds = spec.config->engine.warm_ttl_seconds;
+  return r;
+}
+
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
+  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty()) {
+    auto warm = claim_warm(spec);
+    if (!warm) return warm.error();
+    if (*warm) return std::move(*warm);
+  }
   const std::string dir = store_.work_dir() + "/" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
@@ -325,6 +383,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
+  if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before; the run directory stays 0700.
@@ -342,6 +401,33 @@ const std::string& PodmanEngine::cgroup_manager() {
     cgroup_manager_ = info ? info->value("/host/cgroupManager"_json_pointer, std::string("unknown")) : "unknown";
   }
   return *cgroup_manager_;
+}
+
+// A claimed spare, filled with this run's copy; nullptr when none matched.
+Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spec) {
+  const SpareRecipe recipe = recipe_of(spec);
+  std::vector<std::string> discarded;
+  auto claimed = claim_spare(*sandbox_, store_, recipe, spec.run_id, &discarded);
+  if (!claimed) return claimed.error();
+  for (const auto& d : discarded) {
+    if (spec.progress) spec.progress("warm: removed spare " + d + " (made for another policy, image or config)");
+  }
+  if (!*claimed) return std::unique_ptr<Sandbox>();
+  const ClaimedSpare& spare = **claimed;
+  SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
+  req.name = spare.info.name;
+  auto sandbox = std::make_unique<PodmanSandbox>(
+      *sandbox_, req, spare.dir, spec.progress, spec.output,
+      "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
+  sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
+  if (defer_removals_) sandbox->defer_removal_to(&deferred_);
+  if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
+  if (spec.progress) spec.progress("warm: claimed spare " + spare.info.spare_id);
+  return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+Result<std::vector<std::string>> PodmanEngine::keep_warm(const SandboxSpec& spec, int count) {
+  return keep_spares(*sandbox_, store_, recipe_of(spec), count);
 }
 
 Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
@@ -365,6 +451,24 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   if (!tar) return tar.error();
   return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
 }
+
+Status PodmanEngine::finish_removals() {
+  if (deferred_.empty()) return ok_status();
+  PodmanClient podman(sandbox_->socket_path());  // its own connection (this may be a forked child)
+  Status result = ok_status();
+  for (const auto& d : deferred_) {
+    if (auto st = podman.remove(d.id); !st) {
+      result = st;
+      continue;
+    }
+    if (!d.dir.empty()) (void)remove_tree(d.dir);
+    if (!d.cgroup_parent.empty()) remove_cgroup_dirs("/sys/fs/cgroup", d.cgroup_parent);
+  }
+  deferred_.clear();
+  return result;
+}
+
+Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }
 
 Result<ReapReport> PodmanEngine::reap(bool all) {
   auto report = reap_leftovers(*sandbox_, store_, all);

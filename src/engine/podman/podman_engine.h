@@ -23,6 +23,7 @@
 
 #include "engine/engine.h"
 #include "engine/podman/podman_client.h"
+#include "engine/podman/warm_spares.h"
 #include "pipeline/run_store.h"
 
 namespace lazyagent {
@@ -45,21 +46,30 @@ class PodmanEngine : public Engine {
   Status check(const ProgressFn& progress) override;
   Result<std::string> image_digest(const std::string& image) override;
   Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override;
+  Result<std::vector<std::string>> keep_warm(const SandboxSpec& spec, int count) override;
 
   Status check_planner(const Config& config) override;
   Result<std::string> planner_image_digest(const Config& config) override;
   Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
 
   Result<ReapReport> reap(bool all) override;
+  Result<std::vector<std::string>> remove_spares() override;
+  void defer_removals() override { defer_removals_ = true; }
+  Status finish_removals() override;
+  void forget_removals() override { deferred_.clear(); }
 
  private:
   // The sandbox service's cgroup manager ("cgroupfs", "systemd"), asked once.
   const std::string& cgroup_manager();
+  SpareRecipe recipe_of(const SandboxSpec& spec) const;
+  Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
 
   std::unique_ptr<PodmanClient> sandbox_, planner_;
-  std::optional<std::string> cgroup_manager_;
+  bool defer_removals_ = false;
+  std::vector<DeferredRemoval> deferred_;
   RunStore store_;
   std::string runtime_;
+  std::optional<std::string> cgroup_manager_;
 };
 
 }  // namespace lazyagent
