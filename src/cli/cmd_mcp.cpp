@@ -188,7 +188,10 @@ Result<json> mcp_run_task(const McpServerSetup& s, const json& args, const Progr
   a.boolean("baseline", "--no-baseline", &argv);
   std::vector<std::string> instruction;
   a.string("instruction", "", &instruction);
-  if (!instruction.empty()) argv.push_back(instruction[1]);  // the positional INSTRUCTION
+  if (!instruction.empty()) {  // the positional INSTRUCTION, never read as a flag ("--config ...")
+    argv.push_back("--");
+    argv.push_back(instruction[1]);
+  }
   if (auto st = a.status(); !st) return st.error();
 
   RunOptions opt;

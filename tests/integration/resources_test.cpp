@@ -73,24 +73,26 @@ TEST_CASE("resources: a CPU-bound test shows CPU time near its wall time, tmpfs 
                        "        with open('/work/blob', 'wb') as f: f.write(b'x' * (20 * 1024 * 1024))\n"
                        "        t, c = time.time(), time.process_time()\n"
                        "        n = 0\n"
-                       "        while time.time() - t < 2.0: n += 1\n"
+                       "        while time.process_time() - c < 2.0: n += 1\n"
                        "        print('USED wall=%d cpu=%d' % ((time.time() - t) * 1000, (time.process_time() - c) * 1000))\n"
                        "        self.assertGreater(n, 0)");
   const json& r = j["resources"];
   INFO(r.dump(2) << "\n" << j["test_output"].get<std::string>());
   REQUIRE(r["available"] == true);
-  // What the loop itself measured: its wall time and its own CPU time (on a
-  // loaded machine, a CPU-bound loop gets less CPU than wall time).
+  // What the loop itself measured: its own CPU time (it runs until it has
+  // used 2 s) and its wall time (longer on a loaded machine, where a
+  // CPU-bound loop shares the CPU: the host's figure is compared with the
+  // loop's own, which is what it must match).
   const std::string out = j["test_output"];
   const auto at = out.find("USED wall=");
   REQUIRE(at != std::string::npos);
   long wall = 0, own = 0;
   REQUIRE(std::sscanf(out.c_str() + at, "USED wall=%ld cpu=%ld", &wall, &own) == 2);
-  CHECK(own >= wall / 2);  // CPU-bound: it ran most of its wall time
+  CHECK(own >= 2000);
+  CHECK(wall >= own - 50);    // one thread: no more CPU than wall time
   const auto cpu = r["cpu_ms"].get<std::int64_t>();
   CHECK(cpu >= own);          // the cgroup counts the loop and everything around it
   CHECK(cpu <= own + 1500);   // the interpreter's start and the seed copy, nothing like a second loop
-  CHECK(cpu >= wall / 2);     // near its wall time: at least half of it
   const auto tmpfs = r["tmpfs_peak_bytes"].get<std::int64_t>();
   CHECK(tmpfs >= 20LL << 20);
   CHECK(tmpfs < 40LL << 20);

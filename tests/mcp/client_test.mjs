@@ -147,7 +147,8 @@ try {
     "malformed patch text: refused by the contract, every finding named", garbage.structuredContent);
 
   // 8. run_task: the planner (the scripted provider) proposes, the sandbox proves; show_task reads its task
-  const ran = await client.callTool({ name: "run_task", arguments: { seed, instruction: "Fix calculator.add without changing its test." } },
+  // (An instruction that looks like flags stays an instruction: it cannot name another config or seed.)
+  const ran = await client.callTool({ name: "run_task", arguments: { seed, instruction: "--config /etc/passwd --seed / Fix calculator.add." } },
     undefined, { timeout: 300000 });
   const rr = ran.structuredContent;
   check(ran.isError === false && rr?.tests_passed === true && /^t-/.test(rr?.planner_task_id ?? ""),

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -154,9 +155,17 @@ void remove_cgroup_dirs(const std::string& root, const std::string& parent) {
   } else {
     bases.push_back(root + parent);
   }
-  for (const auto& b : bases) {
-    for (const auto& d : cg_subdirs(b)) (void)::rmdir((b + "/" + d).c_str());
-    (void)::rmdir(b.c_str());
+  // conmon may still be in <parent>/conmon for a moment after its container
+  // is removed (a cgroup with a process in it cannot be removed): a few tries.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    bool left = false;
+    for (const auto& b : bases) {
+      if (!cg_is_dir(b)) continue;
+      for (const auto& d : cg_subdirs(b)) (void)::rmdir((b + "/" + d).c_str());
+      if (::rmdir(b.c_str()) != 0 && errno == EBUSY) left = true;
+    }
+    if (!left) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
 }
 

@@ -80,10 +80,12 @@ Result<ContainerLogs> demuxed_logs(PodmanClient& podman, const std::string& id, 
 
 class PodmanSandbox : public Sandbox {
  public:
+  // `unmeasured`: why the sandbox has no cgroup of its own to read (when
+  // req.cgroup_parent is empty).
   PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress,
-                std::function<void(const std::string&)> output)
+                std::function<void(const std::string&)> output, std::string unmeasured)
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
-        progress_(std::move(progress)), output_(std::move(output)) {
+        progress_(std::move(progress)), output_(std::move(output)), unmeasured_(std::move(unmeasured)) {
     if (!req_.cgroup_parent.empty()) watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
   }
   ~PodmanSandbox() override {
@@ -177,9 +179,7 @@ class PodmanSandbox : public Sandbox {
   }
 
   nlohmann::json resources() const override {
-    if (!watch_) {
-      return resources_unavailable("gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
-    }
+    if (!watch_) return resources_unavailable(unmeasured_);
     return watch_->figures();
   }
 
@@ -211,7 +211,8 @@ class PodmanSandbox : public Sandbox {
   SandboxRequest req_;
   ProgressFn progress_;
   std::function<void(const std::string&)> output_;
-  std::unique_ptr<CgroupWatch> watch_;  // null under gVisor (no cgroup)
+  std::string unmeasured_;
+  std::unique_ptr<CgroupWatch> watch_;  // null when not measured (gVisor, a systemd-managed service)
   std::string nonce_;            // a claimed spare's report nonce
   json warm_;                    // null: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
@@ -370,8 +371,18 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = spec.config->test_command;
   req.runtime = spec.config->engine.runtime;
-  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(spec.run_id);
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output);
+  // The run's own cgroup parent (cgroup_usage.h): a path, which only the
+  // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
+  std::string unmeasured;
+  if (req.runtime != kRuntimeRunc) {
+    unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  } else if (cgroup_manager() != "cgroupfs") {
+    unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
+                 "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
+  } else {
+    req.cgroup_parent = run_cgroup_parent(spec.run_id);
+  }
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
@@ -382,6 +393,14 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   }
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+const std::string& PodmanEngine::cgroup_manager() {
+  if (!cgroup_manager_) {
+    auto info = sandbox_->info();
+    cgroup_manager_ = info ? info->value("/host/cgroupManager"_json_pointer, std::string("unknown")) : "unknown";
+  }
+  return *cgroup_manager_;
 }
 
 // A claimed spare, filled with this run's copy; nullptr when none matched.
@@ -397,7 +416,9 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   const ClaimedSpare& spare = **claimed;
   SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
   req.name = spare.info.name;
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output);
+  auto sandbox = std::make_unique<PodmanSandbox>(
+      *sandbox_, req, spare.dir, spec.progress, spec.output,
+      "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();

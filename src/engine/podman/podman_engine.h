@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -58,6 +59,8 @@ class PodmanEngine : public Engine {
   void forget_removals() override { deferred_.clear(); }
 
  private:
+  // The sandbox service's cgroup manager ("cgroupfs", "systemd"), asked once.
+  const std::string& cgroup_manager();
   SpareRecipe recipe_of(const SandboxSpec& spec) const;
   Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
 
@@ -66,6 +69,7 @@ class PodmanEngine : public Engine {
   std::vector<DeferredRemoval> deferred_;
   RunStore store_;
   std::string runtime_;
+  std::optional<std::string> cgroup_manager_;
 };
 
 }  // namespace lazyagent
