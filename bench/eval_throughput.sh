@@ -74,8 +74,8 @@ chmod +x "$work/one.sh"
 # or xargs and every `podman run` it waited for: RUSAGE_CHILDREN), each as a
 # delta over one side's run. What remains is conmon, runc, podman's cleanup
 # processes, the tests and the kernel.
-service_pid=$(pgrep -f "podman system service.*$(readlink -f /run/podman/podman.sock 2>/dev/null || echo /run/podman/podman.sock)" | head -1 || true)
-[ -n "$service_pid" ] || service_pid=$(pgrep -f "podman system service" | head -1 || true)
+service_pid=$(pgrep -f "podman .*system service .*unix:///run/podman/podman.sock" | head -1 || true)
+[ -n "$service_pid" ] || { echo "the podman service (scripts/setup.sh) is not running" >&2; exit 1; }
 cpu_snapshot() {  # prints: busy_ms service_ms
   python3 - "$service_pid" <<'PY'
 import os, sys
