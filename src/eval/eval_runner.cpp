@@ -266,7 +266,20 @@ class Runner {
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
       run_one(pending_[i], attempt(*pending_[i].task, engine));
+      warm_next(engine);
     }
+  }
+
+  // engine.warm: between its tasks a worker makes a spare (warm_spares.h)
+  // for the next pending task's sandbox, which that task's run then claims.
+  // Spares left when the batch ends expire (engine.warm_ttl_seconds) or go
+  // with `reap`.
+  void warm_next(Engine& engine) {
+    const std::size_t next = next_.load();
+    if (next >= pending_.size() || interrupted_signal() != 0) return;
+    const Config config = task_config(opt_.config, *pending_[next].task);
+    if (config.engine.warm <= 0) return;
+    (void)keep_warm(config, opt_.timeout_seconds, engine, static_cast<int>(config.engine.warm));
   }
 
   AttemptFn attempt(const EvalTask& task, Engine& engine) {

@@ -287,3 +287,33 @@ TEST_CASE("eval: instruction tasks go through the planner, patch tasks beside th
   }
   CHECK(r.result.err.find(key) == std::string::npos);
 }
+
+TEST_CASE("eval: with engine.warm the workers make spares between tasks and the next tasks claim them", "[eval][warm]") {
+  TempDir state, dir;
+  std::string config = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
+  const auto at = config.find("\nengine:\n");
+  REQUIRE(at != std::string::npos);
+  config.insert(at + 9, "  warm: 1\n");
+  const std::string config_path = dir.file("warm.yaml", config);
+  dir.file("fix.json", fixing_patch());
+  std::string lines;
+  for (int i = 0; i < 4; ++i) lines += task_line("fix-" + std::to_string(i), quoted("fix.json"));
+  const std::string tasks = dir.file("tasks.jsonl", lines);
+  const std::string out = dir.path() + "/out";
+  Spawned r = eval_cli({state.path()}, {"eval", tasks, "--jobs", "1", "--prepare", "0", "--no-baseline", "--out", out,
+                                        "--config", config_path, "--json"});
+  INFO(r.result.err);
+  CHECK(r.result.exit_code == 0);
+  int warm = 0;
+  for (int i = 0; i < 4; ++i) {
+    const json t = json::parse(read_file(out + "/results/fix-" + std::to_string(i) + ".json"));
+    CHECK(t["tests_passed"] == true);
+    if (t.contains("warm")) ++warm;
+  }
+  // The first task had no spare; each later one found the one made after the task before it.
+  CHECK(warm == 3);
+  const json reaped = json::parse(run_cli({state.path()}, {"reap", "--json"}).out);
+  CHECK(reaped["errors"].empty());
+  const json listed = json::parse(run_cli({state.path()}, {"sandboxes", "1", "--json"}).out);
+  CHECK(listed["spares"].empty());
+}
