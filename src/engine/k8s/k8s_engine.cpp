@@ -652,6 +652,13 @@ json K8sEngine::policy_json(const SandboxPolicy& policy, const Config&) const {
                                               s_.plain_http_provider_ip +
                                               " (host.containers.internal in the planner pod)"
                                         : "https";
+  // The planner pod's egress (k8s.planner_egress); whether the cluster
+  // enforced it is the planner's probe's, in the task record.
+  k["planner_egress"] = s_.planner_egress.empty()
+                            ? json("none: the planner pod has no egress policy (k8s.planner_egress unset)")
+                            : json{{"allowed", s_.planner_egress},
+                                   {"policy", "NetworkPolicy <run>-planner-egress"},
+                                   {"required", s_.planner_egress_required}};
   p["k8s"] = k;
   return p;
 }
