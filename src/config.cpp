@@ -29,6 +29,8 @@
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
 
+#include "policy/planner_egress.h"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -602,7 +604,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                r.integer(&cfg.k8s.ttl_seconds_after_finished, 0, 30 * 86400)},
                               {"isolation", r.string(&cfg.k8s.isolation, is_k8s_isolation,
                                                      "'runtime-nonet', 'runtimeclass' or 'networkpolicy'")},
-                              {"egress_probe_targets", r.host_port_list(&cfg.k8s.egress_probe_targets)}})},
+                              {"egress_probe_targets", r.host_port_list(&cfg.k8s.egress_probe_targets)},
+                              {"planner_egress", r.host_port_list(&cfg.k8s.planner_egress)},
+                              {"planner_egress_required", r.boolean(&cfg.k8s.planner_egress_required)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
         });
@@ -610,6 +614,14 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
       r.error("user_namespace", "host_id + size - 1 must not exceed 4294967294, got " +
                                     std::to_string(cfg.user_namespace.host_id + cfg.user_namespace.size - 1));
+    }
+    for (std::size_t i = 0; r.errors().empty() && i < cfg.k8s.planner_egress.size(); ++i) {
+      if (const auto why = planner_egress_entry_problem(cfg.k8s.planner_egress[i]); !why.empty()) {
+        r.error("k8s.planner_egress[" + std::to_string(i) + "]", why);
+      }
+    }
+    if (r.errors().empty() && cfg.k8s.planner_egress_required && cfg.k8s.planner_egress.empty()) {
+      r.error("k8s.planner_egress_required", "needs k8s.planner_egress (the provider's ADDRESS:PORT) to check");
     }
     if (r.errors().empty() && cfg.k8s.isolation == "runtimeclass" && cfg.k8s.runtime_class == "none") {
       r.error("k8s.isolation", "runtimeclass needs k8s.runtime_class naming your cluster's RuntimeClass (e.g. "

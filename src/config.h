@@ -141,6 +141,15 @@ struct K8sConfig {
   // ([v6]:port): e.g. the nodes' addresses. The API server's come from
   // the kubeconfig and the cluster.
   std::vector<std::string> egress_probe_targets;
+  // The planner pod's egress (policy/planner_egress.h): when set, a
+  // NetworkPolicy lets the planner pod reach only these HOST:PORT (IP
+  // addresses: the provider's), and the egress probe in the planner pod
+  // states whether the cluster enforces it ("planner_egress" in the task
+  // record). Empty: no egress policy for the planner, as before.
+  std::vector<std::string> planner_egress;
+  // Refuse the planner (before it calls the provider) when the probe finds
+  // its egress policy not enforced; false: stated, not refused.
+  bool planner_egress_required = false;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).

@@ -18,6 +18,7 @@
 #include "cli/cli_args.h"
 #include "contract/patch_contract.h"
 #include "contract/patch_format.h"
+#include "policy/planner_egress.h"
 #include "policy/planner_policy.h"
 #include "provider/planner_loop.h"
 #include "contract/planner_task.h"
@@ -75,8 +76,37 @@ int cmd_plan(const std::vector<std::string>& args) {
   p.option("--secrets-dir", &secrets_dir, "DIR", "where the secret files are (default /run/secrets)");
   p.option("--snapshot", &snapshot_dir, "DIR",
            "the project the tools read, when the task offers tools (default /task/seed)");
+  std::string egress_report, egress_allow;
+  bool egress_required = false;
+  p.option("--egress-report", &egress_report, "FILE",
+           "the egress probe's output from this pod (Kubernetes, k8s.planner_egress): judged before the provider "
+           "is called");
+  p.option("--egress-allow", &egress_allow, "LIST", "the ADDR:PORT the pod's NetworkPolicy allows, space-separated");
+  p.flag("--egress-required", &egress_required, "refuse (exit 4) when the egress policy is not enforced");
   if (auto done = parse_or_exit(p, args)) return *done;
   PlanLog log;
+  // The pod's egress, before anything is sent (policy/planner_egress.h).
+  if (!egress_report.empty()) {
+    std::vector<std::string> allowed;
+    std::istringstream words(egress_allow);
+    for (std::string w; words >> w;) allowed.push_back(w);
+    auto text = read_small_file(egress_report, 1 << 20);
+    const EgressReport r = parse_egress_output(text ? *text : std::string());
+    const PlannerEgressVerdict v = judge_planner_egress(r, allowed);
+    log.summary["planner_egress"] = v.to_json(r, allowed);
+    std::string why;
+    for (const auto& f : v.findings) why += (why.empty() ? "" : "; ") + f;
+    log.line(v.enforced ? "planner_egress: enforced (the probe reached nothing but " + egress_allow + ", " +
+                              std::to_string(r.ms) + " ms)"
+                        : "planner_egress: not enforced: " + why);
+    if (!v.enforced && egress_required) {
+      log.summary["error"] = "k8s.planner_egress_required: the planner pod's egress policy is not enforced (" + why +
+                             "); the provider was not called. Run on a cluster whose CNI enforces NetworkPolicy, "
+                             "or set k8s.planner_egress_required: false to run with it stated";
+      log.line(log.summary["error"].get<std::string>());
+      return log.finish(kExitRefused);
+    }
+  }
   ProviderSettings settings;
   for (auto [name, out] : {std::pair{kSecretBaseUrl, &settings.base_url},
                            std::pair{kSecretModel, &settings.model},

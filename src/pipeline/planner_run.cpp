@@ -54,7 +54,8 @@ json task_record(const PlannerOutcome& o, const std::string& run_id) {
               {"error", s.value("error", o.timed_out ? "the planner did not finish in time" : "")},
               {"findings", s.value("findings", json::array())},
               {"updated_at", static_cast<long>(std::time(nullptr))}};
-  if (s.contains("loop") && s["loop"].is_object()) rec["loop"] = s["loop"];  // turns, stop_reason, every tool call
+  if (s.contains("loop") && s["loop"].is_object()) rec["loop"] = s["loop"];
+  if (s.contains("planner_egress")) rec["planner_egress"] = s["planner_egress"];  // k8s.planner_egress  // turns, stop_reason, every tool call
   if (o.objects.is_object()) {
     for (const auto& [k, v] : o.objects.items()) rec[k] = v;
   }

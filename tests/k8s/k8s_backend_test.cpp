@@ -123,9 +123,19 @@ class Provider {
     auto port = stub_.listen("0.0.0.0", 0);
     REQUIRE(port.ok());
     secret_ = "lazyagent-it-provider-" + std::to_string(getpid());
+    // "%PROVIDER%" in extra_yaml: the provider's ADDR:PORT as pods reach it.
+    std::string extra = extra_yaml;
+    provider_ = host_ip() + ":" + std::to_string(*port);
+    for (auto at = extra.find("%PROVIDER%"); at != std::string::npos; at = extra.find("%PROVIDER%")) {
+      extra.replace(at, 10, provider_);
+    }
+    // A planner image of one's own (COMMON: never retag :latest), imported into the cluster's containerd.
+    const char* planner = std::getenv("LAZYAGENT_IT_PLANNER_IMAGE");
     config_ = dir_.file("config.yaml", "seed: " + seed + "\nprovider:\n  max_retries: 1\n" +
                                            "k8s:\n  secret: " + secret_ + "\n  plain_http_provider_ip: " + host_ip() +
-                                           "\n" + extra_yaml);
+                                           "\n" + extra +
+                                           (planner && *planner ? "images:\n  planner: " + std::string(planner) + "\n"
+                                                                : std::string()));
     url_ = "http://host.containers.internal:" + std::to_string(*port) + "/v1";
     CliResult r = run_cli(env({{"CODING_AGENT_BASE_URL", url_}, {"CODING_AGENT_MODEL", "stub"},
                                {"CODING_AGENT_API_KEY", kKey}}),
@@ -152,13 +162,14 @@ class Provider {
   }
   CliResult cli(const std::vector<std::string>& args) { return run_cli(env(), args); }
   const std::string& config() const { return config_; }
+  const std::string& provider_address() const { return provider_; }
   ProviderStub& stub() { return stub_; }
 
  private:
   ProviderStub stub_;
   std::string kc_;
   TempDir dir_, state_;
-  std::string config_, url_, secret_;
+  std::string config_, url_, secret_, provider_;
 };
 
 std::string hex(const std::string& s) {
@@ -184,10 +195,20 @@ StubReply reply(const std::string& patch) {
 // destructor removes them on every path out of the test.
 class DropPodEgress {
  public:
-  DropPodEgress() {
+  // `allow` ("ADDR:PORT"): one tcp address the pods may still reach on the
+  // node (the provider: an enforcing CNI under the planner's egress policy).
+  explicit DropPodEgress(const std::string& allow = "") {
     clear();
     for (const char* chain : {"INPUT", "FORWARD"}) {
       const std::string out = sh(std::string("iptables -w -I ") + chain + " 1 " + rule() + " 2>&1 && echo added");
+      INFO(out);
+      REQUIRE(out.find("added") != std::string::npos);
+    }
+    if (!allow.empty()) {
+      const auto colon = allow.rfind(':');
+      allow_ = "-i " + bridge() + " -s " + subnet() + " -d " + allow.substr(0, colon) + " -p tcp --dport " +
+               allow.substr(colon + 1) + " -m comment --comment " + kComment + " -j ACCEPT";
+      const std::string out = sh("iptables -w -I INPUT 1 " + allow_ + " 2>&1 && echo added");
       INFO(out);
       REQUIRE(out.find("added") != std::string::npos);
     }
@@ -211,11 +232,16 @@ class DropPodEgress {
   static std::string rule() {
     return "-i " + bridge() + " -s " + subnet() + " -m comment --comment " + kComment + " -j DROP";
   }
-  static void clear() {
+  void clear() {
     for (const char* chain : {"INPUT", "FORWARD"}) {
       (void)sh(std::string("while iptables -w -D ") + chain + " " + rule() + " 2>/dev/null; do :; done");
     }
+    if (!allow_.empty()) (void)sh("while iptables -w -D INPUT " + allow_ + " 2>/dev/null; do :; done");
+    // A killed run's ACCEPT rules, whatever their port: by their comment.
+    (void)sh(std::string("iptables -w -S INPUT | grep -- '") + kComment +
+             "' | grep -- '-j ACCEPT' | sed 's/^-A /-D /' | while read -r r; do eval iptables -w $r; done");
   }
+  std::string allow_;
 };
 
 }  // namespace
@@ -868,4 +894,67 @@ TEST_CASE("k8s: after the suite nothing of ours remains but provider Secrets", "
   for (const auto& s : secrets->value("items", json::array())) {
     CHECK(s.value("/metadata/labels/io.lazyagent.role"_json_pointer, std::string()) == "provider-secret");
   }
+}
+
+TEST_CASE("k8s: planner_egress with the node dropping all but the provider (an enforcing CNI): the probe in the "
+          "planner pod states it enforced, the run passes, the policy is deleted with the run", "[k8s]") {
+  Provider p({reply(fixing_patch())}, "  planner_egress: ['%PROVIDER%']\n  planner_egress_required: true\n");
+  K8sClient k = client();
+  Recorder policies(kK8sNetworkPolicies, "io.lazyagent.role=planner");
+  json j;
+  std::string err;
+  {
+    DropPodEgress drop(p.provider_address());
+    REQUIRE(DropPodEgress::rules_left() == 3);
+    CliResult r = p.run();
+    err = r.err;
+    j = json_out(r);
+    INFO(r.err << j.dump(2));
+    CHECK(r.exit_code == 0);
+  }
+  CHECK(DropPodEgress::rules_left() == 0);
+  INFO(err << j.dump(2));
+  CHECK(j["status"] == "passed");
+  REQUIRE(j.contains("planner"));
+  const json pe = j["planner"].value("planner_egress", json::object());
+  CHECK(pe["state"] == "enforced");
+  CHECK(pe["ran"] == true);
+  CHECK(pe["findings"].empty());
+  CHECK(pe["allowed"] == json::array({p.provider_address()}));
+  CHECK(pe["attempts"].size() > 5);  // the gateway, the API server, the external addresses: all tried
+  CHECK(pe["ms"].get<long>() >= 900);   // dropped attempts wait out their 1 s bound
+  CHECK(j["planner"]["ms"].get<long>() > pe["ms"].get<long>());  // the planner's whole time, probe included
+  // The policy existed, allowed only the provider, and is gone with the run.
+  const auto seen = policies.stop();  // its events: added, deleted
+  REQUIRE_FALSE(seen.empty());
+  CHECK(seen[0]["metadata"]["ownerReferences"][0]["kind"] == "Job");
+  const json egress = seen[0]["spec"]["egress"];
+  REQUIRE(egress.size() == 1);
+  CHECK(egress[0]["to"][0]["ipBlock"]["cidr"] == host_ip() + "/32");
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
+}
+
+TEST_CASE("k8s: planner_egress on the bridge CNI, which does not enforce it: stated not enforced with the probe's "
+          "findings; refused before the provider is called when required", "[k8s]") {
+  {
+    Provider p({reply(fixing_patch())}, "  planner_egress: ['%PROVIDER%']\n");
+    CliResult r = p.run();
+    const json j = json_out(r);
+    INFO(r.err << j.dump(2));
+    CHECK(r.exit_code == 0);
+    REQUIRE(j.contains("planner"));
+    const json pe = j["planner"].value("planner_egress", json::object());
+    CHECK(pe["state"] == "not enforced");
+    CHECK(pe["findings"].dump().find("reached gateway tcp " + host_ip()) != std::string::npos);
+  }
+  Provider p({reply(fixing_patch())}, "  planner_egress: ['%PROVIDER%']\n  planner_egress_required: true\n");
+  K8sClient k = client();
+  CliResult r = p.run();
+  const json j = json_out(r);
+  INFO(r.err << j.dump(2));
+  CHECK(r.exit_code != 0);
+  CHECK(j.dump().find("k8s.planner_egress_required: the planner pod's egress policy is not enforced") !=
+        std::string::npos);
+  CHECK(p.stub().requests() == 0);  // the provider was never called
+  CHECK(leftovers(k, "io.lazyagent.run") == 0);
 }

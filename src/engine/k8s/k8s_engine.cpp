@@ -14,6 +14,7 @@
 #include "util/base64.h"
 #include "policy/isolation_probe.h"
 #include "pipeline/ownership.h"
+#include "policy/planner_egress.h"
 #include "policy/planner_policy.h"
 #include "pipeline/reaper.h"
 #include "policy/sandbox_policy.h"
@@ -53,6 +54,8 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   s.isolation = config.k8s.isolation;
   if (s.isolation == "networkpolicy") s.runtime_class.clear();  // the CNI isolates, no RuntimeClass
   s.egress_probe_targets = config.k8s.egress_probe_targets;
+  s.planner_egress = config.k8s.planner_egress;
+  s.planner_egress_required = config.k8s.planner_egress_required;
   return s;
 }
 
@@ -162,6 +165,42 @@ void adapt_documents(K8sDocuments& d, const K8sRunSettings& s, const std::string
         {{{"ip", s.plain_http_provider_ip}, {"hostnames", {"host.containers.internal"}}}});
   }
   if (!s.runtime_class.empty()) d.sandbox_job["spec"]["template"]["spec"]["runtimeClassName"] = s.runtime_class;
+}
+
+ordered_json add_planner_egress(K8sDocuments& d, const K8sRunSettings& s, const std::string& run_id,
+                                const std::string& probe_targets) {
+  if (s.planner_egress.empty()) return nullptr;
+  ordered_json& pod = d.planner_job["spec"]["template"]["spec"];
+  ordered_json& planner = pod["containers"][0];
+  const ordered_json mount = {{"name", "egress"}, {"mountPath", kPlannerEgressDir}};
+  ordered_json probe = {
+      {"name", "egress-probe"},
+      {"image", d.sandbox_job["spec"]["template"]["spec"]["containers"][0]["image"]},
+      {"imagePullPolicy", "IfNotPresent"},
+      {"command", {"/bin/sh", "-c", planner_egress_probe_script(), "sh", probe_targets}},
+      {"workingDir", "/"},
+      {"securityContext", planner["securityContext"]},
+      {"resources", planner["resources"]},
+      {"volumeMounts", ordered_json::array({mount})},
+  };
+  planner["volumeMounts"].push_back({{"name", "egress"}, {"mountPath", kPlannerEgressDir}, {"readOnly", true}});
+  std::string allow;
+  for (const auto& a : s.planner_egress) allow += (allow.empty() ? "" : " ") + a;
+  for (const std::string a : {"--egress-report", kPlannerEgressFile, "--egress-allow"}) planner["args"].push_back(a);
+  planner["args"].push_back(allow);
+  if (s.planner_egress_required) planner["args"].push_back("--egress-required");
+  // Last: a new key of an ordered_json moves its members (`planner` is one).
+  pod["volumes"].push_back({{"name", "egress"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "1Mi"}}}});
+  pod["initContainers"] = ordered_json::array({probe});
+  ordered_json np = {{"apiVersion", "networking.k8s.io/v1"},
+                     {"kind", "NetworkPolicy"},
+                     {"metadata", {{"name", run_id + "-planner-egress"}, {"namespace", s.ns}}},
+                     {"spec",
+                      {{"podSelector", {{"matchLabels", d.planner_job["spec"]["template"]["metadata"]["labels"]}}},
+                       {"policyTypes", {"Ingress", "Egress"}},
+                       {"egress", planner_egress_rules(s.planner_egress)}}}};
+  for (const auto& [k, v] : k8s_owner_labels("planner", run_id)) np["metadata"]["labels"][k] = v;
+  return np;
 }
 
 void split_planner_log(const std::string& log, std::string* patch, std::string* planner_lines) {
@@ -613,6 +652,13 @@ json K8sEngine::policy_json(const SandboxPolicy& policy, const Config&) const {
                                               s_.plain_http_provider_ip +
                                               " (host.containers.internal in the planner pod)"
                                         : "https";
+  // The planner pod's egress (k8s.planner_egress); whether the cluster
+  // enforced it is the planner's probe's, in the task record.
+  k["planner_egress"] = s_.planner_egress.empty()
+                            ? json("none: the planner pod has no egress policy (k8s.planner_egress unset)")
+                            : json{{"allowed", s_.planner_egress},
+                                   {"policy", "NetworkPolicy <run>-planner-egress"},
+                                   {"required", s_.planner_egress_required}};
   p["k8s"] = k;
   return p;
 }
@@ -723,10 +769,13 @@ Result<std::unique_ptr<Container>> K8sEngine::prepare_planner(const PlannerSpec&
   adapt_policy(&policy);
   auto d = documents(*spec.config, policy, *spec.seed, nullptr, spec.task, spec.run_id);
   if (!d) return d.error();
-  auto job = std::make_unique<K8sJob>(
-      *k8s_, s_, spec.run_id, "planner",
-      std::vector<std::pair<const K8sKind*, ordered_json>>{{&kK8sConfigMaps, d->task_configmap}}, d->planner_job,
-      false);
+  std::vector<std::pair<const K8sKind*, ordered_json>> objects{{&kK8sConfigMaps, d->task_configmap}};
+  if (!s_.planner_egress.empty()) {
+    std::string targets;
+    for (const auto& t : egress_targets()) targets += (targets.empty() ? "" : " ") + t;
+    objects.emplace_back(&kK8sNetworkPolicies, add_planner_egress(*d, s_, spec.run_id, targets));
+  }
+  auto job = std::make_unique<K8sJob>(*k8s_, s_, spec.run_id, "planner", std::move(objects), d->planner_job, false);
   job->set_policy(policy, *d);
   return std::unique_ptr<Container>(std::move(job));
 }

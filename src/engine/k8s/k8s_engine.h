@@ -60,7 +60,18 @@ struct K8sRunSettings {
   std::int64_t ttl_seconds_after_finished = 3600;  // the Jobs' ttlSecondsAfterFinished
   std::string isolation = "runtime-nonet";         // Config::k8s.isolation
   std::vector<std::string> egress_probe_targets;   // Config::k8s, HOST:PORT
+  std::vector<std::string> planner_egress;         // Config::k8s: the planner pod's allowed ADDR:PORT
+  bool planner_egress_required = false;
 };
+
+// The planner pod's egress (policy/planner_egress.h), when
+// s.planner_egress is set: the NetworkPolicy <run>-planner-egress (planner
+// labels, egress only to those addresses; "" name when not set: returned
+// null), the egress-probe init container (the sandbox Job's image) with
+// `probe_targets` ("label=ADDR:PORT ..."), and the planner's --egress-*
+// arguments. Adds to `d.planner_job`.
+nlohmann::ordered_json add_planner_egress(K8sDocuments& d, const K8sRunSettings& s, const std::string& run_id,
+                                          const std::string& probe_targets);
 
 // The egress probe's targets for the sandbox pod (egress_probe.h), as
 // "label=ADDR:PORT" with IP addresses only (names resolved here, on the
