@@ -68,7 +68,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string task_path = kTaskFile;
   std::string secrets_dir = kSecretsDir;
   std::string snapshot_dir = kSnapshotDir;
-  ArgParser p("plan", "[--task FILE] [--secrets-dir DIR] [--snapshot DIR]",
+  ArgParser p("plan", "[--task FILE] [--secrets-dir DIR] [--snapshot DIR] [--egress-report FILE]\n"
+              "            [--egress-allow LIST] [--egress-required]",
               "Runs inside the planner container: asks the provider for one patch for the task and\n"
               "prints it on stdout. The provider's base URL, model and API key are read from files in\n"
               "the secrets directory (base_url, model, api_key). You normally do not run this yourself.");
