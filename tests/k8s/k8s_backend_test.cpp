@@ -935,7 +935,7 @@ TEST_CASE("k8s: planner_egress with the node dropping all but the provider (an e
 }
 
 TEST_CASE("k8s: planner_egress on the bridge CNI, which does not enforce it: stated not enforced with the probe's "
-          "findings; refused before the provider is called when required", "[k8s]") {
+          "findings, refused before the provider is called when required", "[k8s]") {
   {
     Provider p({reply(fixing_patch())}, "  planner_egress: ['%PROVIDER%']\n");
     CliResult r = p.run();
