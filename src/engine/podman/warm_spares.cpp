@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -222,34 +223,50 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   return req.name;
 }
 
-Result<std::optional<ClaimedSpare>> claim_spare(PodmanClient& podman, const RunStore& store, const SpareRecipe& recipe,
-                                                const std::string& run_id, std::vector<std::string>* discarded) {
-  SpareLock lock(store);
-  if (!lock.error().empty()) return engine_error(lock.error());
+namespace {
+
+// The caller holds the SpareLock. The unclaimed spares of `recipe`'s scope
+// that are usable for its key; those of the scope made for another key (the
+// policy, image, config or runtime changed since) are removed, their names
+// added to `discarded`.
+Result<std::vector<SpareInfo>> usable_spares(PodmanClient& podman, const RunStore& store, const SpareRecipe& recipe,
+                                             std::vector<std::string>* discarded) {
   auto spares = list_spares(podman, &store);
   if (!spares) return spares.error();
   const std::string key = spare_key(recipe);
   const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
   const std::time_t now = std::time(nullptr);
-  std::optional<ClaimedSpare> claimed;
+  std::vector<SpareInfo> out;
   for (const auto& s : *spares) {
     if (s.claimed || s.scope != scope) continue;
-    if (s.key != key) {  // the policy, image, config or runtime changed since it was made
-      if (remove_spare(podman, store, s)) {
-        if (discarded) discarded->push_back(s.name);
-      }
-      continue;
+    if (s.key != key) {
+      if (remove_spare(podman, store, s) && discarded) discarded->push_back(s.name);
+    } else if (usable(s, key, now)) {
+      out.push_back(s);
     }
-    if (claimed || !usable(s, key, now)) continue;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::optional<ClaimedSpare>> claim_spare(PodmanClient& podman, const RunStore& store, const SpareRecipe& recipe,
+                                                const std::string& run_id, std::vector<std::string>* discarded) {
+  SpareLock lock(store);
+  if (!lock.error().empty()) return engine_error(lock.error());
+  auto spares = usable_spares(podman, store, recipe, discarded);
+  if (!spares) return spares.error();
+  for (const auto& s : *spares) {
     auto r = podman.call("POST", "/containers/" + url_escape(s.name) + "/rename?name=" +
                                      url_escape("lazyagent-sandbox-" + run_id));
     if (!r || r->status != 204) continue;  // gone meanwhile (a `reap --all`): try the next
-    claimed = ClaimedSpare{s, spare_dir(store, s.spare_id)};
-    claimed->info.claimed = true;
-    claimed->info.run_id = run_id;
-    claimed->info.name = "lazyagent-sandbox-" + run_id;
+    ClaimedSpare claimed{s, spare_dir(store, s.spare_id)};
+    claimed.info.claimed = true;
+    claimed.info.run_id = run_id;
+    claimed.info.name = "lazyagent-sandbox-" + run_id;
+    return std::optional<ClaimedSpare>(std::move(claimed));
   }
-  return claimed;
+  return std::optional<ClaimedSpare>();
 }
 
 Status fill_spare(const std::string& dir, const SeedSnapshot& seed, const std::vector<FileWrite>& writes,
@@ -275,26 +292,16 @@ Status fill_spare(const std::string& dir, const SeedSnapshot& seed, const std::v
 
 Result<std::vector<std::string>> keep_spares(PodmanClient& podman, const RunStore& store, const SpareRecipe& recipe,
                                              int count) {
-  std::vector<std::string> made;
-  int have = 0;
+  std::size_t have = 0;
   {
     SpareLock lock(store);
     if (!lock.error().empty()) return engine_error(lock.error());
-    auto spares = list_spares(podman, &store);
+    auto spares = usable_spares(podman, store, recipe, nullptr);
     if (!spares) return spares.error();
-    const std::string key = spare_key(recipe);
-    const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
-    const std::time_t now = std::time(nullptr);
-    for (const auto& s : *spares) {
-      if (s.claimed || s.scope != scope) continue;
-      if (s.key != key) {
-        (void)remove_spare(podman, store, s);
-      } else if (usable(s, key, now)) {
-        ++have;
-      }
-    }
+    have = spares->size();
   }
-  for (; have < count; ++have) {
+  std::vector<std::string> made;
+  for (; have < static_cast<std::size_t>(std::max(count, 0)); ++have) {
     auto name = make_spare(podman, store, recipe);
     if (!name) return name.error();
     made.push_back(*name);
