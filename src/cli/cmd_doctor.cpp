@@ -103,7 +103,7 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
     Status st = sock ? ok_status() : Status(sock.error());
     if (sock) {
       PodmanClient runsc(*sock);
-      st = check_engine_runtime(runsc, "runsc");
+      st = check_engine_runtime(runsc, "runsc", default_run_store());
     }
     const bool needed = config.engine.runtime == "runsc";
     checks.push_back({"runsc", st ? "ok" : needed ? "fail" : "warn",

@@ -169,6 +169,7 @@ int cmd_reap(const std::vector<std::string>& args) {
                 {"work_dirs_removed", report->work_dirs_removed},
                 {"temp_files_removed", report->temp_files_removed},
                 {"records_closed", report->records_closed},
+                {"cgroups_removed", report->cgroups_removed},
                 {"errors", report->errors}};
     if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
     std::cout << out.dump(2) << std::endl;
@@ -178,9 +179,10 @@ int cmd_reap(const std::vector<std::string>& args) {
     for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
     for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
     for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
+    for (const auto& r : report->cgroups_removed) std::cout << "removed the empty cgroup /lazyagent/" << r << "\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
     if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty() &&
-        report->records_closed.empty()) {
+        report->records_closed.empty() && report->cgroups_removed.empty()) {
       std::cout << "nothing to reap\n";
     }
   }

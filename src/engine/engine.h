@@ -144,6 +144,7 @@ struct ReapReport {
   std::vector<std::string> work_dirs_removed;
   std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
   std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
+  std::vector<std::string> cgroups_removed;     // /lazyagent/<name> cgroups of runs with no container left
   std::vector<std::string> errors;
 };
 

@@ -185,6 +185,18 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     std::error_code rec;
     if (fs::remove(path, rec)) report.temp_files_removed.push_back(label);
   }
+  // Run cgroups whose run has no container left (its owner was killed before
+  // the remove step, or conmon outlived a clean-up), whichever run store the
+  // run used: a minute old at least, so a run between its container's
+  // removal and its own clean-up is left to that.
+  std::set<std::string> live;
+  for (const auto& c : *list) {
+    const auto labels = labels_of(c);
+    if (auto run = labels.find(kLabelRun); run != labels.end()) live.insert(run->second);
+    const SpareInfo s = spare_from_listing(c);
+    if (!s.spare_id.empty()) live.insert(kSpareDirPrefix + s.spare_id);
+  }
+  for (auto& name : remove_orphan_cgroups("/sys/fs/cgroup", live, 60)) report.cgroups_removed.push_back(name);
   close_abandoned_records(store, &report);
   return report;
 }

@@ -36,6 +36,16 @@ const char* category_name(Category c) {
   return "";
 }
 
+bool category_from_name(const std::string& name, Category* out) {
+  for (Category c : kAllCategories) {
+    if (name == category_name(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
+}
+
 Category category_of(const Error& e) {
   if (e.kind == ErrorKind::kIsolation) return Category::kIsolationViolation;
   if (is_infra_error(e)) return Category::kInfraError;

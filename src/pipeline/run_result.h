@@ -33,6 +33,13 @@ const char* status_name(RunStatus s);
 
 enum class Category { kNone, kPassed, kFailed, kFlaky, kRefused, kInfraError, kIsolationViolation };
 const char* category_name(Category c);  // "" for kNone
+// The inverse: false for "" and for an unknown name.
+bool category_from_name(const std::string& name, Category* out);
+// Every category a finished run or eval task can have, in report order.
+inline constexpr Category kAllCategories[] = {Category::kPassed,  Category::kFailed,     Category::kRefused,
+                                              Category::kInfraError, Category::kFlaky,
+                                              Category::kIsolationViolation};
+inline constexpr std::size_t kCategoryCount = static_cast<std::size_t>(Category::kIsolationViolation) + 1;
 
 // The category of a run that an Error ended: isolation_violation, infra_error
 // (engine failures and their timeouts), or none (usage, planner, signal).

@@ -1,9 +1,11 @@
 #include "engine/podman/podman_client.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -13,6 +15,29 @@ namespace lazyagent {
 namespace {
 
 using nlohmann::json;
+
+// LAZYAGENT_PODMAN_CALL_LOG, read once per process; "" when unset.
+const std::string& call_log_path() {
+  static const std::string path = [] {
+    const char* p = std::getenv("LAZYAGENT_PODMAN_CALL_LOG");
+    return std::string(p ? p : "");
+  }();
+  return path;
+}
+
+// One line per call, appended with O_APPEND (whole lines from many threads).
+void log_call(const std::string& socket, const TransferRequest& t, long status, long ms) {
+  const std::string& file = call_log_path();
+  if (file.empty()) return;
+  const std::string prefix = std::string("http://d") + kApiPrefix;
+  const std::string path = t.url.rfind(prefix, 0) == 0 ? t.url.substr(prefix.size()) : t.url;
+  const std::string line =
+      json{{"method", t.method}, {"path", path}, {"status", status}, {"ms", ms}, {"socket", socket}}.dump() + "\n";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
 
 }  // namespace
 
@@ -77,6 +102,16 @@ Error PodmanClient::transport_error(const TransferReply& x, const std::string& w
   return engine_error(what + " via " + socket_path_ + ": " + x.curl_error());
 }
 
+TransferReply PodmanClient::send(const TransferRequest& t) {
+  if (call_log_path().empty()) return http_transfer(curl_, t);
+  const auto t0 = std::chrono::steady_clock::now();
+  TransferReply x = http_transfer(curl_, t);
+  const long ms = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  log_call(socket_path_, t, x.ok() ? x.status : 0, ms);
+  return x;
+}
+
 Result<HttpResponse> PodmanClient::call(const std::string& method, const std::string& path,
                                         const std::string& body, const RequestOptions& opts) {
   TransferRequest t;
@@ -89,7 +124,7 @@ Result<HttpResponse> PodmanClient::call(const std::string& method, const std::st
   t.timeout_ms = opts.timeout_ms;
   t.max_body = opts.max_body;
   t.interruptible = opts.interruptible;
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, method + " " + path, opts.timeout_ms);
   HttpResponse resp;
   resp.status = x.status;
@@ -309,7 +344,7 @@ Status PodmanClient::export_filesystem(const std::string& id, int fd) {
     }
     return true;
   };
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (x.stopped && write_errno != 0) return engine_error(what + ": writing the stream: " + std::strerror(write_errno));
   if (!x.ok()) return transport_error(x, what, 0);
   if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
@@ -334,7 +369,7 @@ Status PodmanClient::stream_get(const std::string& path, const std::function<voi
     on_chunk(std::string_view(data, len));
     return true;
   };
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, what, timeout_ms);
   if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
   return ok_status();

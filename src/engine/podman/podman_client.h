@@ -4,6 +4,13 @@
 // libcurl's CURLOPT_UNIX_SOCKET_PATH (through http_transfer.h). One curl
 // handle is reused for every call, so the connection stays open between steps. Every failure carries
 // podman's own message: "podman said 404: no such container".
+//
+// The call log: with LAZYAGENT_PODMAN_CALL_LOG=FILE in the environment, every
+// request any client in the process sends is appended to FILE as one JSON
+// line {"method","path","status","ms","socket"} once it is answered (status 0:
+// no answer). It shows where a run's time goes, and a test keeps the list of
+// calls a cold and a warm `test` make (STYLE.md 20: a hot path has a call
+// budget), so an expensive call added to the run path fails a test.
 #pragma once
 
 #include <cstddef>
@@ -126,6 +133,8 @@ class PodmanClient {
   Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
                 const std::string& what);
   Error transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const;
+  // Every request goes through here: http_transfer, then the call log.
+  TransferReply send(const TransferRequest& t);
 
   std::string socket_path_;
   std::string wait_interval_ = "5ms";

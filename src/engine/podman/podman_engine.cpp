@@ -17,6 +17,7 @@
 #include "policy/policy_verifier.h"
 #include "pipeline/reaper.h"
 #include "engine/podman/runtime_engine.h"
+#include "engine/podman/service_facts.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/tar_writer.h"
@@ -123,13 +124,12 @@ class PodmanSandbox : public Sandbox {
     if (warm_.is_null()) {
       if (auto st = podman_.init(id); !st) return st;
     }
-    if (auto st = verify_sandbox_container(podman_, req_, id); !st) return st;
+    auto inspect = verify_sandbox_container(podman_, req_, id);
+    if (!inspect) return inspect.error();
     // Where conmon will write the exit code (exit_file.h); "" = podman's wait.
-    if (auto inspect = podman_.inspect(id); inspect) {
-      const json& state = (*inspect)["State"];
-      const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
-      if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
-    }
+    const json& state = (*inspect)["State"];
+    const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
+    if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
     return ok_status();
   }
 
@@ -306,7 +306,8 @@ Result<std::string> digest_of(PodmanClient& podman, const std::string& image, co
 void merge(ReapReport& into, ReapReport&& r) {
   using List = std::vector<std::string> ReapReport::*;
   for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
-                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::errors}) {
+                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::cgroups_removed,
+                 &ReapReport::errors}) {
     (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
   }
 }
@@ -325,7 +326,7 @@ json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config
 }
 
 Status PodmanEngine::check(const ProgressFn& progress) {
-  if (auto st = check_engine_runtime(*sandbox_, runtime_); !st) return st;
+  if (auto st = check_engine_runtime(*sandbox_, runtime_, store_); !st) return st;
   if (planner_) {
     if (auto v = planner_->ping(); !v) return v.error();
   }
@@ -395,10 +396,11 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
+// Asked once per process, and then only when the service restarted (service_facts.h).
 const std::string& PodmanEngine::cgroup_manager() {
   if (!cgroup_manager_) {
-    auto info = sandbox_->info();
-    cgroup_manager_ = info ? info->value("/host/cgroupManager"_json_pointer, std::string("unknown")) : "unknown";
+    auto facts = service_facts(*sandbox_, store_);
+    cgroup_manager_ = facts ? facts->cgroup_manager : "unknown";
   }
   return *cgroup_manager_;
 }

@@ -155,7 +155,7 @@ std::string spare_key(const SpareRecipe& recipe) {
   return sha256_hex(key.dump()).substr(0, 32);
 }
 
-Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id) {
+Result<json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id) {
   auto inspect = podman.inspect(id);
   if (!inspect) return inspect.error();
   const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
@@ -172,7 +172,7 @@ Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
     return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
                         describe_violations(violations));
   }
-  return ok_status();
+  return std::move(*inspect);
 }
 
 std::string spare_store_label(const RunStore& store) { return sha256_hex(store.work_dir()).substr(0, 16); }
@@ -218,7 +218,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   if (!reply) return reply.error().context("making a warm spare");
   undo.id = reply->id;
   if (auto st = podman.init(reply->id); !st) return st.error().context("making a warm spare");
-  if (auto st = verify_sandbox_container(podman, req, reply->id); !st) return st.error().context("making a warm spare");
+  if (auto v = verify_sandbox_container(podman, req, reply->id); !v) return v.error().context("making a warm spare");
   undo.keep = true;
   return req.name;
 }

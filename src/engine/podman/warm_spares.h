@@ -86,7 +86,9 @@ struct SpareInfo {
 // Inspect + the OCI spec podman generated for container `id`, checked
 // against `req` by the policy verifier (policy_verifier.h); any difference
 // is an error naming it. The container must be created (and `init`ed).
-Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id);
+// Returns the inspect it checked, so that the caller asks podman once.
+Result<nlohmann::json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
+                                                const std::string& id);
 
 // A spare as podman's container listing shows it.
 SpareInfo spare_from_listing(const nlohmann::json& container);
