@@ -19,7 +19,7 @@
 //                          recognised (runner_driver.h), else the output; output: the
 //                          output only; junit:PATH, PATH relative, no "..": the user's JUnit XML
 //   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
-//   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
+//   patch.max_bytes        1..4 MiB    default 12000   config.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
 //   patch.max_changed_lines 1..200000  default 1000
 //   patch.suspicious       flag|refuse what suspicious findings do (suspicious_code.h)
@@ -28,8 +28,6 @@
 //   user_namespace.host_id 65536..4294901759, and host_id + size - 1 <= 4294967294
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
-
-#include "policy/planner_egress.h"
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
@@ -46,7 +44,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "contract/patch_contract.h"
+#include "util/ip_address.h"
 #include "util/path_glob.h"
 
 #ifndef LAZYAGENT_DATADIR
@@ -55,6 +53,20 @@
 
 namespace lazyagent {
 namespace {
+
+// "" if `hp` is a HOST:PORT a NetworkPolicy can allow (an IP address, not
+// a name), else why not.
+std::string planner_egress_entry_problem(const std::string& hp) {
+  std::string host, port;
+  if (!split_host_port(hp, &host, &port)) return "expected HOST:PORT, got '" + hp + "'";
+  const bool bracketed = hp.front() == '[';
+  if (bracketed ? !is_ipv6_address(host) : !is_ipv4_address(host)) {
+    return "'" + host +
+           "' is not an IP address: a NetworkPolicy allows addresses, not names; give the provider's address "
+           "(IPv6 in brackets), e.g. from `getent ahosts " + host + "`";
+  }
+  return "";
+}
 
 namespace fs = std::filesystem;
 
@@ -686,17 +698,6 @@ std::string default_config_path() {
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
-}
-
-ContractLimits contract_limits(const Config& config) {
-  ContractLimits limits;
-  limits.allow = config.allow;
-  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
-  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
-  limits.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
-  limits.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
-  limits.refuse_suspicious = config.patch.suspicious == "refuse";
-  return limits;
 }
 
 }  // namespace lazyagent
