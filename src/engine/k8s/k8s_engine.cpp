@@ -13,10 +13,10 @@
 
 #include "util/base64.h"
 #include "policy/isolation_probe.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/planner_egress.h"
 #include "policy/planner_policy.h"
-#include "pipeline/reaper.h"
+#include "store/store_sweep.h"
 #include "policy/sandbox_policy.h"
 
 namespace lazyagent {
@@ -782,8 +782,9 @@ Result<std::unique_ptr<Container>> K8sEngine::prepare_planner(const PlannerSpec&
 
 Result<ReapReport> K8sEngine::reap(bool all) {
   auto report = reap_k8s(*k8s_, s_.ns, all);
-  // The records of runs killed while they ran: closed as on podman.
-  if (report && store_) close_abandoned_records(*store_, &*report);
+  // The run store's leftovers (temp files of dead writers, records of runs
+  // killed while they ran): swept as on podman (store_sweep.h).
+  if (report && store_) sweep_store(*store_, &*report);
   return report;
 }
 

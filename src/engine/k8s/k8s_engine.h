@@ -47,7 +47,7 @@
 #include "engine/engine.h"
 #include "export/export_k8s.h"
 #include "engine/k8s/k8s_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 
@@ -122,7 +122,7 @@ Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
 class K8sEngine : public Engine {
  public:
   // `store`: the run store whose records of dead runs reap() closes as
-  // interrupted (reaper.h), as the podman engine's does; none, none closed.
+  // interrupted (store_sweep.h), as the podman engine's does; none, none closed.
   K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings, std::optional<RunStore> store = std::nullopt);
 
   const char* name() const override { return "k8s"; }
