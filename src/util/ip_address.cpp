@@ -23,4 +23,21 @@ bool is_ipv6_address(const std::string& host) {
   return inet_pton(AF_INET6, host.c_str(), &a) == 1;
 }
 
+bool is_host_port(const std::string& s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = s.substr(0, colon);
+  const std::string port = s.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) return false;
+  } else if (host.empty() || host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                                 std::string::npos) {
+    return false;
+  }
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
+  const long n = std::stol(port);
+  return n >= 1 && n <= 65535;
+}
+
 }  // namespace lazyagent

@@ -25,7 +25,10 @@ struct Floor {
 };
 const std::vector<Floor> kFloors = {
     {0, "util/"},
-    {1, "config.h"},      {1, "config.cpp"},  {1, "config/"},
+    // The typed config and the contract share a floor: the config's schema
+    // checks allow-list paths with the contract's path rules, and the
+    // contract's builders read the config's values.
+    {2, "config.h"},      {2, "config.cpp"},
     {2, "contract/"},
     {3, "policy/"},
     {4, "provider/"},
