@@ -66,19 +66,12 @@ Result<PreparedRun> prepare_run(const RunOptions& opt, const RunStore& store) {
 
 int cmd_run(const std::vector<std::string>& args) {
   RunOptions opt;
-  bool json = false;
-  EventOptions event_opts;
   ArgParser p = run_command_parser(&opt);
-  add_event_options(p, &event_opts);
-  p.flag("--json", &json, "print exactly one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto stream = EventStream::open(event_opts, "run");
-  if (!stream) return report_error(stream.error(), json);
-  const std::shared_ptr<EventStream> events = *stream;
-  auto fail = [&](const Error& e) {
-    if (events) events->finish_error(e);
-    return report_error(e, json);
-  };
+  const StreamedCommand start = start_streamed_command(p, args, "run");
+  if (start.done) return *start.done;
+  const bool json = start.json;
+  const std::shared_ptr<EventStream>& events = start.events;
+  auto fail = [&](const Error& e) { return start.fail(e); };
   if (auto st = check_report_option("run", opt.report); !st) return fail(st.error());
   const RunStore store = default_run_store();
   auto prepared = prepare_run(opt, store);

@@ -79,19 +79,12 @@ Result<PreparedTest> prepare_test(const TestOptions& opt, const RunStore& store,
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
-  bool json = false;
-  EventOptions event_opts;
   ArgParser p = test_command_parser(&opt);
-  add_event_options(p, &event_opts);
-  p.flag("--json", &json, "print exactly one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto stream = EventStream::open(event_opts, "test");
-  if (!stream) return report_error(stream.error(), json);
-  const std::shared_ptr<EventStream> events = *stream;
-  auto fail = [&](const Error& e) {
-    if (events) events->finish_error(e);
-    return report_error(e, json);
-  };
+  const StreamedCommand start = start_streamed_command(p, args, "test");
+  if (start.done) return *start.done;
+  const bool json = start.json;
+  const std::shared_ptr<EventStream>& events = start.events;
+  auto fail = [&](const Error& e) { return start.fail(e); };
   if (opt.patch.empty()) return fail(usage_error("test: --patch FILE is required"));
   if (auto st = check_report_option("test", opt.report); !st) return fail(st.error());
 
