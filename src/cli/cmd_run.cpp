@@ -69,26 +69,19 @@ int cmd_run(const std::vector<std::string>& args) {
   ArgParser p = run_command_parser(&opt);
   const StreamedCommand start = start_streamed_command(p, args, "run");
   if (start.done) return *start.done;
-  const bool json = start.json;
-  const std::shared_ptr<EventStream>& events = start.events;
-  auto fail = [&](const Error& e) { return start.fail(e); };
-  if (auto st = check_report_option("run", opt.report); !st) return fail(st.error());
+  if (auto st = check_report_option("run", opt.report); !st) return start.fail(st.error());
   const RunStore store = default_run_store();
   auto prepared = prepare_run(opt, store);
-  if (!prepared) return fail(prepared.error());
+  if (!prepared) return start.fail(prepared.error());
   RunRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
   if (req.config.engine.warm > 0) engine->defer_removals();
-  ProgressFn progress = [](const std::string& step) { progress_line(step); };
-  if (events) {
-    req.events = [events](const RunEvent& e) { events->run_event(e); };
-    progress = events->progress();
-  }
+  const ProgressFn progress = start.progress(&req.events);
   auto result = run_agent(req, *engine, store, progress);
-  if (events) events->finish(result);
+  if (start.events) start.events->finish(result);
   if (result && !opt.report.empty()) write_report("run", opt.report, *result);
-  const int code = finish_result(result, json, "its planner and sandbox containers were removed");
+  const int code = finish_result(result, start.json, "its planner and sandbox containers were removed");
   after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
   return code;
 }

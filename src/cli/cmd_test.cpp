@@ -82,29 +82,22 @@ int cmd_test(const std::vector<std::string>& args) {
   ArgParser p = test_command_parser(&opt);
   const StreamedCommand start = start_streamed_command(p, args, "test");
   if (start.done) return *start.done;
-  const bool json = start.json;
-  const std::shared_ptr<EventStream>& events = start.events;
-  auto fail = [&](const Error& e) { return start.fail(e); };
-  if (opt.patch.empty()) return fail(usage_error("test: --patch FILE is required"));
-  if (auto st = check_report_option("test", opt.report); !st) return fail(st.error());
+  if (opt.patch.empty()) return start.fail(usage_error("test: --patch FILE is required"));
+  if (auto st = check_report_option("test", opt.report); !st) return start.fail(st.error());
 
   const RunStore store = default_run_store();
   auto prepared = prepare_test(opt, store, [&] { return read_patch_file(opt.patch); });
-  if (!prepared) return fail(prepared.error());
+  if (!prepared) return start.fail(prepared.error());
   TestRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
   if (req.config.engine.warm > 0) engine->defer_removals();
 
-  ProgressFn progress = [](const std::string& step) { progress_line(step); };
-  if (events) {
-    req.events = [events](const RunEvent& e) { events->run_event(e); };
-    progress = events->progress();
-  }
+  const ProgressFn progress = start.progress(&req.events);
   auto result = run_judged_test(req, prepared->judge, *engine, store, progress);
-  if (events) events->finish(result);
+  if (start.events) start.events->finish(result);
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
-  const int code = finish_result(result, json);
+  const int code = finish_result(result, start.json);
   after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
   return code;
 }

@@ -140,4 +140,10 @@ int StreamedCommand::fail(const Error& e) const {
   return report_error(e, json);
 }
 
+ProgressFn StreamedCommand::progress(RunEventFn* run_events) const {
+  if (!events) return [](const std::string& step) { progress_line(step); };
+  *run_events = [stream = events](const RunEvent& e) { stream->run_event(e); };
+  return events->progress();
+}
+
 }  // namespace lazyagent

@@ -74,6 +74,10 @@ struct StreamedCommand {
   std::shared_ptr<EventStream> events;
   // Reports `e` (the stream's last event too) and returns the exit code.
   int fail(const Error& e) const;
+  // The run's progress callback: the stream's (a `note` event) when there
+  // is one, which then also gets the run's events through `*run_events`;
+  // else the "==> " lines on stderr.
+  ProgressFn progress(RunEventFn* run_events) const;
 };
 StreamedCommand start_streamed_command(ArgParser& p, const std::vector<std::string>& args, const char* command);
 
