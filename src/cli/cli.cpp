@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/cli_args.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "contract/patch_contract.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/kubeconfig.h"

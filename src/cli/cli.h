@@ -20,7 +20,7 @@
 
 #include "config.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 

@@ -11,7 +11,7 @@
 #include "engine/podman/podman_client.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/engine.h"
-#include "pipeline/reaper.h"
+#include "store/store_sweep.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {

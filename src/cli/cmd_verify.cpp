@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "pipeline/provenance.h"
-#include "pipeline/reaper.h"
+#include "store/provenance.h"
+#include "store/store_sweep.h"
 #include "pipeline/run_apply.h"
 #include "util/terminal_text.h"
 

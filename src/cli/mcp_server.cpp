@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {

@@ -39,7 +39,8 @@
 #include "contract/patch_contract.h"
 #include "contract/planner_task.h"
 #include "util/result.h"
-#include "pipeline/run_result.h"
+#include "store/store_sweep.h"
+#include "util/progress.h"
 #include "policy/sandbox_policy.h"
 #include "contract/seed_snapshot.h"
 
@@ -135,17 +136,6 @@ struct DeferredRemoval {
   std::string id;   // the container
   std::string dir;  // its private copy ("" = none)
   std::string cgroup_parent;  // its run's cgroup (cgroup_usage.h; "" = none)
-};
-
-// What Engine::reap found and did.
-struct ReapReport {
-  std::vector<std::string> removed;       // "lazyagent-sandbox-r-... (3f2a...)", "default/r-..."
-  std::vector<std::string> left_running;  // owned by a live process
-  std::vector<std::string> work_dirs_removed;
-  std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
-  std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
-  std::vector<std::string> cgroups_removed;     // /lazyagent/<name> cgroups of runs with no container left
-  std::vector<std::string> errors;
 };
 
 class Engine {

@@ -21,7 +21,7 @@
 
 #include "pipeline/agent_run.h"
 #include "util/elapsed.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "pipeline/sandbox_run.h"
 #include "contract/seed_snapshot.h"
 #include "util/terminal_text.h"

@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/provenance.h"
+#include "store/provenance.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 

@@ -2,8 +2,8 @@
 
 #include <ctime>
 
-#include "pipeline/ownership.h"
-#include "pipeline/provenance.h"
+#include "store/ownership.h"
+#include "store/provenance.h"
 
 namespace lazyagent {
 

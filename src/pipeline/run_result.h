@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "contract/patch_contract.h"
+#include "util/progress.h"
 #include "util/result.h"
 #include "contract/test_report.h"
 #include "contract/verdict.h"
@@ -47,9 +48,6 @@ Category category_of(const Error& e);
 // Engine failures worth one retry in a fresh sandbox: kEngine and kTimeout.
 // An isolation violation (kIsolation) is a finding, never retried.
 bool is_infra_error(const Error& e);
-
-// "==> step" lines and notes ("reaped 2 container(s) ..."); may be empty.
-using ProgressFn = std::function<void(const std::string&)>;
 
 struct StepTiming {
   std::string step;

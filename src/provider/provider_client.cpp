@@ -14,7 +14,7 @@
 
 #include "util/elapsed.h"
 #include "util/http_transfer.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -148,22 +148,6 @@ Status validate_base_url(const std::string& url) {
                   "network unencrypted)");
   }
   return ok_status();
-}
-
-const char* response_format_name(ResponseFormat f) {
-  switch (f) {
-    case ResponseFormat::kJsonSchema: return "json_schema";
-    case ResponseFormat::kJsonObject: return "json_object";
-    case ResponseFormat::kNone: return "none";
-  }
-  return "none";
-}
-
-std::optional<ResponseFormat> parse_response_format(std::string_view name) {
-  for (ResponseFormat f : {ResponseFormat::kJsonSchema, ResponseFormat::kJsonObject, ResponseFormat::kNone}) {
-    if (name == response_format_name(f)) return f;
-  }
-  return std::nullopt;
 }
 
 std::string redact(const std::string& text, const std::string& secret) {

@@ -27,10 +27,10 @@
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/kubeconfig.h"
 #include "util/base64.h"
-#include "pipeline/ownership.h"
-#include "pipeline/provenance.h"
+#include "store/ownership.h"
+#include "store/provenance.h"
 #include "provider/provider_stub.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "policy/sandbox_policy.h"
 
 using nlohmann::json;

@@ -8,7 +8,7 @@
 
 #include "eval/eval_runner.h"
 #include "fake_engine.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

@@ -12,7 +12,7 @@
 #include <map>
 
 #include "util/digest.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/tar_writer.h"

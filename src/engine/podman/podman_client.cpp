@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 namespace lazyagent {
 namespace {

@@ -3,7 +3,7 @@
 //
 //   check     ping, API version, the sandbox service's runtime
 //             (runtime_engine.h); containers and private copies of dead
-//             runs reaped (reaper.h)
+//             runs reaped (podman_reaper.h)
 //   copy      seed + patch written to work/<run>/seed under the run store
 //             (mode 0700), owned by the user namespace's root, plus the
 //             seccomp profile podman reads at create
@@ -24,7 +24,7 @@
 #include "engine/engine.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/warm_spares.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 

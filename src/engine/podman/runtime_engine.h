@@ -19,7 +19,7 @@
 
 #include "config.h"
 #include "engine/podman/podman_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "util/result.h"
 
 namespace lazyagent {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/podman/podman_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "util/result.h"
 
 namespace lazyagent {

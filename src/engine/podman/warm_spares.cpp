@@ -15,7 +15,7 @@
 #include "contract/runner_driver.h"
 #include "contract/seed_snapshot.h"
 #include "engine/podman/cgroup_usage.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/policy_verifier.h"
 #include "policy/runtime_policy.h"
 #include "util/digest.h"

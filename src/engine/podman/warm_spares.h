@@ -25,7 +25,7 @@
 // of policy, image, config or runtime changes it. The nonce of a claimed
 // spare becomes the run's (runner_driver.h: fresh per spare, never reused).
 //
-// Leftovers (reaper.h): an unclaimed spare past its expiry, a claimed one
+// Leftovers (podman_reaper.h): an unclaimed spare past its expiry, a claimed one
 // whose run's owner is gone, and a spare directory with no container are
 // removed by the next start; `reap` removes every unclaimed spare.
 #pragma once
@@ -40,7 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/podman/podman_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "contract/seed_snapshot.h"
 #include "policy/sandbox_policy.h"
 #include "util/result.h"
