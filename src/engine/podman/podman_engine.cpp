@@ -346,7 +346,7 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
   r.runtime = spec.config->engine.runtime;
   r.command_for = spec.command_for;
   r.image_digest = spec.image_digest;
-  r.scope = spec.config->seed;
+  r.scope = canonical_scope(spec.config->seed);
   r.ttl_seconds = spec.config->engine.warm_ttl_seconds;
   return r;
 }
