@@ -145,6 +145,9 @@ struct ReapReport {
   std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
   std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
   std::vector<std::string> errors;
+  // Unclaimed, unexpired warm spares of this run store left in place: a run
+  // started by this process may claim one (warm_spares.h).
+  std::vector<std::string> spares_left;
 };
 
 class Engine {
