@@ -31,8 +31,7 @@ int cmd_apply(const std::vector<std::string>& args) {
   if (auto done = parse_or_exit(p, args)) return *done;
   auto out = apply_proven_change(default_run_store(), req);
   if (!out) {
-    const int code = report_error(out.error(), as_json);
-    return out.error().kind == ErrorKind::kPatch ? kExitFailed : code;
+    return report_refusal(out.error(), as_json);
   }
   if (as_json) {
     nlohmann::json j = {{"run_id", req.run_id}, {"seed", out->seed}, {"applied", out->applied}};

@@ -209,6 +209,10 @@ TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives th
   CliResult tampered = run_cli({state.path()}, {"diff", id});
   CHECK(tampered.exit_code == 1);
   CHECK(tampered.err.find("the stored diff hashes to") != std::string::npos);
+  // --json says the exit code the process exits with (issue 28).
+  CliResult tampered_json = run_cli({state.path()}, {"diff", id, "--json"});
+  CHECK(tampered_json.exit_code == 1);
+  CHECK(json_out(tampered_json)["exit_code"] == 1);
   CliResult verify = run_cli({state.path()}, {"verify", id, "--json"});
   CHECK(verify.exit_code == 1);
   CHECK(json::parse(verify.out)["mismatches"][0]["part"] == "diff");
@@ -245,6 +249,10 @@ TEST_CASE("apply: refuses a failed run and a changed tree, creates a branch and 
   CHECK(changed.exit_code == 1);
   CHECK(changed.err.find("changed: test_calculator.py") != std::string::npos);
   CHECK(changed.err.find("new: extra.py") != std::string::npos);
+  CliResult changed_json = run_cli({state.path()}, {"apply", id, "--json"});
+  CHECK(changed_json.exit_code == 1);
+  CHECK(json_out(changed_json)["exit_code"] == 1);
+  CHECK(json_out(changed_json)["error_kind"] == "patch");
   CHECK(read_file(repo + "/calculator.py").find("return a - b") != std::string::npos);
   put(repo + "/test_calculator.py", original);
   fs::remove(repo + "/extra.py");
