@@ -23,3 +23,58 @@ TEST_CASE("eval --help says --no-baseline keeps the verdict rule (an exit 0 with
   CHECK(r.out.find("a test runner's report and the exit code must agree (an exit 0 with no report fails)") !=
         std::string::npos);
 }
+
+TEST_CASE("mcp: every request piped in before end of input is answered, calls included", "[cli][mcp]") {
+  // Issue 28: with the calls piped and stdin closed, only the first reply and
+  // the protocol errors came back; the three calls got none.
+  TempDir state, dir;
+  const std::string seeds = dir.path() + "/seeds";
+  sh("mkdir -p " + seeds + " && cp -r " + seed_dir() + " " + seeds + "/demo");
+  const std::string config = dir.file(
+      "mcp.yaml", read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml") + "\nmcp:\n  seeds: [" + seeds + "]\n");
+  const json fix = json::parse(fixing_patch());
+  auto call = [&](int id, const json& args) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"}, {"params", {{"name", "test_patch"}, {"arguments", args}}}}.dump();
+  };
+  const std::string requests =
+      json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+           {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()}, {"clientInfo", {{"name", "it"}, {"version", "0"}}}}}}
+          .dump() + "\n" +
+      call(2, {{"seed", seeds + "/demo"}, {"patch", fix}, {"baseline", false}}) + "\n" +
+      call(3, {{"seed", "/etc"}, {"patch", fix}}) + "\n" +
+      "this is not json\n" +
+      call(4, {{"seed", seeds + "/demo"}, {"patch", fix}, {"timeout_seconds", 0}}) + "\n" +
+      "[1, 2]\n";
+  const std::string in = dir.file("requests.jsonl", requests);
+  const std::string out = sh("XDG_STATE_HOME=" + state.path() + " " + LAZYAGENT_BINARY + " mcp --config " + config + " < " + in +
+                             " 2>" + dir.path() + "/err; echo \"exit=$?\"");
+  INFO(out << read_file(dir.path() + "/err"));
+  REQUIRE(out.size() > 7);
+  CHECK(out.substr(out.size() - 7) == "exit=0\n");
+  std::map<int, json> by_id;
+  int parse_errors = 0, invalid = 0;
+  std::size_t pos = 0, nl;
+  while ((nl = out.find('\n', pos)) != std::string::npos) {
+    const std::string line = out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.rfind("exit=", 0) == 0) continue;
+    const json m = json::parse(line);
+    if (m["id"].is_number_integer()) by_id[m["id"].get<int>()] = m;
+    else if (m["error"]["code"] == -32700) ++parse_errors;
+    else if (m["error"]["code"] == -32600) ++invalid;
+  }
+  CHECK(parse_errors == 1);
+  CHECK(invalid == 1);
+  REQUIRE(by_id.count(1));
+  CHECK(by_id[1]["result"]["protocolVersion"] == "2025-06-18");
+  REQUIRE(by_id.count(2));
+  CHECK(by_id[2]["result"]["isError"] == false);
+  CHECK(by_id[2]["result"]["structuredContent"]["status"] == "passed");
+  REQUIRE(by_id.count(3));
+  CHECK(by_id[3]["error"]["code"] == -32602);
+  REQUIRE(by_id.count(4));
+  CHECK(by_id[4]["error"]["code"] == -32602);
+  CHECK(by_id[4]["error"]["message"].get<std::string>().find("--timeout: expected an integer between 1 and 86400, got '0'") !=
+        std::string::npos);
+  CHECK(containers_with_label("io.lazyagent.run=" + by_id[2]["result"]["structuredContent"]["run_id"].get<std::string>()).empty());
+}
