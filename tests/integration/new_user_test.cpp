@@ -78,3 +78,31 @@ TEST_CASE("mcp: every request piped in before end of input is answered, calls in
         std::string::npos);
   CHECK(containers_with_label("io.lazyagent.run=" + by_id[2]["result"]["structuredContent"]["run_id"].get<std::string>()).empty());
 }
+
+TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh", "[cli][quickstart]") {
+  // Issue 28: from "If a repair fails" on the README runs bare `lazyagent-oci`,
+  // and an MCP client's entry names it; scripts/demo.sh links it.
+  TempDir dir;
+  const std::string script = std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/link-binary.sh";
+  const std::string bin = sh("realpath " + std::string(LAZYAGENT_BINARY) + " | tr -d '\\n'");
+  auto link = [&](const std::string& to) { return sh(script + " " + to + " " + LAZYAGENT_BINARY + " 2>&1; echo rc=$?"); };
+  // A fresh directory: linked; the link runs the binary.
+  std::string r = link(dir.path());
+  CHECK(r.find("rc=0") != std::string::npos);
+  CHECK(sh("readlink " + dir.path() + "/lazyagent-oci") == bin + "\n");
+  CHECK(sh("PATH=" + dir.path() + ":/usr/bin:/bin lazyagent-oci --help | head -1").rfind("usage: lazyagent-oci", 0) == 0);
+  // An earlier checkout's link: pointed at this build.
+  sh("ln -sfn /nonexistent/build/lazyagent-oci " + dir.path() + "/lazyagent-oci");
+  CHECK(link(dir.path()).find("rc=0") != std::string::npos);
+  CHECK(sh("readlink " + dir.path() + "/lazyagent-oci") == bin + "\n");
+  // An installed binary (a regular file): left alone.
+  sh("rm " + dir.path() + "/lazyagent-oci && printf installed > " + dir.path() + "/lazyagent-oci");
+  r = link(dir.path());
+  CHECK(r.find("is an installed lazyagent-oci (not a link), left as it is") != std::string::npos);
+  CHECK(r.find("rc=0") != std::string::npos);
+  CHECK(read_file(dir.path() + "/lazyagent-oci") == "installed");
+  // A directory that cannot be written: exit 1, saying how to put build/ on PATH.
+  r = link(dir.path() + "/missing");
+  CHECK(r.find("cannot write " + dir.path() + "/missing/lazyagent-oci: put the build on PATH yourself") != std::string::npos);
+  CHECK(r.find("rc=1") != std::string::npos);
+}
