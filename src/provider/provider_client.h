@@ -56,6 +56,8 @@ struct ProviderSettings {
 // URL with userinfo is not echoed, and nothing after '?' ever is.
 // Errors are kUsage and say what is accepted.
 Status validate_base_url(const std::string& url);
+// localhost, [::1] or 127.0.0.0/8 as a strict dotted quad (a URL's host).
+bool is_loopback_host(const std::string& host);
 
 struct ChatMessage {
   std::string role;  // system | user | assistant | tool

@@ -79,6 +79,40 @@ TEST_CASE("mcp: every request piped in before end of input is answered, calls in
   CHECK(containers_with_label("io.lazyagent.run=" + by_id[2]["result"]["structuredContent"]["run_id"].get<std::string>()).empty());
 }
 
+TEST_CASE("configure: a loopback or podman-gateway provider URL is stored as host.containers.internal, and said",
+          "[cli][configure]") {
+  TempDir state, dir;
+  const std::string prefix = "LAZYAGENT_IT28_" + std::to_string(::getpid());
+  std::string config = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
+  for (std::size_t p; (p = config.find("CODING_AGENT_")) != std::string::npos;) config.replace(p, 13, prefix + "_");
+  const std::string cfg = dir.file("c.yaml", config);
+  const std::string gateway = sh("podman network inspect podman --format '{{range .Subnets}}{{.Gateway}}{{end}}' | tr -d '\\n'");
+  REQUIRE(!gateway.empty());
+  auto configure = [&](const std::string& url) {
+    return run_cli({state.path(), {{prefix + "_BASE_URL", url}, {prefix + "_MODEL", "m"}, {prefix + "_API_KEY", "k"}}},
+                   {"configure", "--config", cfg, "--json"});
+  };
+  CliResult loop = configure("http://127.0.0.1:8080/v1");
+  INFO(loop.out << loop.err);
+  CHECK(loop.exit_code == 0);
+  CHECK(json_out(loop)["base_url_note"] ==
+        "the planner runs in a container, where 127.0.0.1 is the container itself, not this machine: stored as "
+        "http://host.containers.internal:8080/v1 (this machine as the planner sees it); the server must listen on "
+        "podman's gateway address (" + gateway + ") or on 0.0.0.0, not only on 127.0.0.1");
+  CHECK(loop.err.find("configure: " + prefix + "_BASE_URL: the planner runs in a container") != std::string::npos);
+  CliResult gw = configure("http://" + gateway + ":8080/v1");
+  INFO(gw.out << gw.err);
+  CHECK(gw.exit_code == 0);
+  CHECK(json_out(gw)["base_url_note"].get<std::string>().find(gateway + " is this machine on podman's network") == 0);
+  CliResult other = configure("http://192.0.2.7:8080/v1");  // TEST-NET-1: never contacted, refused by the URL check
+  CHECK(other.exit_code == 2);
+  CHECK(json_out(other)["error"].get<std::string>().find("uses plain http for a host that is not local") != std::string::npos);
+  CliResult fine = configure("http://host.containers.internal:8080/v1");
+  CHECK(fine.exit_code == 0);
+  CHECK_FALSE(json_out(fine).contains("base_url_note"));
+  for (const char* s : {"_BASE_URL", "_MODEL", "_API_KEY"}) run_cli({state.path()}, {"secret", "delete", prefix + s});
+}
+
 TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh", "[cli][quickstart]") {
   // Issue 28: from "If a repair fails" on the README runs bare `lazyagent-oci`,
   // and an MCP client's entry names it; scripts/demo.sh links it.
