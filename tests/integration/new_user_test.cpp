@@ -24,6 +24,31 @@ TEST_CASE("eval --help says --no-baseline keeps the verdict rule (an exit 0 with
         std::string::npos);
 }
 
+TEST_CASE("verify on an infra_error run: the record is intact, the run proved nothing", "[cli][verify]") {
+  TempDir state, dir;
+  const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
+                                                 "\nimages:\n  sandbox: localhost/lazyagent-no-such-image-verify:latest\n");
+  CliResult r = run_cli({state.path()}, {"test", "--config", cfg, "--patch", dir.file("p.json", fixing_patch()), "--json"});
+  REQUIRE(r.exit_code == 5);
+  const json j = json_out(r);
+  REQUIRE(j["category"] == "infra_error");
+  const std::string id = j["run_id"];
+  CliResult v = run_cli({state.path()}, {"verify", id});
+  INFO(v.out << v.err);
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.find("MATCHES") == std::string::npos);
+  CHECK(v.out.rfind("run " + id + ": RECORD INTACT, NOTHING PROVED\n", 0) == 0);
+  CHECK(v.out.find("the record matches its provenance (nothing was edited after the run), but the run ended in an "
+                   "error before any verdict (infra_error), so it proved nothing about the patch") != std::string::npos);
+  CHECK(v.out.find("  image   (none)\n") != std::string::npos);
+  CliResult vj = run_cli({state.path()}, {"verify", id, "--json"});
+  CHECK(vj.exit_code == 0);
+  const json o = json_out(vj);
+  CHECK(o["matches"] == true);
+  CHECK(o["proved"] == false);
+  CHECK(o["no_proof"].get<std::string>().find("proved nothing") != std::string::npos);
+}
+
 TEST_CASE("mcp: every request piped in before end of input is answered, calls included", "[cli][mcp]") {
   // Issue 28: with the calls piped and stdin closed, only the first reply and
   // the protocol errors came back; the three calls got none.
