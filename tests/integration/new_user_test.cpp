@@ -49,6 +49,27 @@ TEST_CASE("verify on an infra_error run: the record is intact, the run proved no
   CHECK(o["no_proof"].get<std::string>().find("proved nothing") != std::string::npos);
 }
 
+TEST_CASE("test --patch with a missing file is a `test:` usage error like the others", "[cli]") {
+  TempDir state;
+  CliResult r = run_cli({state.path()}, {"test", "--patch", "/nonexistent/fix.json"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err == "lazyagent-oci: test: --patch /nonexistent/fix.json: cannot open the file\n");
+}
+
+TEST_CASE("seed takes --seed DIR as every other command does, and DIR as before", "[cli]") {
+  TempDir state;
+  CliResult flag = run_cli({state.path()}, {"seed", "--seed", seed_dir(), "--json"});
+  INFO(flag.err);
+  REQUIRE(flag.exit_code == 0);
+  CliResult positional = run_cli({state.path()}, {"seed", seed_dir(), "--json"});
+  REQUIRE(positional.exit_code == 0);
+  CHECK(json_out(flag)["sha256"] == json_out(positional)["sha256"]);
+  CHECK(json_out(flag)["files"] == json_out(positional)["files"]);
+  CliResult both = run_cli({state.path()}, {"seed", seed_dir(), "--seed", "/tmp"});
+  CHECK(both.exit_code == 2);
+  CHECK(both.err == "lazyagent-oci: seed: the seed given twice (DIR " + seed_dir() + " and --seed /tmp): give one\n");
+}
+
 TEST_CASE("mcp: every request piped in before end of input is answered, calls included", "[cli][mcp]") {
   // Issue 28: with the calls piped and stdin closed, only the first reply and
   // the protocol errors came back; the three calls got none.
@@ -164,4 +185,35 @@ TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh"
   r = link(dir.path() + "/missing");
   CHECK(r.find("cannot write " + dir.path() + "/missing/lazyagent-oci: put the build on PATH yourself") != std::string::npos);
   CHECK(r.find("rc=1") != std::string::npos);
+}
+
+TEST_CASE("README's step table lists exactly the steps a run shows on stderr and times", "[cli][docs]") {
+  // Issue 28: `probe` was in the table but never on stderr, in timings or in
+  // events (it runs inside the `run` step).
+  const std::string readme = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");
+  const std::string head = "Each run is a list of named, timed steps (shown on stderr as `==> step`):\n\n";
+  std::size_t pos = readme.find(head);
+  REQUIRE(pos != std::string::npos);
+  pos += head.size();
+  std::vector<std::string> table;
+  for (std::size_t nl; (nl = readme.find('\n', pos)) != std::string::npos && readme.compare(pos, 2, "| ") == 0; pos = nl + 1) {
+    const std::string step = readme.substr(pos + 2, readme.find(" |", pos + 2) - pos - 2);
+    if (step != "step" && step.find("---") == std::string::npos) table.push_back(step);
+  }
+  REQUIRE(table.size() >= 8);
+  TempDir state, dir;
+  CliResult r = run_cli({state.path()}, {"test", "--patch", dir.file("fix.json", fixing_patch()), "--no-baseline", "--json"});
+  REQUIRE(r.exit_code == 0);
+  const json timings = json_out(r)["timings"];
+  std::vector<std::string> timed;
+  for (const auto& [k, v] : timings.items()) timed.push_back(k);
+  for (const auto& step : table) {
+    INFO(step);
+    CHECK(timings.contains(step));
+    CHECK(r.err.find("==> " + step + "\n") != std::string::npos);
+  }
+  for (const auto& step : timed) {
+    INFO(step);
+    CHECK(std::find(table.begin(), table.end(), step) != table.end());
+  }
 }
