@@ -1,6 +1,5 @@
 #include "pipeline/branch_commit.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "pipeline/run_store.h"
 #include "util/git_process.h"
 
 namespace lazyagent {
@@ -26,25 +26,13 @@ struct BranchTempDir {
   }
 };
 
+// A file of the temporary work tree, with the mode the run proved.
 Status write_plain_file(const std::string& path, const std::string& content, unsigned mode) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   if (ec) return engine_error("creating the directories of " + path + ": " + ec.message());
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
-  if (fd < 0) return engine_error("writing " + path + ": " + std::strerror(errno));
-  std::size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return engine_error("writing " + path + ": " + std::strerror(err));
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::fchmod(fd, mode & 0777);  // past the umask, as the run proved it
-  ::close(fd);
+  if (auto st = write_file_atomic(path, content); !st) return st;
+  if (::chmod(path.c_str(), mode & 0777) != 0) return engine_error("setting the mode of " + path + ": " + std::strerror(errno));
   return ok_status();
 }
 
