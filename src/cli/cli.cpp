@@ -146,7 +146,14 @@ std::string interrupted_message(const std::string& removed_what) {
 }  // namespace
 
 int report_error(const Error& e, bool json, const std::string& removed_what) {
-  const int code = exit_code_for(e);
+  return report_error_exiting(e, json, exit_code_for(e), removed_what);
+}
+
+int report_refusal(const Error& e, bool json) {
+  return report_error_exiting(e, json, e.kind == ErrorKind::kPatch ? kExitFailed : exit_code_for(e));
+}
+
+int report_error_exiting(const Error& e, bool json, int code, const std::string& removed_what) {
   Error shown = e;
   if (e.kind == ErrorKind::kInterrupted) shown.message = interrupted_message(removed_what);
   if (json) {

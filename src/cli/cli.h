@@ -58,6 +58,12 @@ int exit_code_for(const Error& e);
 // message goes to the JSON's `detail`.
 int report_error(const Error& e, bool json,
                  const std::string& removed_what = "every container it started was removed");
+// As report_error, exiting with `code` (and saying so in the JSON's exit_code).
+int report_error_exiting(const Error& e, bool json, int code,
+                         const std::string& removed_what = "every container it started was removed");
+// For apply and diff: a refusal (a kPatch error: a run that did not pass, a
+// changed tree, a record or diff edited after the run) exits 1, not 4.
+int report_refusal(const Error& e, bool json);
 
 Result<Config> load_config_or_default(const std::string& path);
 // The config file load_config_or_default reads for this --config value: the

@@ -144,7 +144,8 @@ int cmd_eval(const std::vector<std::string>& args) {
             "0 = no overlap)", 0, 64);
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
-  p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
+  p.flag("--no-baseline", &opt.no_baseline, "no unpatched baseline run, no per-test triage; the verdict rule stays: a test "
+         "runner's report and the exit code must agree (an exit 0 with no report fails)");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   add_backend_options(p, &opt.backend);
   p.option("--report", &opt.report, "swebench:PATH",

@@ -86,7 +86,11 @@ int cmd_test(const std::vector<std::string>& args) {
   if (auto st = check_report_option("test", opt.report); !st) return start.fail(st.error());
 
   const RunStore store = default_run_store();
-  auto prepared = prepare_test(opt, store, [&] { return read_patch_file(opt.patch); });
+  auto prepared = prepare_test(opt, store, [&]() -> Result<std::string> {
+    auto text = read_patch_file(opt.patch);
+    if (!text) return text.error().context("test");
+    return text;
+  });
   if (!prepared) return start.fail(prepared.error());
   TestRequest& req = prepared->req;
   const auto engine = prepared->factory();

@@ -57,6 +57,8 @@ struct ProviderSettings {
 // URL with userinfo is not echoed, and nothing after '?' ever is.
 // Errors are kUsage and say what is accepted.
 Status validate_base_url(const std::string& url);
+// localhost, [::1] or 127.0.0.0/8 as a strict dotted quad (a URL's host).
+bool is_loopback_host(const std::string& host);
 
 // One line per event (attempt, status, retry wait); never the key.
 using ProviderLog = std::function<void(const std::string&)>;

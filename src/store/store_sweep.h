@@ -29,6 +29,9 @@ struct ReapReport {
   std::vector<std::string> records_closed;      // run ids whose records now say "interrupted"
   std::vector<std::string> cgroups_removed;     // /lazyagent/<name> cgroups of runs with no container left
   std::vector<std::string> errors;
+  // Unclaimed, unexpired warm spares of this run store left in place: a run
+  // started by this process may claim one (warm_spares.h).
+  std::vector<std::string> spares_left;
 };
 
 // Both sweeps below, into `report`.

@@ -88,4 +88,9 @@ std::string trim_space(std::string_view text) {
   return std::string(text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1));
 }
 
+std::string without_trailing_cr(std::string_view line) {
+  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return std::string(line);
+}
+
 }  // namespace lazyagent

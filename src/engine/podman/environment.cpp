@@ -12,6 +12,7 @@
 #include <map>
 
 #include "util/digest.h"
+#include "util/terminal_text.h"
 #include "store/ownership.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
@@ -239,7 +240,8 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
   if (auto st = podman.start(box.id()); !st) return st.error().context("environment: starting the set-up");
 
   FollowedLog log;  // log_stream.h
-  log.line = [&](const std::string& l) {
+  log.line = [&](const std::string& raw) {
+    const std::string l = without_trailing_cr(raw);  // apt's and pip's CRLF and progress lines
     if (l.rfind(kEnvStepMarker, 0) == 0) {
       const std::size_t n = std::strtoul(l.c_str() + std::strlen(kEnvStepMarker), nullptr, 10);
       if (n >= 1 && n <= env.setup.size()) {

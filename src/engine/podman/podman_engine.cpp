@@ -307,7 +307,7 @@ void merge(ReapReport& into, ReapReport&& r) {
   using List = std::vector<std::string> ReapReport::*;
   for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
                  &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::cgroups_removed,
-                 &ReapReport::errors}) {
+                 &ReapReport::errors, &ReapReport::spares_left}) {
     (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
   }
 }
@@ -332,6 +332,10 @@ Status PodmanEngine::check(const ProgressFn& progress) {
   }
   auto reaped = reap(false);
   if (!reaped) return reaped.error();
+  // The reaper's listing already showed the spares: a run claims one when
+  // there is one, whatever engine.warm says, at no extra podman call when
+  // there is none.
+  spares_left_ = !reaped->spares_left.empty();
   if (!reaped->removed.empty() && progress) {
     progress("reaped " + std::to_string(reaped->removed.size()) + " container(s) left by crashed runs");
   }
@@ -347,16 +351,17 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
   r.runtime = spec.config->engine.runtime;
   r.command_for = spec.command_for;
   r.image_digest = spec.image_digest;
-  r.scope = spec.config->seed;
+  r.scope = canonical_scope(spec.config->seed);
   r.ttl_seconds = spec.config->engine.warm_ttl_seconds;
   return r;
 }
 
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
-  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty()) {
+  if ((spec.config->engine.warm > 0 || spares_left_) && spec.command_for && !spec.image_digest.empty()) {
     auto warm = claim_warm(spec);
     if (!warm) return warm.error();
     if (*warm) return std::move(*warm);
+    spares_left_ = false;  // none usable: the next sandbox of this process is made cold without asking
   }
   const std::string dir = store_.work_dir() + "/" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();

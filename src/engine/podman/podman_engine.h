@@ -66,6 +66,8 @@ class PodmanEngine : public Engine {
 
   std::unique_ptr<PodmanClient> sandbox_, planner_;
   bool defer_removals_ = false;
+  // The start's reaper saw unclaimed spares of this run store (check()).
+  bool spares_left_ = false;
   std::vector<DeferredRemoval> deferred_;
   RunStore store_;
   std::string runtime_;

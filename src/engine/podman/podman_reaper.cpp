@@ -74,6 +74,7 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
       const bool keep = s.claimed ? work_dir_owner_alive(store, s.run_id) : s.expires > now;
       if (keep) {
         if (s.claimed) report.left_running.push_back(label);
+        else report.spares_left.push_back(label);
         spare_dirs_kept.insert(kSpareDirPrefix + s.spare_id);
         continue;
       }

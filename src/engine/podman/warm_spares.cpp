@@ -145,14 +145,29 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   return req;
 }
 
+std::string canonical_scope(const std::string& seed_dir) {
+  if (seed_dir.empty()) return seed_dir;
+  std::error_code ec;
+  const fs::path real = fs::canonical(seed_dir, ec);
+  if (!ec) return real.string();
+  fs::path p = fs::absolute(seed_dir, ec).lexically_normal();
+  std::string out = p.string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
 std::string spare_key(const SpareRecipe& recipe) {
   const SandboxRequest req = spare_request(recipe, "/SPARE", kKeyNonce, {});
   const json key = {{"create", build_create_spec(req)},
                     {"seccomp", recipe.policy.seccomp},
                     {"image_digest", recipe.image_digest},
                     {"runtime", recipe.runtime},
-                    {"scope", recipe.scope}};
+                    {"scope", canonical_scope(recipe.scope)}};
   return sha256_hex(key.dump()).substr(0, 32);
+}
+
+std::string spare_scope_label(const RunStore& store, const SpareRecipe& recipe) {
+  return sha256_hex(store.work_dir() + "\n" + canonical_scope(recipe.scope)).substr(0, 32);
 }
 
 Result<json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id) {
@@ -195,7 +210,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   auto labels = owner_labels(current_owner(), kRoleSpare, kSpareDirPrefix + spare_id);
   const std::string nonce = random_nonce();
   labels[kLabelSpareKey] = spare_key(recipe);
-  labels[kLabelSpareScope] = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
+  labels[kLabelSpareScope] = spare_scope_label(store, recipe);
   labels[kLabelSpareStore] = spare_store_label(store);
   labels[kLabelSpareNonce] = nonce;
   labels[kLabelSpareExpires] = std::to_string(static_cast<long>(std::time(nullptr)) + recipe.ttl_seconds);
@@ -234,7 +249,7 @@ Result<std::vector<SpareInfo>> usable_spares(PodmanClient& podman, const RunStor
   auto spares = list_spares(podman, &store);
   if (!spares) return spares.error();
   const std::string key = spare_key(recipe);
-  const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
+  const std::string scope = spare_scope_label(store, recipe);
   const std::time_t now = std::time(nullptr);
   std::vector<SpareInfo> out;
   for (const auto& s : *spares) {

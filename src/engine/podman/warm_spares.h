@@ -63,11 +63,19 @@ struct SpareRecipe {
   // The command the sandbox runs for a report nonce (runner_driver.h).
   std::function<std::string(const std::string& nonce)> command_for;
   std::string image_digest;
-  std::string scope;  // the seed directory: spares of one project
+  std::string scope;  // the seed directory: spares of one project (canonical_scope)
   long ttl_seconds = 600;
 };
 
 std::string spare_key(const SpareRecipe& recipe);
+
+// The seed directory as a scope: its real path (symlinks, `..`, `.` and a
+// trailing `/` resolved), so `seed`, `../x/seed` and `/abs/seed/` name one
+// scope; the lexically normal absolute path when it cannot be resolved.
+std::string canonical_scope(const std::string& seed_dir);
+
+// The spare-scope label of `recipe`'s spares in `store` (canonical_scope).
+std::string spare_scope_label(const RunStore& store, const SpareRecipe& recipe);
 
 // The request a spare's container was (or is) made from: `dir` is its
 // work/spare-<id> directory, `labels` what it carries.
