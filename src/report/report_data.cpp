@@ -144,6 +144,15 @@ ReportTask report_task_from_result(const std::string& id, const json& r) {
       if (ms.is_number()) t.timings.emplace_back(step, ms.get<long>());
     }
   }
+  // The pipeline's order (the JSON object keeps its keys sorted); names it does not know after.
+  static const std::vector<std::string> step_order = {"plan", "baseline", "validate", "snapshot", "engine",
+                                                      "image", "copy", "create", "verify", "queue", "run",
+                                                      "logs", "remove"};
+  auto step_rank = [](const std::string& step) {
+    return static_cast<std::size_t>(std::find(step_order.begin(), step_order.end(), step) - step_order.begin());
+  };
+  std::stable_sort(t.timings.begin(), t.timings.end(),
+                   [&](const auto& a, const auto& b) { return step_rank(a.first) < step_rank(b.first); });
   if (r.contains("resources") && r["resources"].is_object() && r["resources"].value("available", false)) {
     const json& res = r["resources"];
     if (res.contains("cpu_ms") && res["cpu_ms"].is_number_integer()) t.cpu_ms = res["cpu_ms"].get<std::int64_t>();
@@ -152,6 +161,7 @@ ReportTask report_task_from_result(const std::string& id, const json& r) {
     }
   }
   t.patch_format = json_str(r, "patch_format");
+  t.has_change = r.is_object() && r.contains("diff_sha256");
   if (r.contains("diff_stats") && r["diff_stats"].is_object()) {
     t.added = json_long(r["diff_stats"], "added", 0);
     t.removed = json_long(r["diff_stats"], "removed", 0);
@@ -222,7 +232,7 @@ Result<ReportData> load_report_data(const std::string& out_dir, const ReportDiff
       } else {
         t.diff_note = one_line(diff.error().message);
       }
-    } else if (!r.contains("diff_sha256")) {
+    } else if (!t.has_change) {
       t.diff_note = "no proven change";
     }
     by_id[t.id] = std::move(t);

@@ -52,6 +52,7 @@ struct ReportTask {
   std::string patch_format;
   long added = 0, removed = 0;
   std::vector<std::string> changed_paths;
+  bool has_change = false;              // the run stored a proven change (diff_sha256)
   std::string diff;                     // the proven diff, bounded ("" when none)
   bool diff_cut = false;
   std::string diff_note;                // why there is no diff, when there is none

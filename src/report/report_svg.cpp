@@ -115,7 +115,7 @@ std::string svg_histogram(const std::vector<double>& values, int bins, const std
     counts[static_cast<std::size_t>(std::clamp(b, 0, bins - 1))]++;
   }
   const int peak = std::max(1, *std::max_element(counts.begin(), counts.end()));
-  const double bw = static_cast<double>(width - left) / bins;
+  const double bw = static_cast<double>(width - left - 30) / bins;
   std::string body = svg_text(0, top + 10, std::to_string(peak)) + svg_text(0, axis, "0");
   for (int i = 0; i < bins; ++i) {
     const double from = max * i / bins / unit_divisor, to = max * (i + 1) / bins / unit_divisor;
@@ -125,7 +125,7 @@ std::string svg_histogram(const std::vector<double>& values, int bins, const std
                          std::to_string(counts[static_cast<std::size_t>(i)]) + " task(s)");
   }
   body += "<line class=\"axis\" x1=\"" + std::to_string(left) + "\" y1=\"" + std::to_string(axis) + "\" x2=\"" +
-          std::to_string(width) + "\" y2=\"" + std::to_string(axis) + "\"/>";
+          std::to_string(width - 30) + "\" y2=\"" + std::to_string(axis) + "\"/>";
   for (int i = 0; i <= bins; i += std::max(1, bins / 5)) {
     body += svg_text(left + i * bw, axis + 16, svg_fmt(std::round(max * i / bins / unit_divisor * 10) / 10) + " " + unit,
                      i == 0 ? "start" : "middle");

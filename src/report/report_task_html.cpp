@@ -86,7 +86,7 @@ std::string task_commands_html(const ReportTask& t) {
   if (t.run_id.empty()) return "";
   std::string o = "<h4>Run " + html_text(t.run_id) + "</h4><ul class=\"cmds\">";
   o += "<li>" + task_code_line("lazyagent-oci verify " + t.run_id) + " recomputes its record's hashes</li>";
-  if (!t.patch_format.empty()) {
+  if (t.has_change) {
     o += "<li>" + task_code_line("lazyagent-oci diff " + t.run_id) + " prints the proven change</li>";
     o += "<li>" + task_code_line("lazyagent-oci apply " + t.run_id + " --seed DIR") +
          " writes it into a work tree" + (t.category == "passed" ? "" : " (only a passed run's, or with --force)") +
@@ -186,11 +186,11 @@ std::string render_task_html(const ReportTask& t, std::size_t index) {
   if (!t.diff.empty()) {
     o += "<h4>Proven change" + std::string(t.diff_cut ? " (first " + std::to_string(kReportDiffBytes / 1024) + " KiB)" : "") +
          "</h4>" + render_diff_html(t.diff);
-  } else if (!t.diff_note.empty() && !t.patch_format.empty()) {
+  } else if (!t.diff_note.empty() && t.has_change) {
     o += "<p class=\"note\">diff: " + html_text(t.diff_note) + "</p>";
   }
   if (!t.test_output.empty()) {
-    o += "<h4>Test output" + std::string(t.test_output_cut ? " (its last " + std::to_string(kReportOutputTailBytes / 1024) + " KiB)" : "") +
+    o += "<h4>Test output" + std::string(t.test_output_cut ? " (cut: its tail)" : "") +
          "</h4><pre class=\"out\">" + html_text(t.test_output) + "</pre>";
   }
   o += task_timings_html(t) + task_resources_html(t) + task_commands_html(t);

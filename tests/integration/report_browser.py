@@ -121,7 +121,8 @@ def main():
     ap.add_argument("--filter-category")
     ap.add_argument("--timeout", type=float, default=60)
     args = ap.parse_args()
-    url = "file://" + os.path.abspath(args.page)
+    path, _, fragment = args.page.partition("#")
+    url = "file://" + os.path.abspath(path) + ("#" + fragment if fragment else "")
     profile = tempfile.mkdtemp(prefix="lazyagent-chromium-")
     log_path = os.path.join(profile, "..", os.path.basename(profile) + ".log")
     out = {}
@@ -167,8 +168,9 @@ def main():
                          "s.dispatchEvent(new Event('change')); document.querySelectorAll('details').forEach("
                          "d => d.open = false); scrollTo(0, 0); })()")
             if args.screenshot:
+                top = evaluate(b, session, "window.scrollY") or 0  # the clip is in page coordinates
                 shot = b.call("Page.captureScreenshot", {"format": "png", "clip": {
-                    "x": 0, "y": 0, "width": 1200, "height": 1500, "scale": args.screenshot_scale}}, session)
+                    "x": 0, "y": top, "width": 1200, "height": 1500, "scale": args.screenshot_scale}}, session)
                 with open(args.screenshot, "wb") as f:
                     f.write(base64.b64decode(shot["data"]))
             evaluate(b, session, "1")
@@ -177,7 +179,7 @@ def main():
                 meth, p = m.get("method"), m.get("params", {})
                 if meth == "Network.requestWillBeSent":
                     u = p.get("request", {}).get("url", "")
-                    if u != url:
+                    if u.split("#")[0] != url.split("#")[0]:
                         requests.append(u)
                 elif meth == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
                     errors.append("console %s: %s" % (p.get("type"), json.dumps(p.get("args", []))[:500]))
