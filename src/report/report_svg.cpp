@@ -12,6 +12,10 @@ namespace lazyagent {
 
 namespace {
 
+// Text inside SVG: an HTML element such as the markers' <span> would end the
+// SVG's foreign content in the parser, so markers are spelled out instead.
+std::string svg_escaped(const std::string& text) { return html_attr(text); }
+
 std::string svg_num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -27,12 +31,12 @@ std::string svg_open(int width, int height, const std::string& aria_label) {
 std::string svg_rect(double x, double y, double w, double h, int color, const std::string& title) {
   return "<rect class=\"k" + std::to_string(((color % 12) + 12) % 12) + "\" x=\"" + svg_num(x) + "\" y=\"" +
          svg_num(y) + "\" width=\"" + svg_num(std::max(w, 0.0)) + "\" height=\"" + svg_num(std::max(h, 0.0)) +
-         "\"><title>" + html_text(title) + "</title></rect>";
+         "\"><title>" + svg_escaped(title) + "</title></rect>";
 }
 
 std::string svg_text(double x, double y, const std::string& text, const char* anchor = "start") {
   return "<text x=\"" + svg_num(x) + "\" y=\"" + svg_num(y) + "\" text-anchor=\"" + anchor + "\">" +
-         html_text(text) + "</text>";
+         svg_escaped(text) + "</text>";
 }
 
 std::string svg_fmt(double v) {

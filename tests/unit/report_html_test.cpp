@@ -10,6 +10,7 @@
 #include "report/report_assets.h"
 #include "report/report_data.h"
 #include "report/report_page.h"
+#include "report/report_svg.h"
 #include "report/report_task_html.h"
 #include "unit_tmp.h"
 
@@ -90,6 +91,22 @@ TEST_CASE("report html: bidi overrides and control characters are shown as marke
   CHECK(html_text("bad\xFFbyte") == "bad<span class=\"cc\">&lt;0xFF&gt;</span>byte");
   // In an attribute: the marker's spelling, no markup.
   CHECK(html_attr("x" + kRlo + "y\x01") == "x&lt;U+202E&gt;y&lt;U+0001&gt;");
+}
+
+TEST_CASE("report html: chart labels are escaped without markup (a span would end the SVG in the parser)") {
+  const std::string label = "<script>x</script>" + kRlo + "step";
+  for (const std::string& svg : {svg_strip({{label, 3, 1}}, label), svg_bars({{label, 3, 1}}, "ms", "bars"),
+                                 svg_stacked_columns({label}, {{label, {5}}}, "ms", "steps")}) {
+    CHECK(svg.rfind("<svg ", 0) == 0);
+    CHECK(svg.find("<span") == std::string::npos);
+    CHECK(svg.find("<script") == std::string::npos);
+    CHECK(svg.find(kRlo) == std::string::npos);
+    CHECK(svg.find("&lt;script&gt;x&lt;/script&gt;&lt;U+202E&gt;step") != std::string::npos);
+  }
+  const std::string h = svg_histogram({100, 200, 1900}, 4, "s", 1000.0, "durations");
+  CHECK(occurrences(h, "<rect ") == 4);
+  CHECK(h.find("<title>0-0.5 s: 2 task(s)</title>") != std::string::npos);
+  CHECK(h.find("<title>1.4-1.9 s: 1 task(s)</title>") != std::string::npos);
 }
 
 TEST_CASE("report html: a hostile task's test name, output, reason and diff are text in the page") {
