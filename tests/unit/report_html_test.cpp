@@ -79,7 +79,7 @@ TEST_CASE("report html: bidi overrides and control characters are shown as marke
   const std::string out = html_text("if admin " + kRlo + "} " + kLri + "x");
   CHECK(out == "if admin <span class=\"cc\">&lt;U+202E&gt;</span>} <span class=\"cc\">&lt;U+2066&gt;</span>x");
   CHECK(out.find(kRlo) == std::string::npos);
-  CHECK(html_text(std::string("a\x1b]0;t\x07z", 7)) ==
+  CHECK(html_text(std::string("a\x1b]0;t\x07z", 8)) ==
         "a<span class=\"cc\">&lt;U+001B&gt;</span>]0;t<span class=\"cc\">&lt;U+0007&gt;</span>z");
   CHECK(html_text(std::string("n\0l", 3)) == "n<span class=\"cc\">&lt;U+0000&gt;</span>l");
   CHECK(html_text("FAILED\rOK") == "FAILED<span class=\"cc\">&lt;U+000D&gt;</span>OK");  // a bare CR cannot overwrite
@@ -88,7 +88,7 @@ TEST_CASE("report html: bidi overrides and control characters are shown as marke
   CHECK(html_text("\xC2\x9B") == "<span class=\"cc\">&lt;U+009B&gt;</span>");         // C1 CSI
   CHECK(html_text("zero\xE2\x80\x8Bwidth") == "zero<span class=\"cc\">&lt;U+200B&gt;</span>width");
   CHECK(html_text("ls\xE2\x80\xA8x") == "ls<span class=\"cc\">&lt;U+2028&gt;</span>x");  // line separator
-  CHECK(html_text("bad\xFFbyte") == "bad<span class=\"cc\">&lt;0xFF&gt;</span>byte");
+  CHECK(html_text("bad\xFF" "byte") == "bad<span class=\"cc\">&lt;0xFF&gt;</span>byte");
   // In an attribute: the marker's spelling, no markup.
   CHECK(html_attr("x" + kRlo + "y\x01") == "x&lt;U+202E&gt;y&lt;U+0001&gt;");
 }
