@@ -40,6 +40,7 @@ const std::vector<Command>& commands() {
       {"run", "ask the model for a fix (planner container), then prove it in a sandbox", cmd_run},
       {"test", "prove a given patch against a seed project in a hardened sandbox", cmd_test},
       {"eval", "run a file of tasks (patches or instructions) concurrently, resumably; summary by category", cmd_eval},
+      {"report", "write an eval's results as one self-contained HTML page (charts, filters, every task)", cmd_report},
       {"configure", "store the provider's base URL, model and API key as podman secrets", cmd_configure},
       {"secret", "list or delete the provider secrets (names and dates only)", cmd_secret},
       {"task", "show a planner task, or its log", cmd_task},

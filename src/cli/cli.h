@@ -155,6 +155,7 @@ int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);

@@ -38,6 +38,7 @@ const std::vector<Floor> kFloors = {
     {7, "engine/podman/"}, {7, "engine/k8s/"},
     {8, "pipeline/"},
     {9, "eval/"},
+    {9, "report/"},  // reads what eval wrote and the run store: beside eval, under the CLI
     {10, "cli/"},
 };
 
