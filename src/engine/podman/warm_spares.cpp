@@ -1,5 +1,7 @@
 #include "engine/podman/warm_spares.h"
 
+#include "engine/podman/rootless_host.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -121,10 +123,7 @@ Status make_spare_dir(const std::string& dir, const SandboxRequest& req) {
   if (::mkdir(req.seed_copy_path.c_str(), 0755) != 0) {
     return engine_error("creating " + req.seed_copy_path + ": " + std::strerror(errno));
   }
-  if (req.policy.userns.enabled) {
-    const auto id = req.policy.userns.host_id;
-    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st;
   return write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump());
 }
 
@@ -274,9 +273,7 @@ Status fill_spare(const std::string& dir, const SeedSnapshot& seed, const std::v
   const std::string fill = dir + "/fill", mounted = dir + "/seed";
   if (auto st = remove_tree(fill); !st) return st;
   if (auto st = write_seed_copy(seed, writes, fill); !st) return st;
-  if (policy.userns.enabled) {
-    if (auto st = chown_tree(fill, policy.userns.host_id, policy.userns.host_id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(fill, policy.userns); !st) return st;
   struct stat st {};
   if (::stat(fill.c_str(), &st) == 0) ::chmod(mounted.c_str(), st.st_mode & 07777);
   std::error_code ec;
