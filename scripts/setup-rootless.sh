@@ -110,11 +110,12 @@ events_logger = "file"
 EOF
 note="wrote $conf_dir/containers.conf"
 if [ -n "$STORAGE" ]; then
-  current="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || true)"
-  if [ "$current" != "$STORAGE" ]; then
-    if [ -n "$(as_user podman images -q 2>/dev/null)" ]; then
-      die "$USER_NAME's storage uses '$current' and holds images: as $USER_NAME, \`podman system reset\` first"
-    fi
+  # podman records the driver in its database at first use: set it before that.
+  if [ -d "$USER_HOME/.local/share/containers/storage" ]; then
+    current="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || true)"
+    [ "$current" = "$STORAGE" ] ||
+      die "$USER_NAME's storage already uses '$current': $0 --stop $USER_NAME, then as $USER_NAME \`podman system reset\`"
+  else
     as_user sh -c "printf '[storage]\ndriver = \"%s\"\n' '$STORAGE' >'$conf_dir/storage.conf'"
     note="$note; storage driver $STORAGE"
   fi

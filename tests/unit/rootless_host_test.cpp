@@ -44,7 +44,7 @@ TEST_CASE("the first subordinate range of a user, by name or uid", "[rootless]")
   CHECK_FALSE(subordinate_range("rl:abc:65536\nrl:100000:\n", "rl", 1));
 }
 
-TEST_CASE("rootless on cgroup v1 cannot enforce memory, pids or cpu; v2 with delegation can", "[rootless]") {
+TEST_CASE("rootless on cgroup v1 cannot enforce memory, pids or cpu, v2 with delegation can", "[rootless]") {
   RootlessHost h = v1_user();
   CHECK(h.gaps == Strings{"memory", "pids", "cpu"});
   CHECK(h.gaps_reason.rfind("rootless podman on cgroup v1: ", 0) == 0);

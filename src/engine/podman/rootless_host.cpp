@@ -1,6 +1,10 @@
 #include "engine/podman/rootless_host.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
@@ -140,6 +144,66 @@ Status hand_copy_to_sandbox(const std::string& path, const UserNamespace& u) {
   }
   if (ec) return engine_error("walking " + path + ": " + ec.message());
   return ok_status();
+}
+
+Result<std::string> read_in_service_userns(long ns_pid, const std::string& path, std::size_t max) {
+  const std::string ns_path = "/proc/" + std::to_string(ns_pid) + "/ns/user";
+  const int ns = ::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ns < 0) return engine_error("opening " + ns_path + ": " + std::strerror(errno));
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    ::close(ns);
+    return engine_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  const char* file = path.c_str();
+  const pid_t child = ::fork();
+  if (child == 0) {  // one thread: only system calls from here
+    ::close(pipe_fds[0]);
+    if (::setns(ns, CLONE_NEWUSER) != 0) ::_exit(10);
+    const int fd = ::open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) ::_exit(11);
+    char buf[16384];
+    for (;;) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n == 0) ::_exit(0);
+      if (n < 0) ::_exit(12);
+      for (ssize_t off = 0; off < n;) {
+        const ssize_t w = ::write(pipe_fds[1], buf + off, static_cast<std::size_t>(n - off));
+        if (w <= 0) ::_exit(13);
+        off += w;
+      }
+    }
+  }
+  ::close(ns);
+  ::close(pipe_fds[1]);
+  if (child < 0) {
+    ::close(pipe_fds[0]);
+    return engine_error(std::string("fork: ") + std::strerror(errno));
+  }
+  std::string out;
+  char buf[16384];
+  bool over = false;
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max) {
+      over = true;
+      break;
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (over) return engine_error("reading " + path + ": larger than " + std::to_string(max) + " bytes");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const char* step = code == 10 ? "entering the service's user namespace" : code == 11 ? "opening" : "reading";
+    return engine_error("reading " + path + " in the rootless service's user namespace (" + ns_path +
+                        "): " + step + " failed");
+  }
+  return out;
 }
 
 std::string describe_mapping(const RootlessHost& h, const UserNamespace& u) {

@@ -77,6 +77,15 @@ Status adapt_policy_to_host(const RootlessHost& h, SandboxPolicy* policy);
 // sandbox reads the files as "other". Errors that no retry fixes are kUsage.
 Status hand_copy_to_sandbox(const std::string& path, const UserNamespace& u);
 
+// Reads a file podman keeps for a container under its rootless service's
+// ids (the OCI spec in StaticDir: userdata is chowned to the sandbox's root,
+// a subordinate id, mode 0700, so the user cannot open it). A child process
+// enters the user namespace of `ns_pid` (the container's conmon, which runs
+// in the service's namespace: the user owns it, so the child gets the
+// capabilities there that `podman unshare` has) and passes the file back
+// through a pipe, at most `max` bytes. Not following symlinks.
+Result<std::string> read_in_service_userns(long ns_pid, const std::string& path, std::size_t max);
+
 // "rootless (user rl, uid 1001; sandbox ids -> host 100000..165535)" or
 // "root's podman (sandbox ids -> host 1879048192..1879113727)".
 std::string describe_mapping(const RootlessHost& h, const UserNamespace& u);

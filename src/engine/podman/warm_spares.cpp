@@ -140,7 +140,8 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   req.runtime = recipe.runtime;
   // Its own cgroup parent, as a run's (cgroup_usage.h): the resources a run in
   // it used are read there. Named by the spare's directory, work/spare-<id>.
-  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
+  // A rootless service cannot make it (mkdir under /sys/fs/cgroup: EACCES).
+  if (req.runtime == kRuntimeRunc && !req.policy.userns.rootless) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
   return req;
 }
 
@@ -158,11 +159,26 @@ Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
   auto inspect = podman.inspect(id);
   if (!inspect) return inspect.error();
   const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
-  std::ifstream f(spec_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json spec = json::parse(ss.str(), nullptr, false);
-  if (!f || spec.is_discarded()) {
+  std::string text;
+  bool read = false;
+  if (req.policy.userns.rootless) {
+    // Rootless, podman gives userdata to the sandbox's root (a subordinate
+    // id): read it from inside the service's user namespace (rootless_host.h).
+    const json& state = (*inspect)["State"];
+    const long conmon = state.is_object() ? state.value("ConmonPid", 0L) : 0L;
+    auto got = read_in_service_userns(conmon, spec_path, 4 << 20);
+    if (!got) return got.error().context("verifying the sandbox");
+    text = std::move(*got);
+    read = true;
+  } else {
+    std::ifstream f(spec_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+    read = static_cast<bool>(f);
+  }
+  json spec = json::parse(text, nullptr, false);
+  if (!read || spec.is_discarded()) {
     return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
                         " (lazyagent-oci must run on the podman host)");
   }
