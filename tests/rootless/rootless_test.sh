@@ -7,6 +7,7 @@
 # its processes (by pid) and its files at the end, whatever happened.
 #
 # Checks (each fails the test when the feature breaks):
+#   setup        the socket's address last, idempotent, overlay storage
 #   doctor       the socket found without XDG_RUNTIME_DIR (/run/user/UID), the
 #                mapping into the subordinate ids, the limits this host cannot
 #                enforce (cgroup v1) named
@@ -61,6 +62,8 @@ check "setup-rootless.sh prints the socket's address last" "$([ "$ADDR" = "unix:
 # Idempotent: a second run finds everything in place.
 ADDR2="$("$SRC/scripts/setup-rootless.sh" "$USER_NAME" 2>"$WORK/setup2.log" | tail -n1)"
 check "setup-rootless.sh again: the same service and images" "$([ "$ADDR2" = "$ADDR" ] && grep -q 'running (pid' "$WORK/setup2.log" && grep -q 'lazyagent-sandbox:latest present' "$WORK/setup2.log"; echo $?)" "$(cat "$WORK/setup2.log")"
+DRIVER="$(cd / && runuser -u "$USER_NAME" -- env -i HOME="$USER_HOME" XDG_RUNTIME_DIR="/run/user/$USER_UID" podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null)"
+check "the user's storage is native overlay (the kernel has it in a user namespace)" "$([ "$DRIVER" = overlay ]; echo $?)" "driver '$DRIVER'"
 SUB_START="$(grep "^$USER_NAME:" /etc/subuid | cut -d: -f2)"
 
 # The user's copy of the binary, the demo project and config, and patches.
