@@ -86,6 +86,20 @@ json policy_to_json(const SandboxPolicy& p) {
   };
 }
 
+std::vector<std::vector<std::string>> colon_records(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::istringstream l(line);
+    for (std::string x; std::getline(l, x, ':');) f.push_back(x);
+    if (f.empty() || f[0].empty() || f[0][0] == '#') continue;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::vector<std::string> userns_collisions(const UserNamespace& u, const std::string& passwd,
                                            const std::string& group, const std::string& subuid,
                                            const std::string& subgid) {
@@ -94,13 +108,8 @@ std::vector<std::string> userns_collisions(const UserNamespace& u, const std::st
   // field `id_field` (and, for sub-id files, the count in the next field) of
   // each ':'-separated line.
   auto scan = [&](const char* file, const std::string& text, std::size_t id_field, bool ranges) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::istringstream l(line);
-      for (std::string x; std::getline(l, x, ':');) f.push_back(x);
-      if (f.size() <= id_field + (ranges ? 1 : 0) || f[0].empty() || f[0][0] == '#') continue;
+    for (const auto& f : colon_records(text)) {
+      if (f.size() <= id_field + (ranges ? 1 : 0)) continue;
       char* end = nullptr;
       const long long a = std::strtoll(f[id_field].c_str(), &end, 10);
       if (end == f[id_field].c_str()) continue;

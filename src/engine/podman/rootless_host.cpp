@@ -43,13 +43,8 @@ std::string id_range_text(std::int64_t start, std::int64_t size) {
 }  // namespace
 
 std::optional<IdRange> subordinate_range(const std::string& text, const std::string& user, unsigned uid) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream l(line);
-    for (std::string x; std::getline(l, x, ':');) f.push_back(x);
-    if (f.size() != 3 || f[0].empty() || f[0][0] == '#') continue;
+  for (const auto& f : colon_records(text)) {
+    if (f.size() != 3) continue;
     if (f[0] != user && f[0] != std::to_string(uid)) continue;
     char* end = nullptr;
     const long long start = std::strtoll(f[1].c_str(), &end, 10);
