@@ -1,5 +1,6 @@
 #include "policy/sandbox_policy.h"
 
+#include "util/colon_records.h"
 #include "util/digest.h"
 #include "policy/isolation_probe.h"
 
@@ -84,20 +85,6 @@ json policy_to_json(const SandboxPolicy& p) {
         {"default_action", p.seccomp.value("defaultAction", "")},
         {"default_errno", p.seccomp.value("defaultErrnoRet", 0)}}},
   };
-}
-
-std::vector<std::vector<std::string>> colon_records(const std::string& text) {
-  std::vector<std::vector<std::string>> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::istringstream l(line);
-    for (std::string x; std::getline(l, x, ':');) f.push_back(x);
-    if (f.empty() || f[0].empty() || f[0][0] == '#') continue;
-    out.push_back(std::move(f));
-  }
-  return out;
 }
 
 std::vector<std::string> userns_collisions(const UserNamespace& u, const std::string& passwd,

@@ -118,10 +118,6 @@ nlohmann::json policy_to_json(const SandboxPolicy& p);
 // The uid (and gid) map as libpod wants it: [{container_id, host_id, size}].
 nlohmann::json userns_map_json(const UserNamespace& u);
 
-// The ':'-separated fields of each line of /etc/passwd, /etc/group,
-// /etc/subuid or /etc/subgid text; empty and '#' lines left out.
-std::vector<std::vector<std::string>> colon_records(const std::string& text);
-
 // Host users, groups and subordinate ranges whose ids fall in the sandbox's
 // range, one "FILE: NAME (ids A..B)" each; empty when the range is unused.
 // Inputs are the texts of /etc/passwd, /etc/group, /etc/subuid, /etc/subgid.

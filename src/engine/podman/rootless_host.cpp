@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "contract/seed_snapshot.h"
+#include "util/colon_records.h"
 
 namespace lazyagent {
 
