@@ -98,7 +98,13 @@ std::vector<Finding> check_patch_against_seed(const SeedSnapshot& seed, const Pa
 Status chown_tree(const std::string& path, long uid, long gid) {
   auto one = [&](const std::string& p) -> Status {
     if (::lchown(p.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
-      return engine_error("giving " + p + " to host uid " + std::to_string(uid) + ": " + std::strerror(errno));
+      const std::string what = "giving " + p + " to host uid " + std::to_string(uid) + ": " + std::strerror(errno);
+      // Not something a retry fixes: a user talking to root's podman service.
+      if (errno == EPERM) {
+        return usage_error(what + " (only root can; use root's podman as root, or your own rootless podman: "
+                                  "README \"Without root\")");
+      }
+      return engine_error(what);
     }
     return ok_status();
   };

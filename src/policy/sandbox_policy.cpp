@@ -1,5 +1,6 @@
 #include "policy/sandbox_policy.h"
 
+#include "util/colon_records.h"
 #include "util/digest.h"
 #include "policy/isolation_probe.h"
 
@@ -34,6 +35,26 @@ SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seco
   return p;
 }
 
+namespace {
+
+json policy_user_json(const UserNamespace& u) {
+  if (!u.enabled) {  // gVisor's own root; its Sentry is host uid 65534
+    return json{{"mode", "gvisor"}, {"uid_map", nullptr}, {"gid_map", nullptr}};
+  }
+  if (u.rootless) {  // root inside, a subordinate id of the service's user outside
+    return json{{"mode", "rootless_user_namespace"},
+                {"uid_map", userns_map_json(u)},  // as the rootless service sees it
+                {"gid_map", userns_map_json(u)},
+                {"host_uids", {u.outer_uid, u.outer_uid + u.size - 1}},
+                {"host_gids", {u.outer_gid, u.outer_gid + u.size - 1}}};
+  }
+  return json{{"mode", "user_namespace"},  // root inside, an unused high id outside
+              {"uid_map", userns_map_json(u)},
+              {"gid_map", userns_map_json(u)}};
+}
+
+}  // namespace
+
 json policy_to_json(const SandboxPolicy& p) {
   return json{
       {"image", p.image},
@@ -57,13 +78,7 @@ json policy_to_json(const SandboxPolicy& p) {
        }()},
       {"secrets", json::array()},
       {"user_mounts", json::array()},
-      {"user", p.userns.enabled
-                   ? json{{"mode", "user_namespace"},  // root inside, an unused high id outside
-                          {"uid_map", userns_map_json(p.userns)},
-                          {"gid_map", userns_map_json(p.userns)}}
-                   : json{{"mode", "gvisor"},  // gVisor's own root; its Sentry is host uid 65534
-                          {"uid_map", nullptr},
-                          {"gid_map", nullptr}}},
+      {"user", policy_user_json(p.userns)},
       {"seccomp",
        {{"profile", "oci/seccomp.json"},
         {"sha256", seccomp_profile_sha256(p.seccomp)},
@@ -80,13 +95,8 @@ std::vector<std::string> userns_collisions(const UserNamespace& u, const std::st
   // field `id_field` (and, for sub-id files, the count in the next field) of
   // each ':'-separated line.
   auto scan = [&](const char* file, const std::string& text, std::size_t id_field, bool ranges) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::istringstream l(line);
-      for (std::string x; std::getline(l, x, ':');) f.push_back(x);
-      if (f.size() <= id_field + (ranges ? 1 : 0) || f[0].empty() || f[0][0] == '#') continue;
+    for (const auto& f : colon_records(text)) {
+      if (f.size() <= id_field + (ranges ? 1 : 0)) continue;
       char* end = nullptr;
       const long long a = std::strtoll(f[id_field].c_str(), &end, 10);
       if (end == f[id_field].c_str()) continue;

@@ -62,6 +62,11 @@ struct UserNamespace {
   // "stat(...): permission denied" at create); there the sandbox's root is
   // gVisor's own, and the Sentry runs on the host as uid 65534.
   bool enabled = true;
+  // A user's rootless podman (engine/podman/rootless_host.h): host_id is the
+  // service's id 1, its first subordinate id, which is host id outer_uid
+  // (outer_gid for groups). The result reports the outer ranges.
+  bool rootless = false;
+  std::int64_t outer_uid = 0, outer_gid = 0;
 };
 
 struct SandboxPolicy {
@@ -78,6 +83,13 @@ struct SandboxPolicy {
   std::int64_t timeout_seconds = 120;
   std::string hostname = "sandbox";
   UserNamespace userns;
+  // Items the host's podman cannot enforce whatever the runtime ("memory",
+  // "pids", "cpu" for rootless podman on cgroup v1), and why: set by the
+  // engine (rootless_host.h); refused unless the weaker policy is accepted,
+  // then listed as not enforced (runtime_policy.h). The verifier does not
+  // demand them in the OCI spec.
+  std::vector<std::string> host_gaps;
+  std::string host_gaps_reason;
   // Addresses the egress probe tries beyond what it finds itself
   // ("label=host:port", egress_probe.h): the engine's (Kubernetes: the API).
   std::vector<std::string> egress_probe_targets;

@@ -57,8 +57,9 @@ Result<std::string> resolve_podman_socket(const char* container_host, unsigned u
   if (xdg_runtime_dir && *xdg_runtime_dir) {
     return std::string(xdg_runtime_dir) + "/podman/podman.sock";
   }
-  return usage_error("cannot find podman's socket: XDG_RUNTIME_DIR is not set; set "
-                     "CONTAINER_HOST=unix:///path/to/podman.sock");
+  // No systemd user session (a `su -` login): where scripts/setup-rootless.sh
+  // puts the user's service, as a user session would.
+  return "/run/user/" + std::to_string(uid) + "/podman/podman.sock";
 }
 
 Status check_api_version(const std::string& version) {

@@ -32,7 +32,8 @@ inline constexpr const char* kApiPrefix = "/v4.0.0/libpod";
 
 // Where podman listens: CONTAINER_HOST (unix:///path) like podman itself,
 // else /run/podman/podman.sock for root, $XDG_RUNTIME_DIR/podman/podman.sock
-// rootless. Pure: the caller passes the environment in.
+// rootless, else /run/user/UID/podman/podman.sock (no user session: where
+// scripts/setup-rootless.sh puts it). Pure: the caller passes the environment in.
 Result<std::string> resolve_podman_socket(const char* container_host, unsigned uid,
                                           const char* xdg_runtime_dir);
 

@@ -317,9 +317,17 @@ void merge(ReapReport& into, ReapReport&& r) {
 PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner,
                            RunStore store, std::string runtime)
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
-      runtime_(std::move(runtime)) {}
+      runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())) {}
 
-Status PodmanEngine::check_policy(const Config& config) const { return check_policy_acceptable(config); }
+Status PodmanEngine::check_policy(const Config& config) const {
+  if (auto st = check_policy_acceptable(config); !st) return st;
+  // The mapping this service can give (subordinate ids), then its limits.
+  SandboxPolicy scratch = policy_from_config(config, 0);
+  if (auto st = adapt_policy_to_host(host_, &scratch); !st) return st;
+  return check_host_gaps(config, host_.gaps, host_.gaps_reason);
+}
+
+void PodmanEngine::adapt_policy(SandboxPolicy* policy) const { (void)adapt_policy_to_host(host_, policy); }
 
 json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config) const {
   return effective_policy_json(policy, config.engine.runtime, config.engine.accept_weaker_policy);
@@ -382,6 +390,8 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   std::string unmeasured;
   if (req.runtime != kRuntimeRunc) {
     unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  } else if (host_.rootless) {
+    unmeasured = "rootless podman: a run's cgroup parent is not set, so its figures are not read";
   } else if (cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
@@ -392,11 +402,9 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
-  // at /seed), as host root owned it before; the run directory stays 0700.
-  if (req.policy.userns.enabled) {
-    const auto id = req.policy.userns.host_id;
-    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st.error();
-  }
+  // at /seed), as host root owned it before (rootless: may read it); the run
+  // directory stays 0700.
+  if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st.error();
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }

@@ -1,5 +1,7 @@
 #include "engine/podman/warm_spares.h"
 
+#include "engine/podman/rootless_host.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -121,10 +123,7 @@ Status make_spare_dir(const std::string& dir, const SandboxRequest& req) {
   if (::mkdir(req.seed_copy_path.c_str(), 0755) != 0) {
     return engine_error("creating " + req.seed_copy_path + ": " + std::strerror(errno));
   }
-  if (req.policy.userns.enabled) {
-    const auto id = req.policy.userns.host_id;
-    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st;
   return write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump());
 }
 
@@ -141,7 +140,8 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   req.runtime = recipe.runtime;
   // Its own cgroup parent, as a run's (cgroup_usage.h): the resources a run in
   // it used are read there. Named by the spare's directory, work/spare-<id>.
-  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
+  // A rootless service cannot make it (mkdir under /sys/fs/cgroup: EACCES).
+  if (req.runtime == kRuntimeRunc && !req.policy.userns.rootless) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
   return req;
 }
 
@@ -174,11 +174,26 @@ Result<json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest
   auto inspect = podman.inspect(id);
   if (!inspect) return inspect.error();
   const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
-  std::ifstream f(spec_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json spec = json::parse(ss.str(), nullptr, false);
-  if (!f || spec.is_discarded()) {
+  std::string text;
+  bool read = false;
+  if (req.policy.userns.rootless) {
+    // Rootless, podman gives userdata to the sandbox's root (a subordinate
+    // id): read it from inside the service's user namespace (rootless_host.h).
+    const json& state = (*inspect)["State"];
+    const long conmon = state.is_object() ? state.value("ConmonPid", 0L) : 0L;
+    auto got = read_in_service_userns(conmon, spec_path, 4 << 20);
+    if (!got) return got.error().context("verifying the sandbox");
+    text = std::move(*got);
+    read = true;
+  } else {
+    std::ifstream f(spec_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+    read = static_cast<bool>(f);
+  }
+  json spec = json::parse(text, nullptr, false);
+  if (!read || spec.is_discarded()) {
     return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
                         " (lazyagent-oci must run on the podman host)");
   }
@@ -289,9 +304,7 @@ Status fill_spare(const std::string& dir, const SeedSnapshot& seed, const std::v
   const std::string fill = dir + "/fill", mounted = dir + "/seed";
   if (auto st = remove_tree(fill); !st) return st;
   if (auto st = write_seed_copy(seed, writes, fill); !st) return st;
-  if (policy.userns.enabled) {
-    if (auto st = chown_tree(fill, policy.userns.host_id, policy.userns.host_id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(fill, policy.userns); !st) return st;
   struct stat st {};
   if (::stat(fill.c_str(), &st) == 0) ::chmod(mounted.c_str(), st.st_mode & 07777);
   std::error_code ec;
