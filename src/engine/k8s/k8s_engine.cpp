@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "util/base64.h"
+#include "util/package_mirrors.h"
 #include "policy/isolation_probe.h"
 #include "store/ownership.h"
 #include "policy/planner_egress.h"
@@ -163,7 +164,7 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox(const SandboxSpec& s
 // The API server as the kubeconfig names it, the `kubernetes` Service in
 // `default` when this account may read it (the namespaced Role of
 // docs/k8s-rbac.yaml may not: then the probe still tries kubernetes.default
-// by name), and the config's; once per engine.
+// by name), the config's, and the package mirror's; once per engine.
 const std::vector<std::string>& K8sEngine::egress_targets() {
   if (egress_targets_) return *egress_targets_;
   std::string service;
@@ -176,6 +177,9 @@ const std::vector<std::string>& K8sEngine::egress_targets() {
     }
   }
   egress_targets_ = k8s_egress_targets(k8s_->connection().server, service, s_.egress_probe_targets);
+  // The outside, as the package mirror this machine's apt uses (the only host
+  // outside it a probe may aim at: egress_probe.h).
+  for (auto& t : package_mirror_probe_targets()) egress_targets_->push_back(std::move(t));
   return *egress_targets_;
 }
 
