@@ -118,3 +118,19 @@ TEST_CASE("floors: the check finds an include that points up, and one on no floo
   CHECK(problems[1] == "engine/podman/e.h:4: includes \"engine/k8s/k.h\", a sibling on floor 7 (engine/k8s/)");
   CHECK(problems[2] == "stray/s.h: on no floor (add its folder to kFloors and to README \"Layout\")");
 }
+
+TEST_CASE("files: no source file under src/ is over 600 lines (split by concept, STYLE.md 3)") {
+  std::vector<std::string> big;
+  std::size_t files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(LAZYAGENT_SOURCE_DIR) / "src")) {
+    if (!entry.is_regular_file()) continue;
+    ++files;
+    std::ifstream in(entry.path());
+    std::size_t lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    if (lines > 600) big.push_back(entry.path().string() + ": " + std::to_string(lines) + " lines");
+  }
+  for (const auto& b : big) UNSCOPED_INFO(b);
+  CHECK(files > 100);  // the walk found the sources
+  CHECK(big.empty());
+}
