@@ -159,9 +159,26 @@ std::string page_charts(const ReportData& d) {
     cols.emplace_back(sum, std::move(c));
   }
   std::stable_sort(cols.begin(), cols.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Past kMaxColumns tasks, each column is the mean of a run of neighbours (an
+  // SVG element per step per task made a 500-task page slow to open).
+  constexpr std::size_t kMaxColumns = 100;
+  const std::size_t per = (cols.size() + kMaxColumns - 1) / kMaxColumns;
   std::vector<SvgColumn> columns;
-  for (auto& c : cols) columns.push_back(std::move(c.second));
-  o += "<h3>Time per pipeline step, per task (slowest first)</h3>" +
+  for (std::size_t i = 0; i < cols.size(); i += std::max<std::size_t>(per, 1)) {
+    const std::size_t end = std::min(cols.size(), i + std::max<std::size_t>(per, 1));
+    if (end - i == 1) {
+      columns.push_back(std::move(cols[i].second));
+      continue;
+    }
+    SvgColumn mean{"tasks " + std::to_string(i + 1) + "-" + std::to_string(end) + " by time (mean)",
+                   std::vector<double>(steps.size(), 0)};
+    for (std::size_t j = i; j < end; ++j) {
+      for (std::size_t k = 0; k < steps.size(); ++k) mean.values[k] += cols[j].second.values[k] / static_cast<double>(end - i);
+    }
+    columns.push_back(std::move(mean));
+  }
+  o += std::string("<h3>Time per pipeline step, per task (slowest first") +
+       (per > 1 ? ", each column the mean of " + std::to_string(per) + " tasks" : "") + ")</h3>" +
        svg_stacked_columns(steps, columns, "ms", "time per pipeline step per task");
   // CPU and memory per task from the final run's resource figures.
   std::vector<SvgPart> cpu, mem;

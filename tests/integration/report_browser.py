@@ -6,6 +6,8 @@ commands on fd 3, replies on fd 4, each a JSON message ended by a NUL byte), so
 nothing listens on a port. Prints one JSON object:
 
   load_ms          wall time from Page.navigate to the load event
+  load_cpu_ms      CPU time every browser process spent meanwhile (the open
+                   time on an idle core; the wall time grows with the host's load)
   nav_load_ms      the page's own navigation timing (loadEventEnd)
   requests         every URL the page asked for besides itself (must be [])
   console_errors   console errors/warnings, uncaught exceptions and log entries
@@ -107,6 +109,36 @@ class Browser:
             self.proc.wait()
 
 
+def tree_cpu_ms(root):
+    """CPU time (user + system) of a process and all its descendants, and of
+    the children it has reaped, in ms: what opening the page cost the browser,
+    whatever else the machine is doing (the wall time is not that on a loaded host)."""
+    parent, stat = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(fields[1])
+        stat[int(d)] = fields
+    tree, grew = {root}, True
+    while grew:
+        grew = False
+        for pid, ppid in parent.items():
+            if ppid in tree and pid not in tree:
+                tree.add(pid)
+                grew = True
+    ticks = 0
+    for pid in tree:
+        f = stat.get(pid)
+        if f:  # utime, stime, cutime, cstime are fields 14-17 (after pid and comm: index 11-14)
+            ticks += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+    return ticks * 1000 // os.sysconf("SC_CLK_TCK")
+
+
 def evaluate(b, session, expr):
     r = b.call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session)
     return r.get("result", {}).get("value")
@@ -137,10 +169,12 @@ def main():
             b.call("Emulation.setDeviceMetricsOverride",
                    {"width": 1200, "height": 1500, "deviceScaleFactor": 1, "mobile": False}, session)
             b.events.clear()
+            cpu0 = tree_cpu_ms(b.proc.pid)
             t0 = time.monotonic()
             b.call("Page.navigate", {"url": url}, session)
             b.wait_event("Page.loadEventFired", args.timeout)
             out["load_ms"] = round((time.monotonic() - t0) * 1000)
+            out["load_cpu_ms"] = tree_cpu_ms(b.proc.pid) - cpu0
             time.sleep(0.3)  # late console messages and requests
             evaluate(b, session, "1")  # drain what arrived meanwhile
             out["nav_load_ms"] = evaluate(

@@ -206,11 +206,19 @@ TEST_CASE("report: a 500-task report stays small and opens in under 2 s in headl
   CHECK(rj["diffs"] == 500);
   const auto bytes = fs::file_size(page);
   WARN("500-task report: " << bytes << " bytes");
-  CHECK(bytes < 8u * 1024 * 1024);
-  const json b = open_in_browser(page, {"--screenshot", artifacts_dir() + "/eval-report-500.png"});
+  CHECK(bytes < 5u * 1024 * 1024);
+  // The best of three opens (the host's other load only adds to a time), and
+  // the CPU time the browser's processes spent on it.
+  json b;
+  long best = -1;
+  for (int i = 0; i < 3; ++i) {
+    const json o = open_in_browser(page, {"--screenshot", artifacts_dir() + "/eval-report-500.png"});
+    WARN("500-task report opens in " << o["load_ms"] << " ms (browser CPU " << o["load_cpu_ms"] << " ms)");
+    if (best < 0 || o["load_ms"].get<long>() < best) best = o["load_ms"].get<long>();
+    b = o;
+  }
   INFO(b.dump(2));
-  WARN("500-task report opens in " << b["load_ms"] << " ms (navigation timing " << b["nav_load_ms"] << " ms)");
-  CHECK(b["load_ms"].get<long>() < 2000);
+  CHECK(best < 2000);
   CHECK(b["tasks"] == 500);
   CHECK(b["requests"] == json::array());
   CHECK(b["console_errors"] == json::array());
