@@ -352,12 +352,16 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
 }
 
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
-  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty()) {
+  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty() && spec.session_copy.empty()) {
     auto warm = claim_warm(spec);
     if (!warm) return warm.error();
     if (*warm) return std::move(*warm);
   }
-  const std::string dir = store_.work_dir() + "/" + spec.run_id;
+  // A session's command keeps its files next to the session's copy, out of
+  // the reaper's work/ (session_store.h); a run's are under work/.
+  const std::string dir = spec.session_copy.empty()
+                              ? store_.work_dir() + "/" + spec.run_id
+                              : spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/run-" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return engine_error("creating " + dir + ": " + std::strerror(errno));
@@ -382,12 +386,19 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   } else {
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
+  if (!spec.session_copy.empty()) {
+    req.seed_copy_path.clear();
+    req.work_copy_path = spec.session_copy;
+  }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
-  if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  // A session's copy is already there, owned by the sandbox's root (session.h).
+  if (spec.session_copy.empty()) {
+    if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  }
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before; the run directory stays 0700.
-  if (req.policy.userns.enabled) {
+  if (req.policy.userns.enabled && spec.session_copy.empty()) {
     const auto id = req.policy.userns.host_id;
     if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st.error();
   }
