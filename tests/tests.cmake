@@ -106,3 +106,10 @@ add_test(NAME "mcp: the official TypeScript SDK client drives lazyagent-oci mcp"
   COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
 set_tests_properties("mcp: the official TypeScript SDK client drives lazyagent-oci mcp" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
+# The session tools (src/cli/mcp_session_tools.cpp) through the same client:
+# a bug worked to a proven fix inside a session, across a reconnect.
+add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven fix in a session"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR}
+          session_client_test.mjs)
+set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
+  LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)

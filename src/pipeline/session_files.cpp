@@ -199,13 +199,13 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
       if (old && old->kind == SeedEntry::Kind::kFile) {  // a file became a directory: the file goes
         auto was = content(*before, *old);
         if (!was) return was.error();
-        changes.push_back({old->path, FileOp::kDelete, std::move(*was), "", 0100000 | old->mode, 0});
+        changes.push_back({old->path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
       }
       continue;
     }
     TextChange c;
     c.path = e.path;
-    c.new_mode = 0100000 | (e.mode & 0111 ? 0755 : 0644);
+    c.new_mode = 0100000u | (e.mode & 0111 ? 0755u : 0644u);
     auto now = content(*after, e);
     if (!now) return now.error().context("reading the working copy");
     c.new_content = std::move(*now);
@@ -213,7 +213,7 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
       auto was = content(*before, *old);
       if (!was) return was.error();
       c.old_content = std::move(*was);
-      c.old_mode = 0100000 | (old->mode & 0111 ? 0755 : 0644);
+      c.old_mode = 0100000u | (old->mode & 0111 ? 0755u : 0644u);
       c.op = FileOp::kModify;
       if (c.old_content == c.new_content && c.old_mode == c.new_mode) continue;
     } else {
@@ -227,7 +227,7 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
     } else if (old->kind == SeedEntry::Kind::kFile) {
       auto was = content(*before, *old);
       if (!was) return was.error();
-      changes.push_back({path, FileOp::kDelete, std::move(*was), "", 0100000 | (old->mode & 0111 ? 0755 : 0644), 0});
+      changes.push_back({path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
     }
   }
   for (const auto& c : changes) out.changed_paths.push_back(c.path);

@@ -380,6 +380,10 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   std::string unmeasured;
   if (req.runtime != kRuntimeRunc) {
     unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  } else if (!spec.session_copy.empty()) {
+    // Not measured: asking the service for its cgroup manager (libpod/info,
+    // ~0.7 s) would be paid by every command of a session.
+    unmeasured = "a session's command: its resources are not measured";
   } else if (cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
