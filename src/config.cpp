@@ -341,6 +341,8 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"planner_egress_required", r.boolean(&cfg.k8s.planner_egress_required)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
+            {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
+                                   {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

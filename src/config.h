@@ -202,6 +202,13 @@ struct McpConfig {
   std::vector<std::string> seeds;
 };
 
+// `sessions:` (session.h): how long an agent's session lives. `reap`
+// closes one idle longer than idle_ttl_seconds or older than max_age_seconds.
+struct SessionsConfig {
+  std::int64_t idle_ttl_seconds = 1800;
+  std::int64_t max_age_seconds = 86400;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -226,6 +233,7 @@ struct Config {
   PlannerConfig planner;
   EnvironmentConfig environment;
   McpConfig mcp;
+  SessionsConfig sessions;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

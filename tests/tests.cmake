@@ -116,3 +116,11 @@ add_test(NAME "rootless: an ordinary user's own podman proves a fix under the sa
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rootless/rootless_test.sh $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
 set_tests_properties("rootless: an ordinary user's own podman proves a fix under the same policy" PROPERTIES
   LABELS "rootless;integration" RESOURCE_LOCK podman TIMEOUT 900)
+
+# The session tools (src/cli/mcp_session_tools.cpp) through the same client:
+# a bug worked to a proven fix inside a session, across a reconnect.
+add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven fix in a session"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR}
+          session_client_test.mjs)
+set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
+  LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)

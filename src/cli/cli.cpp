@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/cli_args.h"
-#include "util/interrupt.h"
+#include "cli/session_command.h"
 #include "contract/patch_contract.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/kubeconfig.h"
@@ -53,6 +53,7 @@ const std::vector<Command>& commands() {
       {"apply", "write a passed run's change into your work tree (optionally on a new git branch)", cmd_apply},
       {"env", "build, list or prune the project's test image (config environment: base + setup + inputs)", cmd_env},
       {"seed", "show what a run takes from a seed (git work tree or directory), and how long it takes", cmd_seed},
+      {"session", "an agent's working copy: exec commands in fresh sandboxes, diff, prove (open, exec, ..., close)", cmd_session},
       {"mcp", "serve the Model Context Protocol on stdio: test_patch, run_task and more for coding agents", cmd_mcp},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},

@@ -11,7 +11,7 @@
 #include "engine/podman/podman_client.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/engine.h"
-#include "store/store_sweep.h"
+#include "pipeline/session.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -74,7 +74,10 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
       for (const auto& s : *list) spares.push_back(spare_json(s, now));
     }
   }
-  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"problems", problems}};
+  // Open sessions (session.h): their working copies outlive each command.
+  const json sessions = sessions_json(SessionStore(store), static_cast<std::int64_t>(std::time(nullptr)));
+  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"sessions", sessions},
+              {"problems", problems}};
   if (!engine_note.empty()) out["engine"] = engine_note;
   return out;
 }
@@ -127,6 +130,11 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
                                            : " expires in " + std::to_string(s["expires_in"].get<long>()) + " s")
               << "\n";
   }
+  for (const auto& s : out["sessions"]) {
+    std::cout << "session " << s.value("session_id", "") << " " << s.value("execs", 0) << " command(s) "
+              << (s.contains("expired") ? "expired" : "expires in " + std::to_string(s.value("expires_in", 0L)) + " s")
+              << "\n";
+  }
   if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
   for (const auto& pr : out["problems"]) std::cerr << "note: " << escape_for_terminal(pr.get<std::string>()) << "\n";
   return 0;
@@ -139,7 +147,7 @@ int cmd_reap(const std::vector<std::string>& args) {
   ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
               "lazyagent-oci containers (found by label), private seed copies and interrupted writes, and\n"
-              "every unclaimed warm spare (`warm`); on\n"
+              "every unclaimed warm spare (`warm`), and sessions past their idle TTL or maximum age; on\n"
               "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
               "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
               "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
@@ -161,6 +169,14 @@ int cmd_reap(const std::vector<std::string>& args) {
     report->removed.insert(report->removed.end(), spares->begin(), spares->end());
   } else {
     report->errors.push_back(spares.error().message);
+  }
+  // Sessions past their idle TTL or maximum age (session.h); after the engine's
+  // reap, so that a killed command's container is gone before its copy.
+  if (backend.backend == "podman") {
+    for (auto& closed : reap_sessions(SessionStore(default_run_store()), static_cast<std::int64_t>(std::time(nullptr)),
+                                      &report->errors)) {
+      report->removed.push_back("session " + closed);
+    }
   }
   if (as_json) {
     json out = {{"backend", backend.backend},

@@ -56,6 +56,11 @@ struct SandboxSpec {
   // the resolved change, whatever form the patch came in); empty for the
   // baseline (the seed as it is).
   const std::vector<FileWrite>* writes = nullptr;
+  // A session's command (session.h): the host path of its working copy,
+  // which the sandbox gets read-write at /work instead of a copy of `seed`
+  // (seed and writes unused; the copy outlives the sandbox). Engines that
+  // cannot mount it refuse.
+  std::string session_copy;
   ProgressFn progress;             // notes from the engine ("podman warning: ...")
   // For warm spares (engine.warm): the image's digest and the command the
   // sandbox runs for a report nonce (config->test_command is it for the

@@ -197,7 +197,10 @@ void check_mounts(Checker& c, const SandboxRequest& req, const std::string& id, 
     const std::string type = m.value("type", "");
     const std::string source = m.value("source", "");
     const bool bind = type == "bind" || has_option(m, "bind") || has_option(m, "rbind");
-    if (dest == kWorkDir || dest == kTmpDir) {
+    if (dest == kWorkDir && !req.work_copy_path.empty()) {  // a session's working copy
+      saw_work = true;
+      if (!bind || source != req.work_copy_path) c.fail("mounts", "/work comes from " + source + ", not the session's copy");
+    } else if (dest == kWorkDir || dest == kTmpDir) {
       const auto& p = req.policy;
       const std::string want =
           "size=" + std::to_string(dest == kWorkDir ? p.work_tmpfs_bytes : p.tmp_tmpfs_bytes);
@@ -299,7 +302,7 @@ void check_inspect(Checker& c, const SandboxRequest& req, const json& spec, cons
   // The seccomp filter is checked whole by check_seccomp; runsc applies it
   // only with --oci-seccomp, which the isolation probe checks from inside.
   const json& args = at(spec, {"process", "args"});
-  if (args != json(sandbox_command(req.test_command, req.policy.log_bytes, egress_targets_arg(req.policy)))) c.fail("command", "the process would run " + args.dump());
+  if (args != json(sandbox_argv(req))) c.fail("command", "the process would run " + args.dump());
 }
 
 }  // namespace

@@ -130,6 +130,10 @@ std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p) {
           "mode=1777"};
 }
 
+namespace {
+std::string runner_script();
+}  // namespace
+
 std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes,
                                          const std::string& egress_targets) {
   // $1 is the test command, $2/$3 the head/tail output budgets, $4 the
@@ -163,10 +167,36 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   // Needs only sh, cp, mkdir, rm, head, tail, wc, cat, sleep and /proc. Before the
   // test starts, the isolation probe (isolation_probe.h) prints what this
   // process really gets.
-  static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
-                                    "/ && mkdir -p " + kScratchDir + " && cd " + kWorkDir +
-                                    " || exit 125\n" +
-                                    isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
+  static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir + "/ && " +
+                                    runner_script();
+  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
+  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
+          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+}
+
+std::vector<std::string> session_command(const std::string& command, std::int64_t output_bytes,
+                                         const std::string& egress_targets) {
+  // The working copy is already at /work (the session's, bind-mounted):
+  // nothing to copy, the same probe and capture as a test run.
+  static const std::string script = runner_script();
+  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
+  return {"/bin/sh", "-c", script, "lazyagent-session", command,
+          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+}
+
+std::vector<std::string> sandbox_argv(const SandboxRequest& req) {
+  const std::string targets = egress_targets_arg(req.policy);
+  return req.work_copy_path.empty() ? sandbox_command(req.test_command, req.policy.log_bytes, targets)
+                                    : session_command(req.test_command, req.policy.log_bytes, targets);
+}
+
+namespace {
+
+// The part of the sandbox's script after the seed copy: scratch dir, cd
+// into /work, the isolation probe, the capped capture (sandbox_command).
+std::string runner_script() {
+  return std::string("mkdir -p ") + kScratchDir + " && cd " + kWorkDir + " || exit 125\n" +
+         isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
 t=/tmp/.lazyagent-tail.$$
 { exec 5>"$t" 6<"$t" 7<"$t" && rm -f "$t"; } || exit 125
 exec 4>&1
@@ -182,10 +212,9 @@ exec 4>&1
   case "$rc" in ''|*[!0-9]*) exit 125;; esac
   exit "$rc"; } 4>&- 5>&- 6<&- 7<&-
 )sh";
-  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
-  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
-          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
 }
+
+}  // namespace
 
 std::string egress_targets_arg(const SandboxPolicy& p) {
   std::string all;
@@ -205,6 +234,12 @@ json build_create_spec(const SandboxRequest& req) {
   const SandboxPolicy& p = req.policy;
   json mounts = json::array({tmpfs_mount(kWorkDir, work_tmpfs_options(p)),
                              tmpfs_mount(kTmpDir, tmp_tmpfs_options(p))});
+  if (!req.work_copy_path.empty()) {  // a session: its working copy is /work, kept between commands
+    mounts[0] = json{{"destination", kWorkDir},
+                     {"type", "bind"},
+                     {"source", req.work_copy_path},
+                     {"options", {"bind", "rw", "nosuid", "nodev"}}};
+  }
   if (!req.seed_copy_path.empty()) {
     mounts.push_back(json{{"destination", kSeedMount},
                           {"type", "bind"},
@@ -216,7 +251,7 @@ json build_create_spec(const SandboxRequest& req) {
   json spec = json{
       {"name", req.name},
       {"image", p.image},
-      {"command", sandbox_command(req.test_command, p.log_bytes, egress_targets_arg(p))},
+      {"command", sandbox_argv(req)},
       {"entrypoint", json::array()},
       {"work_dir", "/"},
       {"hostname", p.hostname},

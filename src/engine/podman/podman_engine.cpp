@@ -365,13 +365,18 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
 }
 
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
-  if ((spec.config->engine.warm > 0 || spares_left_) && spec.command_for && !spec.image_digest.empty()) {
+  if ((spec.config->engine.warm > 0 || spares_left_) && spec.command_for && !spec.image_digest.empty() &&
+      spec.session_copy.empty()) {
     auto warm = claim_warm(spec);
     if (!warm) return warm.error();
     if (*warm) return std::move(*warm);
     spares_left_ = false;  // none usable: the next sandbox of this process is made cold without asking
   }
-  const std::string dir = store_.work_dir() + "/" + spec.run_id;
+  // A session's command keeps its files next to the session's copy, out of
+  // the reaper's work/ (session_store.h); a run's are under work/.
+  const std::string dir = spec.session_copy.empty()
+                              ? store_.work_dir() + "/" + spec.run_id
+                              : spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/run-" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return engine_error("creating " + dir + ": " + std::strerror(errno));
@@ -398,13 +403,22 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   } else {
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
+  if (!spec.session_copy.empty()) {
+    req.seed_copy_path.clear();
+    req.work_copy_path = spec.session_copy;
+  }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
-  if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  // A session's copy is already there, owned by the sandbox's root (session.h).
+  if (spec.session_copy.empty()) {
+    if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  }
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
   // at /seed), as host root owned it before (rootless: may read it); the run
-  // directory stays 0700.
-  if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st.error();
+  // directory stays 0700. A session's copy was handed over when it was opened.
+  if (spec.session_copy.empty()) {
+    if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st.error();
+  }
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
