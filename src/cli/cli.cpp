@@ -18,6 +18,7 @@
 #include "engine/podman/runtime_engine.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 #include <nlohmann/json.hpp>
