@@ -134,3 +134,31 @@ std::vector<std::string> package_mirror_probe_targets(const std::string& apt_dir
 }
 
 }  // namespace lazyagent
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+namespace lazyagent {
+
+std::vector<std::string> host_probe_targets() {
+  std::vector<std::string> addrs;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return {};
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    const in_addr a = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr;
+    if ((ntohl(a.s_addr) >> 24) == 127) continue;
+    char buf[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &a, buf, sizeof buf) != nullptr) addrs.push_back(buf);
+  }
+  ::freeifaddrs(list);
+  std::sort(addrs.begin(), addrs.end());
+  addrs.erase(std::unique(addrs.begin(), addrs.end()), addrs.end());
+  std::vector<std::string> out;
+  for (const auto& a : addrs) {
+    for (const char* port : {"22", "80", "443"}) out.push_back("host=" + a + ":" + port);
+  }
+  return out;
+}
+
+}  // namespace lazyagent

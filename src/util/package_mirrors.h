@@ -25,3 +25,13 @@ std::vector<std::string> apt_source_hosts(const std::string& apt_dir = "/etc/apt
 std::vector<std::string> package_mirror_probe_targets(const std::string& apt_dir = "/etc/apt");
 
 }  // namespace lazyagent
+
+namespace lazyagent {
+
+// Egress probe targets on this machine itself: "host=ADDR:PORT" for each of
+// its non-loopback IPv4 addresses (its own address, the podman bridge's
+// gateway) on tcp 22, 80 and 443: what a sandbox that found a route would
+// reach first. Local syscalls only (getifaddrs), in a stable order.
+std::vector<std::string> host_probe_targets();
+
+}  // namespace lazyagent

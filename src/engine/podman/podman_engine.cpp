@@ -22,6 +22,7 @@
 #include "policy/sandbox_policy.h"
 #include "engine/podman/tar_writer.h"
 #include "engine/podman/warm_spares.h"
+#include "util/package_mirrors.h"
 
 namespace lazyagent {
 
@@ -327,7 +328,13 @@ Status PodmanEngine::check_policy(const Config& config) const {
   return check_host_gaps(config, host_.gaps, host_.gaps_reason);
 }
 
-void PodmanEngine::adapt_policy(SandboxPolicy* policy) const { (void)adapt_policy_to_host(host_, policy); }
+// The egress probe's targets on podman: this machine's own addresses (the
+// host's, the podman bridge's gateway), the first a sandbox that found a
+// route would reach; nothing outside it (egress_probe.h).
+void PodmanEngine::adapt_policy(SandboxPolicy* policy) const {
+  (void)adapt_policy_to_host(host_, policy);
+  if (policy->egress_probe_targets.empty()) policy->egress_probe_targets = host_probe_targets();
+}
 
 json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config) const {
   return effective_policy_json(policy, config.engine.runtime, config.engine.accept_weaker_policy);
