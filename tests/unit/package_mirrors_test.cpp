@@ -31,3 +31,16 @@ TEST_CASE("package mirrors: the files of an apt directory in order, .list and .s
   CHECK(apt_source_hosts(t.path) == std::vector<std::string>{"first.mirror", "second.mirror"});
   CHECK(package_mirror_probe_targets(t.path + "/missing").empty());
 }
+
+TEST_CASE("host probe targets: this machine's own IPv4 addresses on 22, 80 and 443, never loopback") {
+  const auto targets = host_probe_targets();
+  REQUIRE_FALSE(targets.empty());  // the build machine has an address besides lo
+  CHECK(targets.size() % 3 == 0);
+  for (const auto& t : targets) {
+    INFO(t);
+    CHECK(t.rfind("host=", 0) == 0);
+    CHECK(t.rfind("host=127.", 0) != 0);
+    const std::string port = t.substr(t.rfind(':') + 1);
+    CHECK((port == "22" || port == "80" || port == "443"));
+  }
+}
