@@ -92,6 +92,9 @@ PACKAGES=(
   debootstrap wget gpgv debian-archive-keyring
   # Kubernetes' own build scripts (scripts/k8s-cluster.sh build) copy with rsync
   rsync
+  # a session's size-capped working copy: an ext4 image made by mkfs.ext4
+  # (util/capped_dir.h), loop-mounted by the binary itself
+  e2fsprogs
   # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle

@@ -207,6 +207,10 @@ struct McpConfig {
 struct SessionsConfig {
   std::int64_t idle_ttl_seconds = 1800;
   std::int64_t max_age_seconds = 86400;
+  // The working copy's cap (util/capped_dir.h): bytes and files a session's
+  // commands can write in /work, enforced by the filesystem it lives on.
+  std::int64_t disk_mib = 2048;
+  std::int64_t max_files = 200000;
 };
 
 struct Config {

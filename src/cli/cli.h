@@ -173,6 +173,11 @@ inline constexpr const char* kRefillLockName = "refill.lock";
 // process removes its sandboxes itself and makes no spare. Without
 // engine.warm: only finish_removals (nothing was deferred).
 void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine);
+// Forks a child in its own session with stdin/out/err on /dev/null, to which
+// the engine's deferred removals belong: returns 0 in the child, the child's
+// pid in the parent (which forgets them); -1 when fork failed (the removals
+// are then done before it returns).
+pid_t fork_detached(Engine& engine);
 
 // The config's environment (environment.h), built on first use with its
 // progress on stderr, then reused: sets config->images.sandbox to it. A

@@ -24,10 +24,11 @@ Result<Config> session_config(const SessionRecord& rec) {
   auto config = project_config(p, "session");
   if (!config) return config.error();
   if (auto st = use_environment(&*config, BackendOptions{}); !st) return st.error();
+  if (rec.accept_weaker_policy) config->engine.accept_weaker_policy = true;
   return config;
 }
 
-Result<SessionRecord> open_session_for(const ProjectOptions& project, const RunStore& store,
+Result<SessionRecord> open_session_for(const ProjectOptions& project, bool accept_weaker, const RunStore& store,
                                        const ProgressFn& progress) {
   ProjectOptions p = project;
   auto config = project_config(p, "session open");
@@ -35,6 +36,7 @@ Result<SessionRecord> open_session_for(const ProjectOptions& project, const RunS
   std::error_code ec;
   config->seed = std::filesystem::absolute(config->seed, ec).lexically_normal().string();
   if (auto st = check_seed_dir(config->seed); !st) return st.error().context("session open");
+  if (accept_weaker) config->engine.accept_weaker_policy = true;
   if (auto st = use_environment(&*config, BackendOptions{}); !st) return st.error();
   auto factory = engine_factory(BackendOptions{}, *config, store);
   if (!factory) return factory.error();
@@ -70,17 +72,24 @@ std::string age_text(std::int64_t seconds) {
 int session_open(const std::vector<std::string>& args) {
   ProjectOptions project;
   bool as_json = false;
-  ArgParser p("session open", "[--seed DIR] [--allow PATH]... [--test-command CMD] [--config FILE] [--json]",
+  bool accept_weaker = false;
+  ArgParser p("session open",
+              "[--seed DIR] [--allow PATH]... [--test-command CMD] [--config FILE] [--accept-weaker-policy] [--json]",
               "Opens a session: a private working copy of the seed (never your tree) in which `session exec`\n"
               "runs commands, each in a fresh sandbox under the sandbox policy (no network, no secrets,\n"
               "read-only root, seccomp, no capabilities, limits), verified before it starts. Prints the\n"
               "session id. The session lives in the run store until `session close`, or until `reap` after\n"
-              "its idle TTL or maximum age (config sessions.idle_ttl_seconds, sessions.max_age_seconds).");
+              "its idle TTL or maximum age (config sessions.idle_ttl_seconds, sessions.max_age_seconds).\n"
+              "The working copy is a filesystem of its own, capped at sessions.disk_mib and sessions.max_files\n"
+              "(a loop-mounted image: needs root; rootless podman's user is refused unless\n"
+              "--accept-weaker-policy, and the record then says why it is `uncapped`).");
   add_project_options(p, &project);
+  p.flag("--accept-weaker-policy", &accept_weaker,
+         "open even if a limit cannot be enforced here (the working copy's cap, a rootless host's cgroup limits)");
   p.flag("--json", &as_json, "print the session's record as one JSON object");
   if (auto done = parse_or_exit(p, args)) return *done;
   const RunStore store = default_run_store();
-  auto rec = open_session_for(project, store, [](const std::string& s) { progress_line(s); });
+  auto rec = open_session_for(project, accept_weaker, store, [](const std::string& s) { progress_line(s); });
   if (!rec) return report_error(rec.error(), as_json, "no container was left");
   if (as_json) {
     std::cout << session_to_json(*rec).dump(2) << std::endl;
@@ -101,6 +110,18 @@ std::string command_text(const std::vector<std::string>& words) {
     out += (out.empty() ? "" : " ") + q + "'";
   }
   return out;
+}
+
+// The deferred removals of one command, in a detached child that holds the
+// session's removals lock (shared) until they are done.
+void remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id) {
+  auto lock = sessions.removals_lock(id, false);
+  if (!lock) {
+    (void)engine.finish_removals();
+    return;
+  }
+  if (fork_detached(engine) != 0) return;  // the parent's lock closes; the child's copy holds it
+  ::_exit(engine.finish_removals() ? 0 : 1);
 }
 
 int session_exec(const std::vector<std::string>& args) {
@@ -141,8 +162,18 @@ int session_exec(const std::vector<std::string>& args) {
       std::cout << (tty ? escape_for_terminal(line) : line) << "\n" << std::flush;
     };
   }
+  // The command's container is removed after the result is out (its process
+  // has exited: nothing of it runs), by a child holding the session's
+  // removals lock, for which `close` waits.
+  s->engine->defer_removals();
   auto r = exec_in_session(id, s->config, req, *s->engine, SessionStore(store), nullptr);
-  if (!r) return report_error(r.error(), as_json, "its container was removed");
+  struct RemoveAfter {
+    Engine& engine;
+    const SessionStore sessions;
+    const std::string& id;
+    ~RemoveAfter() { remove_after_answer(engine, sessions, id); }
+  } remove_after{*s->engine, SessionStore(store), id};
+  if (!r) return report_error(r.error(), as_json, "its container is removed");
   if (as_json) {
     std::cout << exec_result_json(*r).dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
   } else if (r->exit_code != 0 || r->timed_out) {

@@ -25,10 +25,13 @@ Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store
 }
 
 json session_diff_json(const std::string& id, const CopyDiff& d) {
+  json ignored = json::array();
+  for (const auto& path : d.ignored) ignored.push_back(to_valid_utf8(path));  // sandbox-written names
   return json{{"session_id", id},
               {"diff", to_valid_utf8(d.diff)},
               {"changed_paths", d.changed_paths},
               {"findings", findings_to_json(d.findings)},
+              {"ignored", ignored},
               {"ok", d.findings.empty()}};
 }
 
@@ -135,10 +138,11 @@ int session_diff_cmd(const std::vector<std::string>& args) {
   ArgParser p("session diff", "ID [--json]",
               "Prints the session's change as a unified diff against the seed as it was at open, then judges\n"
               "it by the patch contract as any patch is (allowed paths, size caps, control characters).\n"
-              "Exit 0: the diff passes the contract (or is empty); 4: prove would refuse it (the findings\n"
-              "are on stderr).");
+              "New files the seed's git repository ignores (build output) are left out, as `git diff` leaves\n"
+              "them out. Exit 0: the diff passes the contract (or is empty); 4: prove would refuse it (the\n"
+              "findings are on stderr).");
   p.positional("ID", &id, true, "the session's id");
-  p.flag("--json", &as_json, "print {session_id, diff, changed_paths, findings, ok} as one JSON object");
+  p.flag("--json", &as_json, "print {session_id, diff, changed_paths, findings, ignored, ok} as one JSON object");
   if (auto done = parse_or_exit(p, args)) return *done;
   const RunStore store = default_run_store();
   auto s = session_context(id, store);
@@ -151,6 +155,10 @@ int session_diff_cmd(const std::vector<std::string>& args) {
     if (::isatty(STDOUT_FILENO)) std::cout << escape_for_terminal(d->diff);
     else std::cout.write(d->diff.data(), static_cast<std::streamsize>(d->diff.size()));
     for (const auto& f : d->findings) std::cerr << "refused: " << f.code << ": " << escape_for_terminal(f.message) << "\n";
+    if (!d->ignored.empty()) {
+      std::cerr << "left out " << d->ignored.size() << " new file(s) the seed's repository ignores (first: "
+                << escape_for_terminal(d->ignored.front()) << ")\n";
+    }
   }
   return d->findings.empty() ? kExitPassed : kExitRefused;
 }

@@ -19,6 +19,30 @@ namespace lazyagent {
 
 using nlohmann::json;
 
+pid_t fork_detached(Engine& engine) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    (void)engine.finish_removals();
+    return pid;
+  }
+  if (pid > 0) {  // the parent: the child has the sandboxes to remove
+    engine.forget_removals();
+    return pid;
+  }
+  // The child: its own session, no terminal, nothing of the caller's pipes
+  // (a caller reading our stdout to its end must not wait for it).
+  ::setsid();
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+  }
+  return 0;
+}
+
 void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine) {
   if (config.engine.warm <= 0 || !factory) {
     (void)engine.finish_removals();
@@ -35,27 +59,10 @@ void after_result(const Config& config, long timeout_seconds, const EngineFactor
     (void)engine.finish_removals();
     return;
   }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(lock);
-    (void)engine.finish_removals();
-    return;
-  }
-  if (pid > 0) {  // the parent: the child has the sandboxes to remove
-    engine.forget_removals();
+  const pid_t pid = fork_detached(engine);
+  if (pid != 0) {  // the parent (or no child: removed already)
     ::close(lock);
     return;
-  }
-  // The child: its own session, no terminal, nothing of the caller's pipes
-  // (a caller reading our stdout to its end must not wait for it).
-  ::setsid();
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null >= 0) {
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
   }
   int code = engine.finish_removals() ? 0 : 1;
   {

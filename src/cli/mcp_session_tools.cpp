@@ -69,7 +69,7 @@ Result<json> mcp_session_open(const SessionToolSetup& s, const json& args, const
   auto seed = check_mcp_seed("session_open", project.seed, s.seeds);
   if (!seed) return seed.error();
   project.seed = *seed;
-  auto rec = open_session_for(project, default_run_store(), log_and(progress, "session_open"));
+  auto rec = open_session_for(project, false, default_run_store(), log_and(progress, "session_open"));
   if (!rec) return rec.error();
   return session_to_json(*rec);
 }

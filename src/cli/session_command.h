@@ -21,7 +21,7 @@ inline constexpr std::size_t kSessionFileBytes = 4 * 1024 * 1024;
 Result<Config> session_config(const SessionRecord& rec);
 
 // Opens a session for the project `project` names (the same flags as `test`).
-Result<SessionRecord> open_session_for(const ProjectOptions& project, const RunStore& store,
+Result<SessionRecord> open_session_for(const ProjectOptions& project, bool accept_weaker, const RunStore& store,
                                        const ProgressFn& progress);
 
 // The session's config and a podman engine for it.

@@ -371,7 +371,11 @@ Result<std::string> read_seed_file(const SeedSnapshot& seed, const SeedEntry& e,
 
 Status write_seed_copy(const SeedSnapshot& seed, const std::vector<FileWrite>& writes, const std::string& dest) {
   if (::mkdir(dest.c_str(), 0755) != 0) {
-    return engine_error("creating private seed copy " + dest + ": " + std::strerror(errno));
+    const int e = errno;
+    std::error_code ec;
+    const bool empty_dir = e == EEXIST && std::filesystem::is_directory(std::filesystem::symlink_status(dest, ec)) &&
+                           std::filesystem::is_empty(dest, ec) && !ec;
+    if (!empty_dir) return engine_error("creating private seed copy " + dest + ": " + std::strerror(e));
   }
   std::map<std::string, const FileWrite*> pending;
   for (const auto& w : writes) pending[w.path] = &w;

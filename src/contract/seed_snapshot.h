@@ -72,7 +72,9 @@ struct FileWrite {
   bool remove = false;  // the change deletes the file
 };
 
-// Writes the seed plus `writes` under `dest` (created, must not exist),
+// Writes the seed plus `writes` under `dest` (created; or an empty directory
+// already there, e.g. a capped filesystem's mount point; anything else there
+// is an error),
 // streaming every unchanged file from disk and checking its hash on the way.
 // Files keep their permission bits; directories are at least 0700.
 Status write_seed_copy(const SeedSnapshot& seed, const std::vector<FileWrite>& writes, const std::string& dest);

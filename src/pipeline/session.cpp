@@ -9,6 +9,7 @@
 #include "contract/seed_snapshot.h"
 #include "policy/isolation_probe.h"
 #include "policy/sandbox_policy.h"
+#include "util/capped_dir.h"
 #include "util/elapsed.h"
 #include "util/terminal_text.h"
 
@@ -156,6 +157,7 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
     rec->pending_exec.clear();
     if (auto st = store.save(*rec); !st) return st.error();
   }
+  if (auto st = store.mount_work(*rec); !st) return st.error();  // after a reboot
   return HeldSession{std::move(*lock), std::move(*rec)};
 }
 
@@ -181,10 +183,39 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
   SandboxPolicy policy = policy_from_config(open.config, open.config.timeouts.test_seconds);
   engine.adapt_policy(&policy);
   rec.host_id = policy.userns.enabled ? policy.userns.host_id : -1;
+  rec.accept_weaker_policy = open.config.engine.accept_weaker_policy;
+  // The working copy's cap, or why there is none (refused unless accepted).
+  const std::string uncapped = capped_dir_unsupported_reason();
+  if (uncapped.empty()) {
+    rec.disk_bytes = open.config.sessions.disk_mib * 1024 * 1024;
+    rec.max_files = open.config.sessions.max_files;
+  } else if (!open.config.engine.accept_weaker_policy) {
+    return usage_error("the session's working copy cannot be size-capped (sessions.disk_mib: " +
+                       std::to_string(open.config.sessions.disk_mib) + "): " + uncapped +
+                       "; a command could fill the run store's disk until its timeout. Refused before any copy or "
+                       "container exists: run as root, or accept the weaker policy with --accept-weaker-policy "
+                       "(or engine.accept_weaker_policy: true)");
+  } else {
+    rec.uncapped = uncapped;
+  }
+  if (rec.disk_bytes > 0 && static_cast<std::int64_t>(seed->bytes) > rec.disk_bytes / 10 * 9) {
+    return usage_error("the seed (" + std::to_string(seed->bytes >> 20) + " MiB) leaves less than a tenth of the "
+                       "session's working copy cap free (sessions.disk_mib: " + std::to_string(open.config.sessions.disk_mib) +
+                       "): raise sessions.disk_mib");
+  }
   if (auto st = store.create(rec.id); !st) return st.error();
   auto made = [&]() -> Status {
     if (progress) progress("copy");
     if (auto st = write_seed_copy(*seed, {}, store.base_dir(rec.id)); !st) return st;
+    if (rec.disk_bytes > 0) {
+      if (::mkdir(store.work_dir(rec.id).c_str(), 0700) != 0) return engine_error("creating " + store.work_dir(rec.id));
+      const std::int64_t owner = rec.host_id >= 0 ? rec.host_id : 0;
+      if (auto st = make_capped_dir(store.work_image(rec.id), store.work_dir(rec.id), rec.disk_bytes, rec.max_files,
+                                    owner, owner);
+          !st) {
+        return st.error().context("making the working copy's capped filesystem");
+      }
+    }
     if (auto st = write_seed_copy(*seed, {}, store.work_dir(rec.id)); !st) return st;
     // The sandbox's root owns the working copy (it writes there); base/ stays host root's.
     if (rec.host_id >= 0) {
@@ -236,6 +267,10 @@ Status close_session(const std::string& id, Engine& engine, const SessionStore& 
   if (!rec) return rec.error();
   auto lock = store.lock(id, true);
   if (!lock) return lock.error();
+  // The containers of commands whose results were already printed are
+  // removed first (session exec removes them after answering).
+  auto removals = store.removals_lock(id, true);
+  if (!removals) return removals.error();
   auto fresh = store.load(id);
   if (fresh && !fresh->pending_exec.empty()) {
     if (auto reaped = engine.reap(false); !reaped) return reaped.error().context("closing session " + id);

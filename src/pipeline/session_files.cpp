@@ -6,11 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "contract/diff_write.h"
 #include "contract/patch_format.h"
 #include "contract/seed_snapshot.h"
+#include "util/git_process.h"
 
 namespace lazyagent {
 
@@ -163,6 +167,41 @@ Status write_copy_file(const std::string& root, const std::string& path, const s
   return ok_status();
 }
 
+namespace {
+
+// Drops the new files the seed's git repository ignores (`git check-ignore`
+// in the user's tree: its .gitignore files, info/exclude, core.excludesFile).
+Status leave_out_ignored(const Config& config, std::vector<TextChange>* changes, std::vector<std::string>* ignored) {
+  if (config.seed_options.source == "directory") return ok_status();
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(config.seed) / ".git", ec)) return ok_status();
+  // -z needs --stdin (git's stdin is /dev/null here): one name a line, quoted
+  // by git when unusual; a quoted name matches nothing and stays in the diff.
+  std::vector<std::string> args = {"-c", "core.quotePath=false", "check-ignore", "--"};
+  for (const auto& c : *changes) {
+    if (c.op == FileOp::kCreate) args.push_back(c.path);
+  }
+  if (args.size() == 4) return ok_status();
+  auto r = run_git(config.seed, args, 8 << 20);
+  if (!r) return r.error().context("asking the seed's repository which new files it ignores");
+  if (r->exit_code > 1) return engine_error("git check-ignore in the seed: " + git_failure(*r));
+  std::set<std::string> hit;
+  std::istringstream names(r->out);
+  for (std::string name; std::getline(names, name);) hit.insert(name);
+  std::vector<TextChange> kept;
+  for (auto& c : *changes) {
+    if (c.op == FileOp::kCreate && hit.count(c.path)) {
+      ignored->push_back(c.path);
+    } else {
+      kept.push_back(std::move(c));
+    }
+  }
+  *changes = std::move(kept);
+  return ok_status();
+}
+
+}  // namespace
+
 Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
                            std::size_t max_bytes) {
   SeedConfig read;  // a plain directory walk: git never runs in a copy a sandbox wrote
@@ -230,6 +269,7 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
       changes.push_back({path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
     }
   }
+  if (auto st = leave_out_ignored(config, &changes, &out.ignored); !st) return st.error();
   for (const auto& c : changes) out.changed_paths.push_back(c.path);
   out.diff = write_unified_diff(changes);
   if (!out.diff.empty()) {

@@ -48,11 +48,15 @@ struct CopyDiff {
   std::string diff;                    // `git diff` form; "" = no change
   std::vector<std::string> changed_paths;
   std::vector<Finding> findings;       // the patch contract's, plus what a patch cannot carry (links)
+  std::vector<std::string> ignored;    // new files the seed's repository ignores: left out
 };
 
 // The working copy `work` against `base`, each read with at most
 // `max_bytes` of file content (a 1 GiB sparse file is refused, not read).
-// The config's seed.exclude leaves paths out, as it does of the seed.
+// The config's seed.exclude leaves paths out, as it does of the seed; when the
+// seed is a git repository, so do its ignore rules for new files (build
+// output such as __pycache__/ or a generated parser table), asked of the
+// user's repository, never of the copy's .gitignore (the sandbox wrote it).
 Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
                            std::size_t max_bytes);
 

@@ -14,6 +14,7 @@
 
 #include "contract/seed_snapshot.h"
 #include "store/ownership.h"
+#include "util/capped_dir.h"
 
 namespace lazyagent {
 
@@ -37,7 +38,9 @@ json session_to_json(const SessionRecord& r) {
               {"created", r.created},       {"last_used", r.last_used},
               {"idle_ttl_seconds", r.idle_ttl_seconds}, {"max_age_seconds", r.max_age_seconds},
               {"execs", r.execs},           {"host_id", r.host_id},
-              {"pending_exec", r.pending_exec}};
+              {"pending_exec", r.pending_exec},
+              {"disk_bytes", r.disk_bytes},  {"max_files", r.max_files},
+              {"uncapped", r.uncapped},      {"accept_weaker_policy", r.accept_weaker_policy}};
 }
 
 Result<SessionRecord> session_from_json(const json& j) {
@@ -56,6 +59,10 @@ Result<SessionRecord> session_from_json(const json& j) {
     r.execs = j.value("execs", std::int64_t{0});
     r.host_id = j.value("host_id", std::int64_t{0});
     r.pending_exec = j.value("pending_exec", "");
+    r.disk_bytes = j.value("disk_bytes", std::int64_t{0});
+    r.max_files = j.value("max_files", std::int64_t{0});
+    r.uncapped = j.value("uncapped", "");
+    r.accept_weaker_policy = j.value("accept_weaker_policy", false);
     return r;
   } catch (const json::exception& e) {
     return engine_error(std::string("a session record is malformed: ") + e.what());
@@ -120,12 +127,13 @@ std::vector<std::string> SessionStore::ids() const {
   return out;
 }
 
-Result<SessionLock> SessionStore::lock(const std::string& id, bool wait) const {
-  const std::string path = session_dir(id) + "/lock";
+namespace {
+
+Result<SessionLock> flock_session_file(const std::string& id, const std::string& path, int op) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return engine_error("opening " + path + ": " + std::strerror(errno));
   SessionLock lock(fd);
-  while (::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+  while (::flock(fd, op) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK) return engine_error("session " + id + " is busy (another command runs in it)");
     return engine_error("locking " + path + ": " + std::strerror(errno));
@@ -133,8 +141,27 @@ Result<SessionLock> SessionStore::lock(const std::string& id, bool wait) const {
   return lock;
 }
 
+}  // namespace
+
+Result<SessionLock> SessionStore::lock(const std::string& id, bool wait) const {
+  return flock_session_file(id, session_dir(id) + "/lock", LOCK_EX | (wait ? 0 : LOCK_NB));
+}
+
+Result<SessionLock> SessionStore::removals_lock(const std::string& id, bool exclusive) const {
+  return flock_session_file(id, session_dir(id) + "/removals", exclusive ? LOCK_EX : LOCK_SH);
+}
+
+Status SessionStore::mount_work(const SessionRecord& r) const {
+  if (r.disk_bytes <= 0) return ok_status();
+  if (auto st = mount_capped_dir(work_image(r.id), work_dir(r.id)); !st) {
+    return st.error().context("session " + r.id + ": mounting its working copy");
+  }
+  return ok_status();
+}
+
 Status SessionStore::remove(const std::string& id) const {
   if (!is_session_id(id)) return usage_error("'" + id + "' is not a session id");
+  if (auto st = unmount_capped_dir(work_dir(id)); !st) return st.error().context("closing session " + id);
   return remove_tree(session_dir(id));
 }
 

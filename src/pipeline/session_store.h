@@ -10,7 +10,11 @@
 //                               never mounted: what `diff` compares against
 //   sessions/<id>/work/         the working copy, owned by the sandbox's
 //                               mapped root, bind-mounted read-write at /work
-//                               into each command's container and nowhere else
+//                               into each command's container and nowhere else;
+//                               the mount point of work.img when capped
+//   sessions/<id>/work.img      the working copy's size-capped filesystem
+//                               (util/capped_dir.h: sessions.disk_mib,
+//                               sessions.max_files), sparse
 //   sessions/<id>/run-<exec>/   one command's engine files (seccomp profile),
 //                               removed with its container
 //   sessions/<id>/lock          flock'ed by whoever works on the session: one
@@ -43,6 +47,12 @@ struct SessionRecord {
   std::int64_t max_age_seconds = 0;
   std::int64_t execs = 0;    // commands run so far
   std::int64_t host_id = 0;  // the sandbox's mapped root on the host (owns work/)
+  // The working copy's cap: bytes and files its filesystem holds (0: not
+  // capped, and `uncapped` says why: accepted with --accept-weaker-policy).
+  std::int64_t disk_bytes = 0;
+  std::int64_t max_files = 0;
+  std::string uncapped;
+  bool accept_weaker_policy = false;  // --accept-weaker-policy at open: every command's too
   // The command in flight ("" = none): set before its container is made,
   // cleared after it is removed. Still set under a free lock: its process
   // died mid-command, and its container may still run (session.h).
@@ -79,6 +89,7 @@ class SessionStore {
   std::string session_dir(const std::string& id) const { return dir_ + "/" + id; }
   std::string base_dir(const std::string& id) const { return session_dir(id) + "/base"; }
   std::string work_dir(const std::string& id) const { return session_dir(id) + "/work"; }
+  std::string work_image(const std::string& id) const { return session_dir(id) + "/work.img"; }
 
   // Makes sessions/<id>/ (0700) for a new session.
   Status create(const std::string& id) const;
@@ -90,7 +101,15 @@ class SessionStore {
   std::vector<std::string> ids() const;
   // Takes the session's lock; `wait` false: a busy session is an error.
   Result<SessionLock> lock(const std::string& id, bool wait) const;
-  // Removes sessions/<id>/ without following a link (missing is fine).
+  // sessions/<id>/removals: held shared by each process that removes a
+  // command's container after its result was printed, exclusive (waiting for
+  // them) by close.
+  Result<SessionLock> removals_lock(const std::string& id, bool exclusive) const;
+  // Mounts the working copy's capped filesystem again if it is not (after a
+  // reboot); nothing for an uncapped session.
+  Status mount_work(const SessionRecord& r) const;
+  // Unmounts the working copy's filesystem (if mounted), then removes
+  // sessions/<id>/ without following a link (missing is fine).
   Status remove(const std::string& id) const;
 
  private:

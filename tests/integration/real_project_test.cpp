@@ -281,3 +281,39 @@ TEST_CASE("a real project through the planner's tool loop: PLY's yacc.py is over
   WARN("PLY through the tool loop: " << j["planner"]["loop"].dump() << "; usage " << j["usage"].dump() << "; timings "
                                      << j["timings"].dump());
 }
+
+TEST_CASE("a real project in a session: PLY's bug worked to a proven fix inside a capped working copy", "[real][session]") {
+  PlyRepo ply;
+  TempDir work, state;
+  const CliEnv env{state.path()};
+  const CliResult opened = run_cli(env, {"session", "open", "--config", ply.config(work), "--json"}, 300);
+  INFO(opened.err);
+  REQUIRE(opened.exit_code == 0);
+  const json rec = json_out(opened);
+  const std::string id = rec.at("session_id").get<std::string>();
+  CHECK(rec.at("disk_bytes").get<long long>() == 2048LL * 1024 * 1024);
+  const auto exec = [&](const std::string& command) {
+    const CliResult r = run_cli(env, {"session", "exec", id, "--json", "--", command}, 300);
+    INFO(r.err);
+    REQUIRE((r.exit_code == 0 || r.exit_code == 1));
+    return json_out(r);
+  };
+  const json failing = exec("cd test && python3 testyacc.py");
+  CHECK(failing["exit_code"] == 1);
+  CHECK(failing["output"].get<std::string>().find("FAILED") != std::string::npos);
+  CHECK(exec("sed -i 's/return self.slice\\[n - 1\\].value/return self.slice[n].value/' ply/yacc.py")["exit_code"] == 0);
+  const json passing = exec("cd test && python3 testyacc.py");
+  CHECK(passing["exit_code"] == 0);
+  const CliResult diff = run_cli(env, {"session", "diff", id}, 120);
+  INFO(diff.err);
+  CHECK(diff.exit_code == 0);
+  CHECK(diff.out.find("-" + kBug) != std::string::npos);
+  CHECK(diff.out.find("+" + kRight) != std::string::npos);
+  const CliResult proved = run_cli(env, {"session", "prove", id, "--json"}, 600);
+  INFO(proved.err);
+  CHECK(proved.exit_code == 0);
+  CHECK(json_out(proved).at("tests_passed") == true);
+  CHECK(read_file(ply.yacc_path()).find(kBug) != std::string::npos);  // the user's tree untouched
+  CHECK(run_cli(env, {"session", "close", id}).exit_code == 0);
+  CHECK(sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " -q").empty());
+}

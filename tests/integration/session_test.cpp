@@ -7,6 +7,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -229,4 +230,68 @@ TEST_CASE("two sessions do not see each other's files, and reap closes an idle o
   CHECK_FALSE(fs::exists(b.dir()));
   CHECK(fs::exists(a.dir()));  // not idle long enough (the default TTL)
   CHECK(a.run({"close"}).exit_code == 0);
+}
+
+namespace {
+
+// The loop devices backing `image` (the kernel's list in /sys/block), "" when none.
+std::string loops_of(const std::string& image) {
+  return sh("grep -lx '" + image + "' /sys/block/loop*/loop/backing_file 2>/dev/null || true");
+}
+
+bool mounted(const std::string& dir) {
+  return sh("grep -c ' " + dir + " ' /proc/self/mountinfo 2>/dev/null || true") != "0\n";
+}
+
+}  // namespace
+
+TEST_CASE("a session's working copy is capped: a command that fills it gets ENOSPC, not the host's disk", "[session]") {
+  TempDir state, cfg;
+  const std::string config =
+      cfg.file("c.yaml", "seed: " + seed_dir() + "\nsessions:\n  disk_mib: 64\n  max_files: 2048\n");
+  Session s({state.path()}, {"--config", config});
+  const std::string image = s.dir() + "/work.img";
+  REQUIRE(fs::exists(image));
+  CHECK(mounted(s.dir() + "/work"));
+  CHECK_FALSE(loops_of(image).empty());
+  const json listed = json::parse(run_cli(s.env, {"session", "list", "--json"}).out);
+  CHECK(listed.dump().find("\"disk_bytes\":67108864") != std::string::npos);
+
+  // 200 MiB into a 64 MiB copy: the write stops at the cap, inside the sandbox.
+  const json filled = s.exec("dd if=/dev/zero of=big.bin bs=1M count=200 2>&1; df -k /work | tail -1");
+  CHECK(filled["exit_code"] == 0);  // df's exit: the dd's error is in the output
+  const std::string out = filled["output"].get<std::string>();
+  INFO(out);
+  CHECK(out.find("No space left on device") != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat(image.c_str(), &st) == 0);
+  CHECK(st.st_blocks * 512 <= 66 * 1024 * 1024);  // on the host: the image, at most its size
+  // The file count is capped as well.
+  const json many = s.exec("rm -f big.bin; i=0; exec 2>&1; while [ $i -lt 3000 ]; do true > f$i || exit 1; i=$((i+1)); done");
+  CHECK(many["exit_code"] == 1);
+  CHECK(many["output"].get<std::string>().find("No space left on device") != std::string::npos);
+  CHECK(s.exec("rm -f f*; echo kept > kept.txt")["exit_code"] == 0);
+
+  // A reboot unmounts it: the next command mounts the image again and finds its files.
+  REQUIRE(sh("umount '" + s.dir() + "/work' && echo ok") == "ok\n");
+  CHECK_FALSE(mounted(s.dir() + "/work"));
+  const json after = s.exec("cat kept.txt");
+  CHECK(after["output"].get<std::string>().find("kept") != std::string::npos);
+  CHECK(mounted(s.dir() + "/work"));
+
+  CHECK(s.run({"close"}).exit_code == 0);
+  CHECK_FALSE(mounted(s.dir() + "/work"));
+  CHECK(loops_of(image).empty());
+  CHECK_FALSE(fs::exists(s.dir()));
+}
+
+TEST_CASE("a seed that does not fit the session's cap is refused at open, before any copy", "[session]") {
+  TempDir state, cfg, seed;
+  fs::copy(seed_dir(), seed.path(), fs::copy_options::recursive);
+  sh("head -c 20000000 /dev/zero > '" + seed.path() + "/data.bin'");
+  const std::string config = cfg.file("c.yaml", "seed: " + seed.path() + "\nsessions:\n  disk_mib: 16\n");
+  const CliResult r = run_cli({state.path()}, {"session", "open", "--config", config});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("raise sessions.disk_mib") != std::string::npos);
+  CHECK(sh("ls '" + state.path() + "/lazyagent-oci/sessions' 2>/dev/null | wc -l") == "0\n");
 }

@@ -151,9 +151,15 @@ TEST_CASE("a session expires when idle past its TTL or older than its maximum ag
   CHECK(session_expiry(r, 2101) == "idle for 601 s, past sessions.idle_ttl_seconds (600)");
   r.last_used = 4500;
   CHECK(session_expiry(r, 4601) == "open for 3601 s, past sessions.max_age_seconds (3600)");
+  r.disk_bytes = 64 << 20;
+  r.max_files = 2048;
+  r.uncapped = "why not";
+  r.accept_weaker_policy = true;
   auto back = session_from_json(session_to_json(r));
   REQUIRE(back.ok());
   CHECK(session_to_json(*back) == session_to_json(r));
+  CHECK(back->disk_bytes == 64 << 20);
+  CHECK(back->accept_weaker_policy);
   CHECK(is_session_id(new_session_id()));
   CHECK_FALSE(is_session_id("r-20261205-000000-abcdef"));
   CHECK_FALSE(is_session_id("s-../../etc"));
@@ -177,4 +183,34 @@ TEST_CASE("a session command's container gets its copy read-write at /work and r
   CHECK(spec["command"][4] == "make test");
   CHECK(spec["command"][2].get<std::string>().find("cp -R") == std::string::npos);
   CHECK(spec["netns"]["nsmode"] == "none");
+}
+
+TEST_CASE("diff_copy leaves out new files the seed's repository ignores, by its rules, not the copy's", "[session]") {
+  Tree seed, base, work;
+  seed.file(".gitignore", "*.out\n__pycache__/\n");
+  REQUIRE(std::system(("git -C " + seed.root + " init -q >/dev/null 2>&1").c_str()) == 0);
+  for (Tree* t : {&base, &work}) {
+    t->file(".gitignore", "*.out\n__pycache__/\n");
+    t->file("calculator.py", "def add(a, b):\n    return a - b\n");
+  }
+  work.file("calculator.py", "def add(a, b):\n    return a + b\n");
+  work.file("parser.out", "generated\n");
+  work.file("__pycache__/calculator.cpython-311.pyc", "junk");
+  work.file("new.py", "x = 1\n");
+  // The copy's own .gitignore is the sandbox's: hiding new.py there changes nothing.
+  work.file(".gitignore", "*.out\n__pycache__/\nnew.py\n");
+  Config c = demo_config();
+  c.allow.push_back(".gitignore");
+  c.seed = seed.root;
+  auto d = diff_copy(base.root, work.root, c, 1 << 20);
+  REQUIRE(d.ok());
+  CHECK(d->ignored == std::vector<std::string>{"__pycache__/calculator.cpython-311.pyc", "parser.out"});
+  CHECK(d->changed_paths == std::vector<std::string>{".gitignore", "calculator.py", "new.py"});
+  CHECK(d->findings.empty());
+  // A seed read as a plain directory has no ignore rules: everything new is in the diff.
+  c.seed_options.source = "directory";
+  d = diff_copy(base.root, work.root, c, 1 << 20);
+  REQUIRE(d.ok());
+  CHECK(d->ignored.empty());
+  CHECK(d->changed_paths.size() == 5);
 }
