@@ -7,6 +7,8 @@
 #       /run/user/UID (XDG_RUNTIME_DIR: no systemd user session here);
 #       USER's podman configuration (runc, cgroupfs, file events; storage
 #       overlay for a user with no storage yet, see --storage);
+#       /dev/net/tun open to users (0666, Debian's mode: rootless container
+#       networks need it; see below);
 #       USER's podman service on /run/user/UID/podman/podman.sock (pid file
 #       /run/user/UID/lazyagent-podman.pid, log /run/user/UID/lazyagent-podman.log);
 #       the sandbox and planner images copied from root's storage
@@ -74,16 +76,21 @@ stop_pid() {
   kill -KILL "$1" 2>/dev/null || true
 }
 
-if [ "$STOP" -eq 1 ]; then
-  step "stopping $USER_NAME's podman service"
+# stop_service: USER's service and podman's pause process (which holds the
+# user namespace and its rootless network namespace), by their pid files.
+stop_service() {
   note="not running"
   if pid="$(pid_of "$PID_FILE" 'podman.*system service')"; then stop_pid "$pid"; note="stopped pid $pid"; fi
   rm -f "$PID_FILE"
-  # podman's pause process holds the user namespace (rootless podman starts it).
   if pid="$(pid_of "$RUNTIME_DIR/libpod/tmp/pause.pid" 'catatonit\|pause')"; then
     stop_pid "$pid"
     note="$note; pause process $pid stopped"
   fi
+}
+
+if [ "$STOP" -eq 1 ]; then
+  step "stopping $USER_NAME's podman service"
+  stop_service
   step_done "$note"
   exit 0
 fi
@@ -129,6 +136,27 @@ if [ -n "$STORAGE" ]; then
     as_user sh -c "printf '[storage]\ndriver = \"%s\"\n' '$STORAGE' >'$conf_dir/storage.conf'"
     note="$note; storage driver $STORAGE"
   fi
+fi
+step_done "$note"
+
+step "/dev/net/tun for $USER_NAME's container networks"
+# Rootless podman networks a container (the planner's bridge, an environment
+# set-up's) through slirp4netns, which opens /dev/net/tun as the user.
+# Debian's udev makes it 0666; a container host may leave it root's alone
+# (0600), and then every such start fails and leaves the user's rootless
+# network namespace half made, which only a restart of the service and its
+# pause process clears.
+if [ ! -c /dev/net/tun ]; then
+  mkdir -p /dev/net
+  mknod -m 0666 /dev/net/tun c 10 200
+  note="created (0666)"
+elif runuser -u "$USER_NAME" -- sh -c ': <>/dev/net/tun' 2>/dev/null; then
+  note="opens as $USER_NAME ($(stat -c %a /dev/net/tun))"
+else
+  was="$(stat -c %a /dev/net/tun)"
+  chmod 0666 /dev/net/tun
+  stop_service
+  note="mode $was -> 0666 (Debian's usual); $USER_NAME's service: $note"
 fi
 step_done "$note"
 

@@ -466,7 +466,13 @@ Result<std::vector<std::string>> PodmanEngine::keep_warm(const SandboxSpec& spec
   return keep_spares(*sandbox_, store_, recipe_of(spec), count);
 }
 
-Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
+Status PodmanEngine::check_planner(const Config& config) {
+  if (config.provider.network == "bridge") {  // a rootless bridge is slirp4netns (rootless_host.h)
+    const RootlessHost h = planner_ ? rootless_host_of(planner_->socket_path()) : host_;
+    if (auto st = check_rootless_network(h, "the planner's network (provider.network: bridge)"); !st) return st;
+  }
+  return check_secrets(planner_client(), config);
+}
 
 Result<std::string> PodmanEngine::planner_image_digest(const Config& config) {
   auto d = digest_of(planner_client(), config.images.planner, "images.planner");
