@@ -49,6 +49,7 @@ podman_run() {
     /bin/sh -c 'cp -R /seed/. /work/ && cd /work && exec python3 -m unittest -v'
 }
 
+load0="$(cut -d" " -f1-3 /proc/loadavg)"
 warm >/dev/null 2>&1 || true   # makes the first spare; warms the caches
 sleep 2
 declare -a C W P
@@ -64,7 +65,7 @@ as_user lazyagent-oci reap >/dev/null 2>&1 || true
 as_user XDG_STATE_HOME="$work/state-cold" lazyagent-oci reap >/dev/null 2>&1 || true
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 driver="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null)"
-echo "user $user, storage $driver, $rounds rounds (medians, ms), load average $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
+echo "user $user, storage $driver, $rounds rounds (medians, ms), load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
 echo "  lazyagent-oci test cold  $(median "${C[@]}")   (${C[*]})"
 echo "  lazyagent-oci test warm  $(median "${W[@]}")   (${W[*]})"
 echo "  podman run --rm          $(median "${P[@]}")   (${P[*]})"
