@@ -399,15 +399,11 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.runtime = spec.config->engine.runtime;
   // The run's own cgroup parent (cgroup_usage.h): a path, which only the
   // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
-  std::string unmeasured;
-  if (req.runtime != kRuntimeRunc) {
-    unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
-  } else if (host_.rootless) {
-    unmeasured = "rootless podman: a run's cgroup parent is not set, so its figures are not read";
-  } else if (cgroup_manager() != "cgroupfs") {
+  std::string unmeasured = unmeasured_without_cgroup(req.runtime);
+  if (unmeasured.empty() && cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
-  } else {
+  } else if (unmeasured.empty()) {
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
   if (!spec.session_copy.empty()) {
@@ -428,6 +424,14 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   }
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
+}
+
+// Why a sandbox of `runtime` on this service has no cgroup of its own to
+// read whatever the cgroup manager ("" when it may have one).
+std::string PodmanEngine::unmeasured_without_cgroup(const std::string& runtime) const {
+  if (runtime != kRuntimeRunc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  if (host_.rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
+  return "";
 }
 
 // Asked once per process, and then only when the service restarted (service_facts.h).
@@ -452,9 +456,9 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   const ClaimedSpare& spare = **claimed;
   SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
   req.name = spare.info.name;
-  auto sandbox = std::make_unique<PodmanSandbox>(
-      *sandbox_, req, spare.dir, spec.progress, spec.output,
-      "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
+  // A spare has its own cgroup parent under runc as root (warm_spares.cpp).
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output,
+                                                 unmeasured_without_cgroup(recipe.runtime));
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
