@@ -34,8 +34,9 @@
 #   env          build (network none) of the user's environment image, a
 #                file chowned to 1000 in the set-up is 1000 in the sandbox,
 #                list, prune --all
-#   warm         a spare made and claimed by the next run; sandboxes lists
-#                runs and spares
+#   warm         a spare made and claimed by the next run (its resources
+#                unmeasured for the rootless reason); sandboxes lists runs
+#                and spares
 #   reap         a run killed (-9) mid-test: its container removed, its
 #                record closed; an unclaimed spare removed
 #   mcp          one tools/call test_patch over stdio proves the fix
@@ -318,7 +319,8 @@ sys.exit(0 if json.load(open('$WORK/run.json'))['run_id'] in json.dumps(d) and '
 as_user lazyagent-oci test --config config/lazyagent.yaml --patch "$WORK/fix.json" --accept-weaker-policy --json >"$WORK/warm-run.json" 2>"$WORK/warm-run.err"
 rc=$?
 check "the next run claims the spare" "$([ $rc -eq 0 ] && python3 -c "
-import json,sys; r=json.load(open('$WORK/warm-run.json')); sys.exit(0 if r.get('warm') and r['status']=='passed' else 1)" && ! as_user podman container exists "$SPARE"; echo $?)" "rc=$rc $(grep warm "$WORK/warm-run.err")"
+import json,sys; r=json.load(open('$WORK/warm-run.json'))
+sys.exit(0 if r.get('warm') and r['status']=='passed' and r['resources']['reason'].startswith('rootless podman') else 1)" && ! as_user podman container exists "$SPARE"; echo $?)" "rc=$rc $(grep warm "$WORK/warm-run.err") $(python3 -c "import json; print(json.load(open('$WORK/warm-run.json')).get('resources'))" 2>&1)"
 as_user lazyagent-oci warm --config config/lazyagent.yaml --seed seed --count 1 --accept-weaker-policy --json >"$WORK/warm2.json" 2>&1
 SPARE2="$(python3 -c "import json; print(json.load(open('$WORK/warm2.json'))['made'][0])" 2>/dev/null)"
 patch slow "import time; time.sleep(60)"
