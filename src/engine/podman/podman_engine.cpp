@@ -320,6 +320,18 @@ PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_pt
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
       runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())) {}
 
+namespace {
+
+// Why a sandbox of `runtime` on a (rootless) service has no cgroup of its
+// own to read whatever the cgroup manager ("" when it may have one).
+std::string unmeasured_without_cgroup(const std::string& runtime, bool rootless) {
+  if (runtime != kRuntimeRunc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  if (rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
+  return "";
+}
+
+}  // namespace
+
 Status PodmanEngine::check_policy(const Config& config) const {
   if (auto st = check_policy_acceptable(config); !st) return st;
   // The mapping this service can give (subordinate ids), then its limits.
@@ -399,7 +411,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.runtime = spec.config->engine.runtime;
   // The run's own cgroup parent (cgroup_usage.h): a path, which only the
   // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
-  std::string unmeasured = unmeasured_without_cgroup(req.runtime);
+  std::string unmeasured = unmeasured_without_cgroup(req.runtime, host_.rootless);
   if (unmeasured.empty() && cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
@@ -426,14 +438,6 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
-// Why a sandbox of `runtime` on this service has no cgroup of its own to
-// read whatever the cgroup manager ("" when it may have one).
-std::string PodmanEngine::unmeasured_without_cgroup(const std::string& runtime) const {
-  if (runtime != kRuntimeRunc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
-  if (host_.rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
-  return "";
-}
-
 // Asked once per process, and then only when the service restarted (service_facts.h).
 const std::string& PodmanEngine::cgroup_manager() {
   if (!cgroup_manager_) {
@@ -458,7 +462,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   req.name = spare.info.name;
   // A spare has its own cgroup parent under runc as root (warm_spares.cpp).
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output,
-                                                 unmeasured_without_cgroup(recipe.runtime));
+                                                 unmeasured_without_cgroup(recipe.runtime, host_.rootless));
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();

@@ -68,7 +68,6 @@ class PodmanEngine : public Engine {
   const std::string& cgroup_manager();
   SpareRecipe recipe_of(const SandboxSpec& spec) const;
   Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
-  std::string unmeasured_without_cgroup(const std::string& runtime) const;
 
   std::unique_ptr<PodmanClient> sandbox_, planner_;
   bool defer_removals_ = false;
