@@ -31,7 +31,10 @@
 #                provider on this host; its patch proven; `secret delete`
 #   eval         refused whole (exit 2) without --accept-weaker-policy, no
 #                task run; with it a fixing and a wrong patch get verdicts
-#   env          build (network none) of the user's environment image, a
+#   env          after eval's concurrent runs (podman 4.3 lost the service's
+#                XDG_RUNTIME_DIR there and commits failed until
+#                setup-rootless.sh wrote runroot into storage.conf): build
+#                (network none) of the user's environment image, a
 #                file chowned to 1000 in the set-up is 1000 in the sandbox,
 #                list, prune --all
 #   warm         a spare made and claimed by the next run (its resources
@@ -261,7 +264,7 @@ as_user lazyagent-oci run --config config/stub.yaml --accept-weaker-policy --jso
 rc=$?
 check "run as the user: the planner reached the provider, its patch proven (exit 0)" "$([ $rc -eq 0 ] && python3 -c "
 import json,sys; r=json.load(open('$WORK/run.json'))
-ok = r['status']=='passed' and r['tests_passed'] is True and r['planner']['status']=='ok' and r['policy']['not_enforced']==['memory','pids','cpu']
+ok = r['status']=='passed' and r['tests_passed'] is True and r['planner']['status']=='patch' and r['planner_task_id'] and r['policy']['not_enforced']==['memory','pids','cpu']
 sys.exit(0 if ok else 1)" && grep -q chat/completions "$USER_HOME/stub.log"; echo $?)" "rc=$rc $(tail -5 "$WORK/run.err") $(head -c 1500 "$WORK/run.json")"
 for n in $SECRETS; do as_user lazyagent-oci secret delete "$n" >/dev/null 2>>"$WORK/delete.err"; done
 check "secret delete removes them from the user's podman" "$(for n in $SECRETS; do ! as_user podman secret inspect "$n" >/dev/null 2>&1 || exit 1; done; [ ! -s "$WORK/delete.err" ]; echo $?)" "$(cat "$WORK/delete.err")"
@@ -321,8 +324,6 @@ rc=$?
 check "the next run claims the spare" "$([ $rc -eq 0 ] && python3 -c "
 import json,sys; r=json.load(open('$WORK/warm-run.json'))
 sys.exit(0 if r.get('warm') and r['status']=='passed' and r['resources']['reason'].startswith('rootless podman') else 1)" && ! as_user podman container exists "$SPARE"; echo $?)" "rc=$rc $(grep warm "$WORK/warm-run.err") $(python3 -c "import json; print(json.load(open('$WORK/warm-run.json')).get('resources'))" 2>&1)"
-as_user lazyagent-oci warm --config config/lazyagent.yaml --seed seed --count 1 --accept-weaker-policy --json >"$WORK/warm2.json" 2>&1
-SPARE2="$(python3 -c "import json; print(json.load(open('$WORK/warm2.json'))['made'][0])" 2>/dev/null)"
 patch slow "import time; time.sleep(60)"
 as_user lazyagent-oci test --config config/lazyagent.yaml --patch "$WORK/slow.json" --accept-weaker-policy --no-baseline --timeout 120 >/dev/null 2>&1 &
 SLOW_BG=$!
@@ -334,6 +335,9 @@ done
 KILLED_RUN="$(as_user podman ps --format '{{.Names}}' | sed -n 's/^lazyagent-sandbox-//p' | head -n1)"
 [ -z "$SLOW_PID" ] || kill -KILL "$SLOW_PID"
 wait "$SLOW_BG" 2>/dev/null
+# A spare made now (the killed run would have claimed one made before it).
+as_user lazyagent-oci warm --config config/lazyagent.yaml --seed seed --count 1 --accept-weaker-policy --json >"$WORK/warm2.json" 2>&1
+SPARE2="$(python3 -c "import json; print(json.load(open('$WORK/warm2.json'))['made'][0])" 2>/dev/null)"
 as_user lazyagent-oci reap --json >"$WORK/reap.json" 2>&1
 rc=$?
 check "reap: the killed run's sandbox removed and its record closed, the spare removed" "$([ $rc -eq 0 ] && [ -n "$KILLED_RUN" ] && [ -n "$SPARE2" ] && python3 -c "
