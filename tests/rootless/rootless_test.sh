@@ -335,14 +335,17 @@ done
 KILLED_RUN="$(as_user podman ps --format '{{.Names}}' | sed -n 's/^lazyagent-sandbox-//p' | head -n1)"
 [ -z "$SLOW_PID" ] || kill -KILL "$SLOW_PID"
 wait "$SLOW_BG" 2>/dev/null
-# A spare made now (the killed run would have claimed one made before it).
-as_user lazyagent-oci warm --config config/lazyagent.yaml --seed seed --count 1 --accept-weaker-policy --json >"$WORK/warm2.json" 2>&1
-SPARE2="$(python3 -c "import json; print(json.load(open('$WORK/warm2.json'))['made'][0])" 2>/dev/null)"
-as_user lazyagent-oci reap --json >"$WORK/reap.json" 2>&1
+as_user lazyagent-oci reap --json >"$WORK/reap.json" 2>"$WORK/reap.err"
 rc=$?
-check "reap: the killed run's sandbox removed and its record closed, the spare removed" "$([ $rc -eq 0 ] && [ -n "$KILLED_RUN" ] && [ -n "$SPARE2" ] && python3 -c "
-import json,sys; d=json.load(open('$WORK/reap.json')); t=json.dumps(d)
-sys.exit(0 if '$KILLED_RUN' in json.dumps(d['records_closed']) and '$SPARE2' in json.dumps(d['removed']) else 1)" && [ "$(containers)" -eq 0 ]; echo $?)" "rc=$rc killed '$KILLED_RUN' spare '$SPARE2' $(cat "$WORK/reap.json")"
+check "reap: the killed run's sandbox removed and its record closed" "$([ $rc -eq 0 ] && [ -n "$KILLED_RUN" ] && python3 -c "
+import json,sys; d=json.load(open('$WORK/reap.json'))
+sys.exit(0 if d['records_closed']==['$KILLED_RUN'] and 'lazyagent-sandbox-$KILLED_RUN' in json.dumps(d['removed']) else 1)" && [ "$(containers)" -eq 0 ]; echo $?)" "rc=$rc killed '$KILLED_RUN' $(cat "$WORK/reap.json" "$WORK/reap.err")"
+# A spare made now (the killed run would have claimed one made before it).
+as_user lazyagent-oci warm --config config/lazyagent.yaml --seed seed --count 1 --accept-weaker-policy --json >"$WORK/warm2.json" 2>/dev/null
+SPARE2="$(python3 -c "import json; print(json.load(open('$WORK/warm2.json'))['made'][0])" 2>/dev/null)"
+as_user lazyagent-oci reap --json >"$WORK/reap2.json" 2>"$WORK/reap2.err"
+rc=$?
+check "reap: an unclaimed spare removed" "$([ $rc -eq 0 ] && [ -n "$SPARE2" ] && grep -q "$SPARE2" "$WORK/reap2.json" && [ "$(containers)" -eq 0 ]; echo $?)" "rc=$rc spare '$SPARE2' $(cat "$WORK/warm2.json" "$WORK/reap2.json" "$WORK/reap2.err")"
 
 # ---- mcp: one tools/call over stdio ----
 { sed 's/^  # accept_weaker_policy: false.*/  accept_weaker_policy: true/' "$SRC/config/lazyagent.yaml"; printf 'mcp:\n  seeds: [%s/proj/seed]\n' "$USER_HOME"; } >"$USER_HOME/proj/config/mcp.yaml"
