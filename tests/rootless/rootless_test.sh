@@ -198,10 +198,13 @@ except OSError:
     pass
 PY
 LISTENER_PID=$!
-sleep 0.3
-# The listener answers the host itself (positive control for the network check).
-python3 -c "import socket; socket.create_connection(('$HOST_IP', $PORT), timeout=3).close()"
-sleep 0.2
+# The listener answers the host itself (positive control for the network
+# check): retried until it listens, then until it logged it (a loaded host).
+for _ in $(seq 1 100); do
+  python3 -c "import socket; socket.create_connection(('$HOST_IP', $PORT), timeout=3).close()" 2>/dev/null && break
+  sleep 0.1
+done
+for _ in $(seq 1 50); do grep -q connection "$WORK/listener.log" 2>/dev/null && break; sleep 0.1; done
 CONTROL_HITS="$(grep -c connection "$WORK/listener.log")"
 echo "canary-$$" | as_user podman secret create lzrl-canary - >/dev/null
 ( for _ in $(seq 1 200); do
