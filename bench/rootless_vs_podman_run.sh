@@ -36,7 +36,9 @@ as_user() {
 }
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || echo "failed: $*" >&2; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
 
-cold() { as_user lazyagent-oci test --config config/cold.yaml --patch fix.json --json; }
+# Cold runs use a run store of their own: a run claims any usable spare of
+# its store (issue 28), and the warm runs' spares would make them warm.
+cold() { as_user XDG_STATE_HOME="$work/state-cold" lazyagent-oci test --config config/cold.yaml --patch fix.json --json; }
 warm() { as_user lazyagent-oci test --config config/warm.yaml --patch fix.json --json; }
 podman_run() {
   as_user podman run --rm --network none --cap-drop ALL --security-opt no-new-privileges \
@@ -47,6 +49,7 @@ podman_run() {
     /bin/sh -c 'cp -R /seed/. /work/ && cd /work && exec python3 -m unittest -v'
 }
 
+load0="$(cut -d" " -f1-3 /proc/loadavg)"
 warm >/dev/null 2>&1 || true   # makes the first spare; warms the caches
 sleep 2
 declare -a C W P
@@ -59,9 +62,10 @@ for r in $(seq 1 "$rounds"); do
 done
 sleep 2
 as_user lazyagent-oci reap >/dev/null 2>&1 || true
+as_user XDG_STATE_HOME="$work/state-cold" lazyagent-oci reap >/dev/null 2>&1 || true
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 driver="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null)"
-echo "user $user, storage $driver, $rounds rounds (medians, ms):"
+echo "user $user, storage $driver, $rounds rounds (medians, ms), load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
 echo "  lazyagent-oci test cold  $(median "${C[@]}")   (${C[*]})"
 echo "  lazyagent-oci test warm  $(median "${W[@]}")   (${W[*]})"
 echo "  podman run --rm          $(median "${P[@]}")   (${P[*]})"

@@ -7,6 +7,8 @@
 #       /run/user/UID (XDG_RUNTIME_DIR: no systemd user session here);
 #       USER's podman configuration (runc, cgroupfs, file events; storage
 #       overlay for a user with no storage yet, see --storage);
+#       /dev/net/tun open to users (0666, Debian's mode: rootless container
+#       networks need it; see below);
 #       USER's podman service on /run/user/UID/podman/podman.sock (pid file
 #       /run/user/UID/lazyagent-podman.pid, log /run/user/UID/lazyagent-podman.log);
 #       the sandbox and planner images copied from root's storage
@@ -74,17 +76,22 @@ stop_pid() {
   kill -KILL "$1" 2>/dev/null || true
 }
 
-if [ "$STOP" -eq 1 ]; then
-  step "stopping $USER_NAME's podman service"
-  note="not running"
-  if pid="$(pid_of "$PID_FILE" 'podman.*system service')"; then stop_pid "$pid"; note="stopped pid $pid"; fi
+# stop_service: USER's service and podman's pause process (which holds the
+# user namespace and its rootless network namespace), by their pid files.
+stop_service() {
+  stop_note="not running"
+  if pid="$(pid_of "$PID_FILE" 'podman.*system service')"; then stop_pid "$pid"; stop_note="stopped pid $pid"; fi
   rm -f "$PID_FILE"
-  # podman's pause process holds the user namespace (rootless podman starts it).
   if pid="$(pid_of "$RUNTIME_DIR/libpod/tmp/pause.pid" 'catatonit\|pause')"; then
     stop_pid "$pid"
-    note="$note; pause process $pid stopped"
+    stop_note="$stop_note; pause process $pid stopped"
   fi
-  step_done "$note"
+}
+
+if [ "$STOP" -eq 1 ]; then
+  step "stopping $USER_NAME's podman service"
+  stop_service
+  step_done "$stop_note"
   exit 0
 fi
 
@@ -118,17 +125,46 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 EOF
 note="wrote $conf_dir/containers.conf"
-if [ -n "$STORAGE" ]; then
-  # podman records the driver in its database at first use: set it before that.
-  # A user who has storage keeps its driver unless --storage asked otherwise.
-  if [ -d "$USER_HOME/.local/share/containers/storage" ]; then
-    current="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || true)"
-    [ "$current" = "$STORAGE" ] || [ -n "${STORAGE_DEFAULT:-}" ] ||
-      die "$USER_NAME's storage already uses '$current': $0 --stop $USER_NAME, then as $USER_NAME \`podman system reset\`"
-  else
-    as_user sh -c "printf '[storage]\ndriver = \"%s\"\n' '$STORAGE' >'$conf_dir/storage.conf'"
-    note="$note; storage driver $STORAGE"
-  fi
+# podman records the driver in its database at first use: set it before that.
+# A user who has storage keeps its driver unless --storage asked otherwise.
+driver="$STORAGE"
+if [ -d "$USER_HOME/.local/share/containers/storage" ]; then
+  current="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || true)"
+  [ "$current" = "$STORAGE" ] || [ -n "${STORAGE_DEFAULT:-}" ] ||
+    die "$USER_NAME's storage already uses '$current': $0 --stop $USER_NAME, then as $USER_NAME \`podman system reset\`"
+  [ -z "$current" ] || driver="$current"
+fi
+# runroot and graphroot written out: podman 4.3's service unsets
+# XDG_RUNTIME_DIR around each container status query and restores it, so two
+# concurrent queries (eval's two jobs) can leave it empty for good; its next
+# commit (`env build`) then derives no run root ("CommitFailure: runroot must
+# be set"). With the paths in storage.conf nothing derives them.
+storage_conf="$(printf '# Written by lazyagent-oci scripts/setup-rootless.sh; rerunning it rewrites this file.\n[storage]\ndriver = "%s"\nrunroot = "%s/containers"\ngraphroot = "%s/.local/share/containers/storage"\n' "$driver" "$RUNTIME_DIR" "$USER_HOME")"
+if [ "$(cat "$conf_dir/storage.conf" 2>/dev/null)" != "$storage_conf" ]; then
+  printf '%s\n' "$storage_conf" | as_user sh -c "cat >'$conf_dir/storage.conf.tmp' && mv -f '$conf_dir/storage.conf.tmp' '$conf_dir/storage.conf'"
+  stop_service  # a running service read the old file: the next step starts it again
+  note="$note; wrote $conf_dir/storage.conf (storage driver $driver, runroot, graphroot); service: $stop_note"
+fi
+step_done "$note"
+
+step "/dev/net/tun for $USER_NAME's container networks"
+# Rootless podman networks a container (the planner's bridge, an environment
+# set-up's) through slirp4netns, which opens /dev/net/tun as the user.
+# Debian's udev makes it 0666; a container host may leave it root's alone
+# (0600), and then every such start fails and leaves the user's rootless
+# network namespace half made, which only a restart of the service and its
+# pause process clears.
+if [ ! -c /dev/net/tun ]; then
+  mkdir -p /dev/net
+  mknod -m 0666 /dev/net/tun c 10 200
+  note="created (0666)"
+elif runuser -u "$USER_NAME" -- sh -c ': <>/dev/net/tun' 2>/dev/null; then
+  note="opens as $USER_NAME ($(stat -c %a /dev/net/tun))"
+else
+  was="$(stat -c %a /dev/net/tun)"
+  chmod 0666 /dev/net/tun
+  stop_service
+  note="mode $was -> 0666 (Debian's usual); $USER_NAME's service: $stop_note"
 fi
 step_done "$note"
 

@@ -181,6 +181,14 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
                            : "runs are refused unless --accept-weaker-policy; for every limit use root's podman, or "
                              "a cgroup v2 host with memory, pids and cpu delegated to user@" +
                                  std::to_string(host.uid) + ".service"});
+    if (host.rootless) {  // the planner's (and a set-up's) network: slirp4netns opens /dev/net/tun
+      auto net = check_rootless_network(host, "the planner's network");
+      checks.push_back({"container network", net ? "ok" : "warn",
+                        net ? "/dev/net/tun opens: rootless podman can give the planner and an environment "
+                              "set-up their network (slirp4netns)"
+                            : net.error().message,
+                        net ? "" : "as root: scripts/setup-rootless.sh " + host.user + " (chmod 0666 /dev/net/tun)"});
+    }
   }
   const RunStore store = default_run_store();
   auto st = store.ensure();

@@ -41,6 +41,7 @@ struct EvalCliOptions {
   std::string report;  // swebench:PATH or html:PATH
   bool json = false;
   bool no_baseline = false;
+  bool accept_weaker = false;
   BackendOptions backend;
   EventOptions events;
 };
@@ -124,7 +125,8 @@ int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
   ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
               "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
-              "            [--kubeconfig FILE] [--report swebench:PATH|html:PATH] [--config FILE] [--events jsonl] [--events-fd N] [--json]",
+              "            [--kubeconfig FILE] [--report swebench:PATH|html:PATH] [--config FILE] [--accept-weaker-policy]\n"
+              "            [--events jsonl] [--events-fd N] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
               "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
@@ -154,6 +156,9 @@ int cmd_eval(const std::vector<std::string>& args) {
            "the patched run, resolved or not), or one self-contained HTML page (`lazyagent-oci report --help`), "
            "at PATH; covers resumed tasks too");
   p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
+  p.flag("--accept-weaker-policy", &opt.accept_weaker,
+         "run even if this host's podman cannot enforce a limit the config sets (as for `test`); without it such "
+         "an eval is refused before any task runs");
   add_event_options(p, &opt.events);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -178,6 +183,7 @@ int cmd_eval(const std::vector<std::string>& args) {
 
   auto config = load_config_or_default(opt.config);
   if (!config) return fail(config.error());
+  if (opt.accept_weaker) config->engine.accept_weaker_policy = true;
   if (opt.backend.backend == "podman" && config->engine.runtime != "runc") {
     // One podman service runs every task; gVisor's is another (runtime_engine.h).
     return fail(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
@@ -249,6 +255,10 @@ int cmd_eval(const std::vector<std::string>& args) {
   opt.backend.podman_wait_interval = "20ms";
   auto factory = engine_factory(opt.backend, *config, store);
   if (!factory) return fail(factory.error().context("eval"));
+  // What this host's engine cannot enforce (a rootless podman on cgroup v1:
+  // memory, pids, cpu) refuses the whole eval here, exit 2, before any task:
+  // never one infra_error per task, retried for nothing.
+  if (auto st = (*factory)()->check_policy(*config); !st) return fail(st.error().context("eval"));
   const bool k8s = opt.backend.backend == "k8s";
 
   EvalOptions eo;

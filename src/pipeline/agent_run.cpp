@@ -165,6 +165,9 @@ Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunSto
   if (!engine_checked) {
     if (auto st = engine.check(progress); !st) return st.error();
   }
+  // The planner's prerequisites (its secrets, a rootless host's network
+  // device) before the baseline spends a sandbox run on a run that cannot plan.
+  if (auto st = engine.check_planner(req.config); !st) return st.error();
 
   RunRequest run = req;
   BaselineFacts facts;

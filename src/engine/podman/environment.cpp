@@ -16,6 +16,7 @@
 #include "store/ownership.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
+#include "engine/podman/rootless_host.h"
 #include "engine/podman/tar_writer.h"
 
 namespace lazyagent {
@@ -318,6 +319,10 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
     auto r = podman.call("GET", "/images/" + url_escape(image) + "/json");
     if (!r) return r.error();
     exists = r->status == 200;
+  }
+  if (!exists && env.network != "none") {
+    const std::string what = "the environment's set-up (environment.network: " + env.network + "; `none` needs no device)";
+    if (auto st = check_rootless_network(rootless_host_of(podman.socket_path()), what); !st) return st;
   }
   if (!exists) {
     progress("environment: building " + image + " (" + std::to_string(env.setup.size()) + " set-up step(s) on " + base +

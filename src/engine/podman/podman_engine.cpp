@@ -320,6 +320,18 @@ PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_pt
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
       runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())) {}
 
+namespace {
+
+// Why a sandbox of `runtime` on a (rootless) service has no cgroup of its
+// own to read whatever the cgroup manager ("" when it may have one).
+std::string unmeasured_without_cgroup(const std::string& runtime, bool rootless) {
+  if (runtime != kRuntimeRunc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  if (rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
+  return "";
+}
+
+}  // namespace
+
 Status PodmanEngine::check_policy(const Config& config) const {
   if (auto st = check_policy_acceptable(config); !st) return st;
   // The mapping this service can give (subordinate ids), then its limits.
@@ -399,15 +411,11 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.runtime = spec.config->engine.runtime;
   // The run's own cgroup parent (cgroup_usage.h): a path, which only the
   // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
-  std::string unmeasured;
-  if (req.runtime != kRuntimeRunc) {
-    unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
-  } else if (host_.rootless) {
-    unmeasured = "rootless podman: a run's cgroup parent is not set, so its figures are not read";
-  } else if (cgroup_manager() != "cgroupfs") {
+  std::string unmeasured = unmeasured_without_cgroup(req.runtime, host_.rootless);
+  if (unmeasured.empty() && cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
-  } else {
+  } else if (unmeasured.empty()) {
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
   if (!spec.session_copy.empty()) {
@@ -452,9 +460,9 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   const ClaimedSpare& spare = **claimed;
   SandboxRequest req = spare_request(recipe, spare.dir, spare.info.nonce, spare.info.labels);
   req.name = spare.info.name;
-  auto sandbox = std::make_unique<PodmanSandbox>(
-      *sandbox_, req, spare.dir, spec.progress, spec.output,
-      "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read");
+  // A spare has its own cgroup parent under runc as root (warm_spares.cpp).
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output,
+                                                 unmeasured_without_cgroup(recipe.runtime, host_.rootless));
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
@@ -466,7 +474,13 @@ Result<std::vector<std::string>> PodmanEngine::keep_warm(const SandboxSpec& spec
   return keep_spares(*sandbox_, store_, recipe_of(spec), count);
 }
 
-Status PodmanEngine::check_planner(const Config& config) { return check_secrets(planner_client(), config); }
+Status PodmanEngine::check_planner(const Config& config) {
+  if (config.provider.network == "bridge") {  // a rootless bridge is slirp4netns (rootless_host.h)
+    const RootlessHost h = planner_ ? rootless_host_of(planner_->socket_path()) : host_;
+    if (auto st = check_rootless_network(h, "the planner's network (provider.network: bridge)"); !st) return st;
+  }
+  return check_secrets(planner_client(), config);
+}
 
 Result<std::string> PodmanEngine::planner_image_digest(const Config& config) {
   auto d = digest_of(planner_client(), config.images.planner, "images.planner");

@@ -202,6 +202,21 @@ Result<std::string> read_in_service_userns(long ns_pid, const std::string& path,
   return out;
 }
 
+Status check_rootless_network(const RootlessHost& h, const std::string& what) {
+  if (!h.rootless || ::geteuid() != h.uid) return ok_status();
+  const int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return ok_status();
+  }
+  const int err = errno;
+  return usage_error(what + " needs /dev/net/tun: rootless podman gives a container a network through slirp4netns, "
+                     "which opens /dev/net/tun as " + (h.user.empty() ? "uid " + std::to_string(h.uid) : h.user) +
+                     ", and opening it failed (" + std::strerror(err) +
+                     "). As root: `chmod 0666 /dev/net/tun` (Debian's usual mode; scripts/setup-rootless.sh " +
+                     (h.user.empty() ? "USER" : h.user) + " does it and restarts the user's service)");
+}
+
 std::string describe_mapping(const RootlessHost& h, const UserNamespace& u) {
   if (!u.enabled) return "no id mapping (gVisor's own root)";
   if (u.rootless) {

@@ -86,6 +86,17 @@ Status hand_copy_to_sandbox(const std::string& path, const UserNamespace& u);
 // through a pipe, at most `max` bytes. Not following symlinks.
 Result<std::string> read_in_service_userns(long ns_pid, const std::string& path, std::size_t max);
 
+// A rootless service gives a container a network (the planner's bridge, an
+// environment set-up's) through slirp4netns, which opens /dev/net/tun as the
+// service's user. Debian's udev makes it 0666; a host whose /dev/net/tun is
+// root's alone (a container host: 0600) fails every such start inside podman
+// ("slirp4netns failed: open(/dev/net/tun): Permission denied") and leaves the
+// user's rootless network namespace half made. Checked before any container
+// exists: kUsage naming the fix, when `h` is rootless and this process runs as
+// its user (who else would open it); ok otherwise. `what` names the user of
+// the network ("the planner's network").
+Status check_rootless_network(const RootlessHost& h, const std::string& what);
+
 // "rootless (user rl, uid 1001; sandbox ids -> host 100000..165535)" or
 // "root's podman (sandbox ids -> host 1879048192..1879113727)".
 std::string describe_mapping(const RootlessHost& h, const UserNamespace& u);
