@@ -108,37 +108,25 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig);
 }
 
-// What an interruption left: the containers labelled with this process's
-// pid on the podman service and on the gVisor one (sandbox_policy.h labels).
-// Their guards have run by the time an error reaches main; this checks.
-Result<std::vector<std::string>> containers_left_by_this_process() {
-  std::vector<std::string> sockets;
-  if (auto s = podman_socket_from_env(); s) sockets.push_back(*s);
-  else return s.error();
-  Config defaults;
-  defaults.engine.runtime = kRuntimeRunsc;
-  if (auto s = podman_socket_for_runtime(defaults); s && *s != sockets[0] && ::access(s->c_str(), F_OK) == 0) {
-    sockets.push_back(*s);
-  }
-  std::vector<std::string> left;
-  for (const auto& socket : sockets) {
-    PodmanClient podman(socket);
-    auto list = podman.list_by_label(std::string(kLabelPid) + "=" + std::to_string(::getpid()));
-    if (!list) return list.error();
-    for (const auto& c : *list) {
-      const auto& names = c.contains("Names") ? c["Names"] : nlohmann::json();
-      left.push_back(names.is_array() && !names.empty() && names[0].is_string() ? names[0].get<std::string>()
-                                                                                   : c.value("Id", "").substr(0, 12));
-    }
-  }
-  return left;
+// What an interruption left is asked of the engine this process made
+// (Engine::left_by_process), through the last factory engine_factory
+// returned: the one the command ran with. None made: nothing to ask.
+EngineFactory& interrupted_engine_factory() {
+  static EngineFactory factory;
+  return factory;
+}
+
+Result<std::vector<std::string>> left_by_this_process() {
+  const EngineFactory& factory = interrupted_engine_factory();
+  if (!factory) return std::vector<std::string>{};
+  return factory()->left_by_process(::getpid());
 }
 
 std::string interrupted_message(const std::string& removed_what) {
   const int sig = interrupted_signal() != 0 ? interrupted_signal() : SIGINT;
   const std::string head = "interrupted by " + signal_name(sig);
-  auto left = containers_left_by_this_process();
-  if (!left) return head + "; could not check that its containers were removed: " + left.error().message;
+  auto left = left_by_this_process();
+  if (!left) return head + "; could not check that its sandboxes were removed: " + left.error().message;
   if (left->empty()) return head + "; " + removed_what;
   std::string names;
   for (const auto& n : *left) names += (names.empty() ? "" : ", ") + n;
@@ -271,7 +259,9 @@ Status check_backend_options(const BackendOptions& o) {
   return ok_status();
 }
 
-Result<EngineFactory> engine_factory(const BackendOptions& o, const Config& config, const RunStore& store) {
+namespace {
+
+Result<EngineFactory> make_engine_factory(const BackendOptions& o, const Config& config, const RunStore& store) {
   if (auto st = check_backend_options(o); !st) return st.error();
   if (o.backend == "k8s") {
     if (config.engine.runtime != kRuntimeRunc) {
@@ -299,6 +289,14 @@ Result<EngineFactory> engine_factory(const BackendOptions& o, const Config& conf
     auto p = planner == sandbox ? nullptr : std::make_unique<PodmanClient>(planner);
     return std::unique_ptr<Engine>(std::make_unique<PodmanEngine>(std::move(s), std::move(p), store, runtime));
   });
+}
+
+}  // namespace
+
+Result<EngineFactory> engine_factory(const BackendOptions& o, const Config& config, const RunStore& store) {
+  auto factory = make_engine_factory(o, config, store);
+  if (factory) interrupted_engine_factory() = *factory;
+  return factory;
 }
 
 RunStore default_run_store() {

@@ -138,8 +138,12 @@ using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 Result<EngineFactory> engine_factory(const BackendOptions& options, const Config& config, const RunStore& store);
 
 // What `sandboxes N --json` prints: the N most recent runs of `store`, each
-// with whether podman still has its container (the MCP tool list_sandboxes too).
-nlohmann::json sandboxes_json(const RunStore& store, std::size_t n);
+// with whether the engine of `backend` (made from the config at
+// `config_path`) still has its sandbox, when the run was that engine's
+// (Engine::sandbox_exists; null when unknown), and that engine's warm spares
+// (the MCP tool list_sandboxes too, on podman).
+nlohmann::json sandboxes_json(const RunStore& store, std::size_t n, const BackendOptions& backend = {},
+                              const std::string& config_path = "");
 
 // Command entry points (one file each).
 int cmd_test(const std::vector<std::string>& args);
@@ -174,21 +178,16 @@ inline constexpr const char* kRefillLockName = "refill.lock";
 // engine.warm: only finish_removals (nothing was deferred).
 void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine);
 // Forks a child in its own session with stdin/out/err on /dev/null, to which
-// the engine's deferred removals belong: returns 0 in the child, the child's
+// the pool's deferred removals belong: returns 0 in the child, the child's
 // pid in the parent (which forgets them); -1 when fork failed (the removals
 // are then done before it returns).
-pid_t fork_detached(Engine& engine);
+pid_t fork_detached(class WarmPool& pool);
 
 // The config's environment (environment.h), built on first use with its
 // progress on stderr, then reused: sets config->images.sandbox to it. A
 // failed set-up step is an engine error (infra_error) with the step's log.
-// No-op without an `environment:` section; refused on another backend.
+// No-op without an `environment:` section; an engine that cannot build one
+// says so (Engine::environments).
 Status use_environment(Config* config, const BackendOptions& backend, bool rebuild = false);
-
-// `configure --backend k8s` (cmd_k8s.cpp): one Kubernetes Secret instead of
-// podman secrets. k8s_backend_args: when `args` ask for `--backend k8s`, the
-// args without it; nullopt otherwise.
-std::optional<std::vector<std::string>> k8s_backend_args(const std::vector<std::string>& args);
-int cmd_configure_k8s(const std::vector<std::string>& args);
 
 }  // namespace lazyagent

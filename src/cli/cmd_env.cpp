@@ -4,8 +4,8 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "engine/podman/environment.h"
-#include "engine/podman/podman_client.h"
+#include "engine/engine.h"
+#include "engine/environments.h"
 #include "pipeline/run_result.h"
 #include "contract/seed_snapshot.h"
 #include "util/digest.h"
@@ -20,43 +20,35 @@ using nlohmann::json;
 struct EnvOptions {
   std::string action;
   ProjectOptions project;
+  BackendOptions backend;
   bool rebuild = false;
   bool all = false;
   bool json = false;
 };
 
-std::string env_label_value(const json& image, const std::string& key) {
-  if (image.contains("Labels") && image["Labels"].is_object()) return image["Labels"].value(key, "");
-  return "";
-}
-
-std::string env_tag(const json& image) {
-  if (image.contains("Names") && image["Names"].is_array()) {
-    for (const auto& n : image["Names"]) {
-      if (n.is_string() && n.get<std::string>().rfind(kEnvironmentRepo, 0) == 0) return n.get<std::string>();
-    }
-  }
-  return "";
+// The engine's environments (environments.h), or the engine's word on why
+// it has none.
+Result<std::unique_ptr<Engine>> environment_engine(const Config& config, const BackendOptions& backend) {
+  auto factory = engine_factory(backend, config, default_run_store());
+  if (!factory) return factory.error();
+  return (*factory)();
 }
 
 }  // namespace
 
 Status use_environment(Config* config, const BackendOptions& backend, bool rebuild) {
   if (!config->environment.present) return ok_status();
-  if (backend.backend != "podman") {
-    return usage_error("environment: --backend " + backend.backend +
-                       " cannot use a built environment yet (the image exists only in the local podman); "
-                       "use --backend podman, or push the image and name it in images.sandbox");
-  }
-  auto socket = podman_socket_from_env();
-  if (!socket) return socket.error();
-  PodmanClient podman(*socket);
-  return resolve_environment(podman, config, rebuild, [](const std::string& line) { progress_line(line); });
+  auto engine = environment_engine(*config, backend);
+  if (!engine) return engine.error();
+  auto envs = (*engine)->environments();
+  if (!envs) return envs.error();
+  return (*envs)->resolve(config, rebuild, [](const std::string& line) { progress_line(line); });
 }
 
 int cmd_env(const std::vector<std::string>& args) {
   EnvOptions opt;
-  ArgParser p("env", "build [--seed DIR] [--config FILE] [--rebuild] [--json] | list [--json] | prune [--all] [--config FILE] [--json]",
+  ArgParser p("env", "build [--seed DIR] [--config FILE] [--rebuild] [--json] | list [--json] | prune [--all] [--config FILE] [--json]\n"
+              "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE]",
               "The project's test image, from the config's `environment:` (base + setup + inputs): built\n"
               "with network in a set-up container (no secrets, the inputs copied in, the seed never\n"
               "mounted), committed as localhost/lazyagent-env:<key>, where the key hashes the base image,\n"
@@ -67,14 +59,21 @@ int cmd_env(const std::vector<std::string>& args) {
   p.option("--config", &opt.project.config, "FILE", kConfigOptionHelp);
   p.flag("--rebuild", &opt.rebuild, "build: build even when the image exists");
   p.flag("--all", &opt.all, "prune: remove the config's own environment too");
+  add_backend_options(p, &opt.backend);
   p.flag("--json", &opt.json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   if (opt.action != "build" && opt.action != "list" && opt.action != "prune") {
     return report_error(usage_error("env: unknown action '" + opt.action + "' (build, list or prune)"), opt.json);
   }
-  auto socket = podman_socket_from_env();
-  if (!socket) return report_error(socket.error(), opt.json);
-  PodmanClient podman(*socket);
+  // The engine that builds and keeps the images (environments.h); one that
+  // cannot says why.
+  auto engine_config = load_config_or_default(opt.project.config);
+  if (!engine_config) return report_error(engine_config.error(), opt.json);
+  auto engine = environment_engine(*engine_config, opt.backend);
+  if (!engine) return report_error(engine.error(), opt.json);
+  auto envs = (*engine)->environments();
+  if (!envs) return report_error(envs.error(), opt.json);
+  Environments& environments = **envs;
 
   if (opt.action == "build") {
     auto config = project_config(opt.project, "env build");
@@ -86,7 +85,7 @@ int cmd_env(const std::vector<std::string>& args) {
     }
     if (auto st = check_seed_dir(config->seed); !st) return report_error(st.error().context("env build"), opt.json);
     Config c = *config;
-    auto st = resolve_environment(podman, &c, opt.rebuild, [](const std::string& line) { progress_line(line); });
+    auto st = environments.resolve(&c, opt.rebuild, [](const std::string& line) { progress_line(line); });
     if (!st) {
       if (opt.json) {
         // An infra_error, like a failed sandbox: the step and its log in "error".
@@ -104,17 +103,9 @@ int cmd_env(const std::vector<std::string>& args) {
     return 0;
   }
 
-  auto images = podman.images_by_label(kEnvironmentRoleLabel);
-  if (!images) return report_error(images.error(), opt.json);
-  json rows = json::array();
-  for (const auto& img : *images) {
-    rows.push_back({{"image", env_tag(img)},
-                    {"key", env_label_value(img, kEnvironmentKeyLabel)},
-                    {"id", img.value("Id", "")},
-                    {"base", env_label_value(img, "io.lazyagent.env.base")},
-                    {"size", img.value("Size", 0L)},
-                    {"created", img.value("Created", 0L)}});
-  }
+  auto listed = environments.list();
+  if (!listed) return report_error(listed.error(), opt.json);
+  const json& rows = *listed;
   if (opt.action == "list") {
     if (opt.json) {
       std::cout << json{{"environments", rows}}.dump(2) << std::endl;
@@ -132,17 +123,7 @@ int cmd_env(const std::vector<std::string>& args) {
 
   // prune: everything but the config's own key (when it has one), unless --all.
   std::string keep;
-  if (!opt.all) {
-    auto config = load_config_or_default(opt.project.config);
-    if (!config) return report_error(config.error(), opt.json);
-    if (config->environment.present && !config->seed.empty()) {
-      Config c = *config;
-      auto inputs = read_environment_inputs(c.environment, c.seed);
-      const std::string base = c.environment.base.empty() ? c.images.sandbox : c.environment.base;
-      auto base_img = podman.image_inspect(base, "environment.base");
-      if (inputs && base_img) keep = environment_key(c.environment, base, base_img->value("Id", ""), *inputs);
-    }
-  }
+  if (!opt.all) keep = environments.current_key(*engine_config);
   json removed = json::array(), kept = json::array(), failed = json::array();
   for (const auto& r : rows) {
     const std::string key = r["key"].get<std::string>();
@@ -151,7 +132,7 @@ int cmd_env(const std::vector<std::string>& args) {
       kept.push_back(what);
       continue;
     }
-    if (auto st = podman.image_remove(r["id"].get<std::string>()); !st) {
+    if (auto st = environments.remove(r["id"].get<std::string>()); !st) {
       failed.push_back({{"image", what}, {"error", st.error().message}});
     } else {
       removed.push_back(what);

@@ -17,7 +17,7 @@
 #include "eval/eval_summary.h"
 #include "eval/eval_tasks.h"
 #include "util/interrupt.h"
-#include "engine/k8s/k8s_engine.h"
+#include "policy/runtime_policy.h"
 #include "store/run_store.h"
 #include "eval/swe_bench.h"
 #include "eval/swebench_report.h"
@@ -184,8 +184,9 @@ int cmd_eval(const std::vector<std::string>& args) {
   auto config = load_config_or_default(opt.config);
   if (!config) return fail(config.error());
   if (opt.accept_weaker) config->engine.accept_weaker_policy = true;
-  if (opt.backend.backend == "podman" && config->engine.runtime != "runc") {
+  if (config->engine.runtime != kRuntimeRunc) {
     // One podman service runs every task; gVisor's is another (runtime_engine.h).
+    // (Kubernetes takes its runtime from k8s.runtime_class.)
     return fail(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
                             "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
                             "for gVisor, or set engine.runtime: runc)"));
@@ -258,30 +259,26 @@ int cmd_eval(const std::vector<std::string>& args) {
   // What this host's engine cannot enforce (a rootless podman on cgroup v1:
   // memory, pids, cpu) refuses the whole eval here, exit 2, before any task:
   // never one infra_error per task, retried for nothing.
-  if (auto st = (*factory)()->check_policy(*config); !st) return fail(st.error().context("eval"));
-  const bool k8s = opt.backend.backend == "k8s";
+  const auto first_engine = (*factory)();
+  if (auto st = first_engine->check_policy(*config); !st) return fail(st.error().context("eval"));
+  const EnginePlacement placement = first_engine->placement();
 
   EvalOptions eo;
   eo.config = *config;
   eo.timeout_seconds = opt.timeout ? opt.timeout : config->timeouts.test_seconds;
   eo.jobs = static_cast<int>(opt.jobs);
-  // The cluster schedules the pods: by default no extra threads prepare ahead there.
-  eo.prepare = static_cast<int>(opt.prepare >= 0 ? opt.prepare : k8s ? 0 : opt.jobs);
+  // Where a cluster schedules the pods, by default no extra threads prepare ahead.
+  eo.prepare = static_cast<int>(opt.prepare >= 0 ? opt.prepare : placement.prepare_ahead ? opt.jobs : 0);
   eo.attempts.reruns = static_cast<int>(opt.rerun);
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks.empty() ? opt.predictions : opt.tasks) : opt.out;
   eo.seed_sha256 = std::move(seed_hashes);
   eo.backend = opt.backend.backend;
-  if (k8s) {
-    const K8sRunSettings ks = k8s_settings_from_config(*config);
-    eo.k8s_namespace = opt.backend.ns.empty() ? ks.ns : opt.backend.ns;
-    eo.k8s_runtime_class = ks.runtime_class;
-  }
+  eo.placement = placement.settings;
   eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
-                " job(s), " + (k8s ? "Kubernetes namespace " + (opt.backend.ns.empty() ? config->k8s.ns : opt.backend.ns) + ", "
-                                  : std::string()) +
+                " job(s), " + (placement.where.empty() ? std::string() : placement.where + ", ") +
                 "results in " + eo.out_dir);
   EvalProgress progress(std::cerr, isatty(STDERR_FILENO) == 1, parsed->tasks.size());
   progress.start();

@@ -7,6 +7,7 @@
 #include "cli/event_stream.h"
 #include "cli/run_command.h"
 #include "engine/engine.h"
+#include "engine/warm_pool.h"
 #include "contract/planner_task.h"
 #include "contract/seed_snapshot.h"
 
@@ -76,7 +77,7 @@ int cmd_run(const std::vector<std::string>& args) {
   RunRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
-  if (req.config.engine.warm > 0) engine->defer_removals();
+  if (WarmPool* pool = engine->warm_pool(); pool != nullptr && req.config.engine.warm > 0) pool->defer_removals();
   const ProgressFn progress = start.progress(&req.events);
   auto result = run_agent(req, *engine, store, progress);
   if (start.events) start.events->finish(result);

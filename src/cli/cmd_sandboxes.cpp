@@ -8,9 +8,8 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "engine/podman/podman_client.h"
-#include "engine/podman/warm_spares.h"
 #include "engine/engine.h"
+#include "engine/warm_pool.h"
 #include "pipeline/session.h"
 #include "util/terminal_text.h"
 
@@ -18,21 +17,42 @@ namespace lazyagent {
 
 using nlohmann::json;
 
-json sandboxes_json(const RunStore& store, std::size_t n) {
+namespace {
+
+// The engine that answers for `sandboxes`, or why there is none (the note).
+std::unique_ptr<Engine> listing_engine(const RunStore& store, const BackendOptions& backend,
+                                       const std::string& config_path, std::string* note) {
+  auto config = load_config_or_default(config_path);
+  if (!config) {
+    *note = config.error().message;
+    return nullptr;
+  }
+  auto factory = engine_factory(backend, *config, store);
+  if (!factory) {
+    *note = factory.error().message;
+    return nullptr;
+  }
+  return (*factory)();
+}
+
+}  // namespace
+
+json sandboxes_json(const RunStore& store, std::size_t n, const BackendOptions& backend, const std::string& config_path) {
   std::vector<std::string> problems;
   auto records = store.recent(n, &problems);
 
-  std::unique_ptr<PodmanClient> podman;
   std::string engine_note;
-  if (auto socket = podman_socket_from_env(); socket) {
-    podman = std::make_unique<PodmanClient>(*socket);
-    if (auto v = podman->ping(); !v) {
-      engine_note = v.error().message;
-      podman.reset();
+  std::unique_ptr<Engine> engine = listing_engine(store, backend, config_path, &engine_note);
+  // Asked until it first fails to answer (then the note says why).
+  auto exists_in_engine = [&](const std::string& id) -> json {
+    if (!engine || !engine_note.empty()) return nullptr;
+    auto e = engine->sandbox_exists(id);
+    if (!e) {
+      engine_note = e.error().message;
+      return nullptr;
     }
-  } else {
-    engine_note = socket.error().message;
-  }
+    return *e;
+  };
 
   json rows = json::array();
   for (const auto& r : records) {
@@ -49,11 +69,13 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
       if (owner_gone) reason = "its process is gone (killed or crashed): `lazyagent-oci reap` closes it as interrupted";
     }
     const std::string id = r.value("sandbox_id", "");
-    json exists = nullptr;  // unknown
-    if (podman && !id.empty()) {
-      if (auto e = podman->exists(id); e) exists = *e;
-    } else if (id.empty()) {
+    // Only the engine that ran it can tell (records before `backend` was
+    // recorded are podman's); otherwise unknown.
+    json exists = nullptr;
+    if (id.empty()) {
       exists = false;
+    } else if (engine && r.value("backend", std::string("podman")) == engine->name()) {
+      exists = exists_in_engine(id);
     }
     rows.push_back({{"run_id", r.value("run_id", "")},
                     {"kind", r.value("kind", "")},
@@ -66,12 +88,13 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
                     {"owner_alive", is_finished_status(status) ? json(nullptr) : json(!owner_gone)},
                     {"updated_at", r.value("updated_at", 0L)}});
   }
-  // Warm spares (warm_spares.h): podman's, not the run store's.
+  // Warm spares (warm_pool.h): the engine's, not the run store's.
   json spares = json::array();
-  if (podman) {
-    if (auto list = list_spares(*podman, &store); list) {
-      const std::time_t now = std::time(nullptr);
-      for (const auto& s : *list) spares.push_back(spare_json(s, now));
+  if (WarmPool* pool = engine ? engine->warm_pool() : nullptr; pool != nullptr && engine_note.empty()) {
+    if (auto list = pool->spares_json(std::time(nullptr)); list) {
+      spares = std::move(*list);
+    } else {
+      engine_note = list.error().message;
     }
   }
   // Open sessions (session.h): their working copies outlive each command.
@@ -83,13 +106,17 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
 }
 
 int cmd_sandboxes(const std::vector<std::string>& args) {
-  std::string count = "20";
+  std::string count = "20", config_path;
   bool as_json = false;
-  ArgParser p("sandboxes", "[N] [--json]",
+  BackendOptions backend;
+  ArgParser p("sandboxes", "[N] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Lists the sandboxes of the N most recent runs (default 20) from the run store, and\n"
-              "whether each container still exists in podman (it should not: they are removed),\n"
-              "then the warm spares podman holds (`warm`).");
+              "whether each still exists in the engine that ran it (it should not: they are removed;\n"
+              "? when the engine given is not the run's, or cannot be asked), then the warm spares\n"
+              "podman holds (`warm`).");
   p.positional("N", &count, false, "how many runs to show");
+  add_backend_options(p, &backend);
+  p.option("--config", &config_path, "FILE", "config file (podman: its runtime's service; Kubernetes: its k8s.namespace)");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
   long n = 0;
@@ -101,7 +128,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
   if (n < 1 || n > 100000) return report_error(usage_error("sandboxes: N must be a positive integer, got '" + count + "'"), as_json);
 
   const RunStore store = default_run_store();
-  const json out = sandboxes_json(store, static_cast<std::size_t>(n));
+  const json out = sandboxes_json(store, static_cast<std::size_t>(n), backend, config_path);
   const json& rows = out["sandboxes"];
   const json& spares = out["spares"];
   const std::string engine_note = out.value("engine", "");
@@ -135,7 +162,7 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
               << (s.contains("expired") ? "expired" : "expires in " + std::to_string(s.value("expires_in", 0L)) + " s")
               << "\n";
   }
-  if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
+  if (!engine_note.empty()) std::cerr << "note: the " << backend.backend << " engine did not answer, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
   for (const auto& pr : out["problems"]) std::cerr << "note: " << escape_for_terminal(pr.get<std::string>()) << "\n";
   return 0;
 }
@@ -146,10 +173,11 @@ int cmd_reap(const std::vector<std::string>& args) {
   BackendOptions backend;
   ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
-              "lazyagent-oci containers (found by label), private seed copies and interrupted writes, and\n"
-              "every unclaimed warm spare (`warm`), and sessions past their idle TTL or maximum age; on\n"
-              "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
-              "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
+              "lazyagent-oci containers (found by label), private seed copies and every unclaimed warm\n"
+              "spare (`warm`); on Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and\n"
+              "NetworkPolicies labelled io.lazyagent.run. On both it removes the run store's interrupted\n"
+              "writes and sessions past their idle TTL or maximum age, and closes those runs' records as\n"
+              "`interrupted`, with the reason.\n"
               "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
               "--all is given; their records always).");
   p.flag("--all", &all, "also remove what runs still in progress use");
@@ -165,18 +193,19 @@ int cmd_reap(const std::vector<std::string>& args) {
   auto report = engine->reap(all);
   if (!report) return report_error(report.error(), as_json);
   // Warm spares are made to outlive their maker; `reap` removes them all.
-  if (auto spares = engine->remove_spares(); spares) {
-    report->removed.insert(report->removed.end(), spares->begin(), spares->end());
-  } else {
-    report->errors.push_back(spares.error().message);
-  }
-  // Sessions past their idle TTL or maximum age (session.h); after the engine's
-  // reap, so that a killed command's container is gone before its copy.
-  if (backend.backend == "podman") {
-    for (auto& closed : reap_sessions(SessionStore(default_run_store()), static_cast<std::int64_t>(std::time(nullptr)),
-                                      &report->errors)) {
-      report->removed.push_back("session " + closed);
+  if (WarmPool* pool = engine->warm_pool()) {
+    if (auto spares = pool->remove_spares(); spares) {
+      report->removed.insert(report->removed.end(), spares->begin(), spares->end());
+    } else {
+      report->errors.push_back(spares.error().message);
     }
+  }
+  // Sessions past their idle TTL or maximum age (session.h): the run store's,
+  // swept whatever the engine; after the engine's reap, so that a killed
+  // command's container is gone before its copy.
+  for (auto& closed : reap_sessions(SessionStore(default_run_store()), static_cast<std::int64_t>(std::time(nullptr)),
+                                    &report->errors)) {
+    report->removed.push_back("session " + closed);
   }
   if (as_json) {
     json out = {{"backend", backend.backend},
@@ -187,7 +216,10 @@ int cmd_reap(const std::vector<std::string>& args) {
                 {"records_closed", report->records_closed},
                 {"cgroups_removed", report->cgroups_removed},
                 {"errors", report->errors}};
-    if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
+    // Where the engine works beyond the config (Kubernetes: its namespace).
+    if (const auto where = engine->placement().settings; where.is_object() && where.contains("namespace")) {
+      out["namespace"] = where["namespace"];
+    }
     std::cout << out.dump(2) << std::endl;
   } else {
     for (const auto& r : report->removed) std::cout << "removed " << r << "\n";

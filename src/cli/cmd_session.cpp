@@ -9,6 +9,7 @@
 
 #include "cli/cli_args.h"
 #include "cli/session_command.h"
+#include "engine/warm_pool.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -115,13 +116,15 @@ std::string command_text(const std::vector<std::string>& words) {
 // The deferred removals of one command, in a detached child that holds the
 // session's removals lock (shared) until they are done.
 void remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id) {
+  WarmPool* pool = engine.warm_pool();
+  if (pool == nullptr) return;  // nothing was deferred
   auto lock = sessions.removals_lock(id, false);
   if (!lock) {
-    (void)engine.finish_removals();
+    (void)pool->finish_removals();
     return;
   }
-  if (fork_detached(engine) != 0) return;  // the parent's lock closes; the child's copy holds it
-  ::_exit(engine.finish_removals() ? 0 : 1);
+  if (fork_detached(*pool) != 0) return;  // the parent's lock closes; the child's copy holds it
+  ::_exit(pool->finish_removals() ? 0 : 1);
 }
 
 int session_exec(const std::vector<std::string>& args) {
@@ -165,7 +168,7 @@ int session_exec(const std::vector<std::string>& args) {
   // The command's container is removed after the result is out (its process
   // has exited: nothing of it runs), by a child holding the session's
   // removals lock, for which `close` waits.
-  s->engine->defer_removals();
+  if (WarmPool* pool = s->engine->warm_pool()) pool->defer_removals();
   auto r = exec_in_session(id, s->config, req, *s->engine, SessionStore(store), nullptr);
   struct RemoveAfter {
     Engine& engine;

@@ -11,6 +11,7 @@
 #include "contract/junit_report.h"
 #include "contract/patch_contract.h"
 #include "engine/engine.h"
+#include "engine/warm_pool.h"
 #include "pipeline/sandbox_run.h"
 #include "contract/seed_snapshot.h"
 #include "pipeline/triage_run.h"
@@ -95,7 +96,7 @@ int cmd_test(const std::vector<std::string>& args) {
   TestRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
-  if (req.config.engine.warm > 0) engine->defer_removals();
+  if (WarmPool* pool = engine->warm_pool(); pool != nullptr && req.config.engine.warm > 0) pool->defer_removals();
 
   const ProgressFn progress = start.progress(&req.events);
   auto result = run_judged_test(req, prepared->judge, *engine, store, progress);

@@ -13,22 +13,23 @@
 #include "cli/cli_args.h"
 #include "contract/seed_snapshot.h"
 #include "engine/engine.h"
+#include "engine/warm_pool.h"
 #include "pipeline/sandbox_run.h"
 
 namespace lazyagent {
 
 using nlohmann::json;
 
-pid_t fork_detached(Engine& engine) {
+pid_t fork_detached(WarmPool& pool) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = ::fork();
   if (pid < 0) {
-    (void)engine.finish_removals();
+    (void)pool.finish_removals();
     return pid;
   }
   if (pid > 0) {  // the parent: the child has the sandboxes to remove
-    engine.forget_removals();
+    pool.forget_removals();
     return pid;
   }
   // The child: its own session, no terminal, nothing of the caller's pipes
@@ -44,8 +45,10 @@ pid_t fork_detached(Engine& engine) {
 }
 
 void after_result(const Config& config, long timeout_seconds, const EngineFactory& factory, Engine& engine) {
+  WarmPool* pool = engine.warm_pool();
+  if (pool == nullptr) return;  // nothing deferred, no spares to make
   if (config.engine.warm <= 0 || !factory) {
-    (void)engine.finish_removals();
+    (void)pool->finish_removals();
     return;
   }
   // One refill per run store at a time: the child inherits this lock and
@@ -56,15 +59,15 @@ void after_result(const Config& config, long timeout_seconds, const EngineFactor
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
     if (lock >= 0) ::close(lock);
-    (void)engine.finish_removals();
+    (void)pool->finish_removals();
     return;
   }
-  const pid_t pid = fork_detached(engine);
+  const pid_t pid = fork_detached(*pool);
   if (pid != 0) {  // the parent (or no child: removed already)
     ::close(lock);
     return;
   }
-  int code = engine.finish_removals() ? 0 : 1;
+  int code = pool->finish_removals() ? 0 : 1;
   {
     const auto fresh = factory();
     if (!keep_warm(config, timeout_seconds, *fresh, static_cast<int>(config.engine.warm))) code = 1;
@@ -106,6 +109,9 @@ int cmd_warm(const std::vector<std::string>& args) {
   auto factory = engine_factory(backend, *config, store);
   if (!factory) return report_error(factory.error(), as_json);
   const auto engine = (*factory)();
+  if (engine->warm_pool() == nullptr) {
+    return report_error(usage_error(std::string("warm: the ") + engine->name() + " engine keeps no warm spares"), as_json);
+  }
   if (auto st = engine->check([](const std::string& s) { progress_line(s); }); !st) return report_error(st.error(), as_json);
   const int n = static_cast<int>(count ? count : std::max<std::int64_t>(config->engine.warm, 1));
   if (!as_json) progress_line("making warm spares (" + std::to_string(n) + ")");

@@ -20,6 +20,8 @@
 //                          the destructor does the same on every other path
 //   Engine::prepare_planner  the planner with its task (planner_run.h)
 //   Engine::reap           remove what runs whose owner died left behind
+//   Engine::warm_pool      optional: warm spares (warm_pool.h)
+//   Engine::environments   optional: project test images (environments.h)
 //
 // Engines are used from one thread at a time (eval gives each worker its own).
 // A recording fake (tests/unit/fake_engine.h) drives the pipeline's logic in
@@ -81,6 +83,12 @@ struct PlannerSpec {
   const SeedSnapshot* seed = nullptr;
 };
 
+// A claimed warm spare, as the run's record shows it.
+struct SpareClaim {
+  std::string report_nonce;  // the spare's own (the run's evidence uses it)
+  nlohmann::json warm;       // {"spare": ..., "key": ...}
+};
+
 struct ContainerExit {
   int exit_code = -1;
   bool timed_out = false;     // killed at the deadline
@@ -111,11 +119,11 @@ class Container {
   virtual Status remove() = 0;
   // Engine-specific facts for the record (Kubernetes: object names).
   virtual nlohmann::json describe() const { return nlohmann::json::object(); }
-  // A claimed warm spare's report nonce ("" = the run's own) and what it was.
-  virtual std::string report_nonce() const { return ""; }
-  // remove() handed the container to Engine::finish_removals (defer_removals).
+  // A claimed warm spare (warm_pool.h): its report nonce and what it was;
+  // null for a sandbox made for the run.
+  virtual const SpareClaim* spare() const { return nullptr; }
+  // remove() handed the container to WarmPool::finish_removals (defer_removals).
   virtual bool removal_deferred() const { return false; }
-  virtual nlohmann::json warm() const { return nullptr; }
 };
 
 class Sandbox : public Container {
@@ -136,12 +144,39 @@ class Sandbox : public Container {
   }
 };
 
-// A sandbox whose removal waits for Engine::finish_removals.
+// A sandbox whose removal waits for WarmPool::finish_removals.
 struct DeferredRemoval {
   std::string id;   // the container
   std::string dir;  // its private copy ("" = none)
   std::string cgroup_parent;  // its run's cgroup (cgroup_usage.h; "" = none)
 };
+
+// Where an engine runs its sandboxes, beyond what the config says.
+struct EnginePlacement {
+  // Part of eval's resume key, under the engine's name (Kubernetes:
+  // namespace and runtime_class); null = nothing beyond the config.
+  nlohmann::json settings;
+  std::string where;           // for eval's progress line ("" = nothing to say)
+  bool prepare_ahead = true;   // extra threads preparing sandboxes help (not where a cluster schedules)
+  // Sandboxes run on this machine and can bind-mount a host directory (a
+  // session's working copy, SandboxSpec::session_copy).
+  bool on_this_host = false;
+};
+
+// The provider's settings as `configure` read them from the environment.
+struct ProviderValues {
+  std::string base_url, model, api_key;
+};
+
+// What `configure` stored, for the user: never a value.
+struct ProviderStored {
+  nlohmann::json json;             // what --json prints
+  std::vector<std::string> lines;  // what it prints otherwise
+  std::string note;                // a warning for stderr ("" = none)
+};
+
+class WarmPool;
+class Environments;
 
 class Engine {
  public:
@@ -158,27 +193,38 @@ class Engine {
   virtual Status check(const ProgressFn& progress) = 0;
   virtual Result<std::string> image_digest(const std::string& image) = 0;  // "" = known after the run
   virtual Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) = 0;
-  // Makes warm spares for sandboxes like `spec`'s (no seed, no writes) until
-  // `count` unclaimed ones are there; returns their names. Engines without
-  // spares make none.
-  virtual Result<std::vector<std::string>> keep_warm(const SandboxSpec&, int) { return std::vector<std::string>{}; }
 
   // The provider settings the planner needs exist (podman secrets, a Secret).
   virtual Status check_planner(const Config& config) = 0;
+  // `configure`: the settings stored where this engine's planner reads them
+  // (podman: the config's three secrets; Kubernetes: one Secret), replacing
+  // what is there; a base URL the planner could not use is refused. No value
+  // appears in the result or in an error.
+  virtual Result<ProviderStored> store_provider(const Config& config, const ProviderValues& values) = 0;
   virtual Result<std::string> planner_image_digest(const Config& config) = 0;
   virtual Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) = 0;
 
+  // What runs whose owner died left behind, removed; then the run store's
+  // sweep (store_sweep.h), on every engine.
   virtual Result<ReapReport> reap(bool all) = 0;
-  // From now on a sandbox's remove() hands its container and private copy to
-  // finish_removals instead of removing them (engine.warm: the CLI removes
-  // them after printing the result, in the process that makes the next
-  // spare). A crash before finish_removals leaves them to the reaper, as any
-  // crash does. forget_removals drops the list (the forked child has it).
-  virtual void defer_removals() {}
-  virtual Status finish_removals() { return ok_status(); }
-  virtual void forget_removals() {}
-  // Removes every unclaimed warm spare (`reap`); returns "name (id)" of each.
-  virtual Result<std::vector<std::string>> remove_spares() { return std::vector<std::string>{}; }
+
+  // Whether the sandbox `id` (a run record's sandbox_id, made by this
+  // engine) still exists; an error when the engine cannot be asked.
+  virtual Result<bool> sandbox_exists(const std::string& id) = 0;
+  // What this process (pid) made and has not removed (an interrupted run's
+  // leftovers, named for the user); the CLI checks after an interruption.
+  virtual Result<std::vector<std::string>> left_by_process(int pid) = 0;
+  // Where the sandboxes run beyond what the config says (eval's resume key,
+  // its progress line, how many sandboxes it prepares ahead).
+  virtual EnginePlacement placement() const { return {}; }
+
+  // Optional parts: null (or the error saying why) where the engine has none.
+  // Warm spares (warm_pool.h): podman only.
+  virtual WarmPool* warm_pool() { return nullptr; }
+  // Project test images (environments.h); the error says what to do instead.
+  virtual Result<Environments*> environments() {
+    return usage_error(std::string("environment: the ") + name() + " engine cannot build an environment");
+  }
 };
 
 }  // namespace lazyagent

@@ -40,9 +40,7 @@ json decisive_settings_json(const DecisiveSettings& s) {
   };
   // The evidence mode decides verdicts (runner_driver.h): "auto" by default.
   j["report"] = report_mode(c.report);
-  if (s.backend == "k8s") {
-    j["k8s"] = {{"namespace", s.k8s_namespace}, {"runtime_class", s.k8s_runtime_class}};
-  }
+  if (!s.placement.is_null()) j[s.backend] = s.placement;
   if (s.instruction) {
     j["planner"] = {{"image", c.images.planner},
                     {"timeout_seconds", c.timeouts.planner_seconds},

@@ -56,8 +56,10 @@ struct DecisiveSettings {
   int reruns = 0;
   bool instruction = false;      // the planner runs: its settings count too
   std::string backend = "podman";
-  std::string k8s_namespace;     // --backend k8s only
-  std::string k8s_runtime_class;
+  // Where the engine runs sandboxes beyond the config (EnginePlacement::
+  // settings: Kubernetes' namespace and runtime class), under the backend's
+  // name; null = nothing.
+  nlohmann::json placement;
 };
 
 // The settings as a canonical document (its sha256 is ResumeKey::config).

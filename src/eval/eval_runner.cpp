@@ -76,10 +76,7 @@ class ResumeKeys {
     s.reruns = opt_.attempts.reruns;
     s.instruction = task.is_instruction();
     s.backend = opt_.backend;
-    if (opt_.backend == "k8s") {
-      s.k8s_namespace = opt_.k8s_namespace;
-      s.k8s_runtime_class = opt_.k8s_runtime_class;
-    }
+    s.placement = opt_.placement;
     return decisive_settings_sha256(s);
   }
 

@@ -65,11 +65,10 @@ struct EvalOptions {
   // (`eval` does, to refuse an unreadable one before anything runs); the
   // resume keys use them instead of reading the seeds again.
   std::map<std::string, std::string> seed_sha256;
-  // The backend and, on Kubernetes, where the sandboxes run: part of the
-  // resume key's config (eval_resume.h). open_engine makes the engines.
+  // The engine's name and placement (Engine::placement): part of the resume
+  // key's config (eval_resume.h). open_engine makes the engines.
   std::string backend = "podman";
-  std::string k8s_namespace;
-  std::string k8s_runtime_class;
+  nlohmann::json placement;
   // One engine per worker thread, each with its own connection; called on
   // the main thread before any worker starts (libcurl's first handle set-up
   // is not thread-safe).

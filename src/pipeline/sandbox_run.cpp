@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "contract/change_set.h"
+#include "engine/warm_pool.h"
 #include "util/digest.h"
 #include "util/elapsed.h"
 #include "util/interrupt.h"
@@ -257,10 +258,10 @@ class TestPipeline {
     if (!sandbox) return sandbox.error();
     sandbox_ = std::move(*sandbox);
     // A warm spare was made with its own nonce: the run's evidence uses it.
-    if (const std::string nonce = sandbox_->report_nonce(); !nonce.empty()) {
-      evidence_ = plan_evidence(req_.config.test_command, req_.config.report, nonce);
+    if (const SpareClaim* spare = sandbox_->spare(); spare != nullptr && !spare->report_nonce.empty()) {
+      evidence_ = plan_evidence(req_.config.test_command, req_.config.report, spare->report_nonce);
       run_config_.test_command = evidence_.command;
-      res_.warm = sandbox_->warm();
+      res_.warm = spare->warm;
     }
     return ok_status();
   }
@@ -415,6 +416,8 @@ Status write_result_record(const RunStore& store, const Engine& engine, const Te
 }
 
 Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_seconds, Engine& engine, int count) {
+  WarmPool* pool = engine.warm_pool();
+  if (pool == nullptr) return std::vector<std::string>{};  // an engine without spares
   SandboxPolicy policy = policy_from_config(config, timeout_seconds);
   engine.adapt_policy(&policy);
   if (auto st = engine.check_policy(config); !st) return st.error();
@@ -426,7 +429,7 @@ Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_se
   spec.policy = std::move(policy);
   spec.image_digest = *digest;
   spec.command_for = evidence_command_for(config);
-  return engine.keep_warm(spec, count);
+  return pool->keep_warm(spec, count);
 }
 
 Result<TestResult> run_test(const TestRequest& req, Engine& engine, const RunStore& store,

@@ -125,7 +125,7 @@ class ExecSteps {
 };
 
 Status check_engine_supports_sessions(const Engine& engine) {
-  if (std::string(engine.name()) != "podman") {
+  if (!engine.placement().on_this_host) {
     return usage_error(std::string("sessions run on the podman backend only (the ") + engine.name() +
                        " engine cannot bind-mount a working copy)");
   }

@@ -40,6 +40,7 @@ TEST_CASE("eval resume key: every decisive setting changes the config hash") {
   edit("baseline", [](DecisiveSettings& s) { s.baseline = false; });
   edit("reruns", [](DecisiveSettings& s) { s.reruns = 2; });
   edit("backend", [](DecisiveSettings& s) { s.backend = "k8s"; });
+  edit("placement", [](DecisiveSettings& s) { s.placement = {{"namespace", "other"}}; });
   edit("instruction task (planner settings count)", [](DecisiveSettings& s) { s.instruction = true; });
   for (const auto& [what, s] : edits) {
     INFO(what);
@@ -65,4 +66,13 @@ TEST_CASE("eval resume key: a task's input is its patch text, or its instruction
   CHECK(task_input_sha256("{\"files\":[]}", "") != task_input_sha256("{\"files\": []}", ""));
   CHECK(task_input_sha256("", "fix add") != task_input_sha256("", "fix sub"));
   CHECK(task_input_sha256("", "fix add") != task_input_sha256("fix add", ""));
+}
+
+TEST_CASE("eval resume key: an engine's placement sits under its name, as the k8s keys always did") {
+  DecisiveSettings s;
+  CHECK_FALSE(decisive_settings_json(s).contains("podman"));  // podman places nothing beyond the config
+  s.backend = "k8s";
+  s.placement = {{"namespace", "lz"}, {"runtime_class", "gvisor"}};
+  const auto j = decisive_settings_json(s);
+  CHECK(j["k8s"] == nlohmann::json({{"namespace", "lz"}, {"runtime_class", "gvisor"}}));
 }

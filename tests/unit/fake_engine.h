@@ -92,10 +92,22 @@ class Engine : public lazyagent::Engine {
     return lazyagent::ok_status();
   }
   Result<std::string> planner_image_digest(const lazyagent::Config&) override { return std::string("sha256:planner"); }
+  Result<lazyagent::ProviderStored> store_provider(const lazyagent::Config&, const lazyagent::ProviderValues&) override {
+    calls.push_back("store_provider");
+    return lazyagent::ProviderStored{};
+  }
   Result<std::unique_ptr<lazyagent::Container>> prepare_planner(const lazyagent::PlannerSpec& spec) override;
   Result<lazyagent::ReapReport> reap(bool) override {
     calls.push_back("reap");
     return lazyagent::ReapReport{};
+  }
+  Result<bool> sandbox_exists(const std::string& id) override {
+    calls.push_back("exists " + id);
+    return false;
+  }
+  Result<std::vector<std::string>> left_by_process(int) override {
+    calls.push_back("left_by_process");
+    return std::vector<std::string>{};
   }
 };
 

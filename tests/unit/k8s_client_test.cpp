@@ -1,7 +1,8 @@
 // The Kubernetes client against a real HTTP server (cpp-httplib on a loopback
 // ephemeral port) speaking the API's shapes: Status errors, lists, watch
 // streams (chunked, closed early, 410 Gone), collection deletes, pod logs.
-// Plus kubeconfig / in-cluster parsing and the pure request builders.
+// Plus kubeconfig / in-cluster parsing and the pure request builders, and
+// the engine's reap (the run store's sweep included) and record look-ups.
 #ifndef CPPHTTPLIB_OPENSSL_SUPPORT
 #define CPPHTTPLIB_OPENSSL_SUPPORT
 #endif
@@ -11,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
@@ -21,6 +23,8 @@
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/kubeconfig.h"
+#include "store/ownership.h"
+#include "store/run_store.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;
@@ -370,4 +374,62 @@ TEST_CASE("in-cluster config: service host/port, token, CA and namespace files")
   CHECK(c->ca_pem == "CA");
   CHECK(c->default_namespace == "work");
   CHECK_FALSE(in_cluster_config(nullptr, "443", tmp.path).ok());
+}
+
+TEST_CASE("k8s engine: reap sweeps the run store as on podman, a record's pod and a process's objects are asked of the API") {
+  FakeApi api;
+  api.server.Get("/api/v1/namespaces/ns1/pods/p-here", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"metadata":{"name":"p-here"}})", "application/json");
+  });
+  api.server.Get("/api/v1/namespaces/ns1/pods/p-gone", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content(status_body(404, "NotFound", "pods \"p-gone\" not found").dump(), "application/json");
+  });
+  api.server.Get("/apis/batch/v1/namespaces/ns1/jobs", [](const httplib::Request& req, httplib::Response& res) {
+    // reap lists every run's Jobs; left_by_process only this process's
+    const bool mine = req.get_param_value("labelSelector").find("io.lazyagent.pid=") != std::string::npos;
+    res.set_content(mine ? R"({"items":[{"metadata":{"name":"r-1-sandbox"}}]})" : R"({"items":[]})", "application/json");
+  });
+  api.server.Get(R"(/api.*)", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"items":[]})", "application/json");
+  });
+  api.start();
+
+  Tmp t;
+  RunStore store(t.path);
+  REQUIRE(store.ensure().ok());
+  // An interrupted write of a writer that is gone (no such pid), and a
+  // record whose process is gone: what the store's sweep removes and closes.
+  const std::string tmp_name = "r-20260101-000000-aaaaaa.json.tmp.999999999";
+  { std::ofstream(store.runs_dir() + "/" + tmp_name) << "{"; }
+  const std::string dead = "r-20260101-000000-dead00";
+  REQUIRE(store.write({{"run_id", dead}, {"status", "running"}, {"kind", "test"},
+                       {"owner", {{"user_host", current_owner().user_host}, {"pid", 999999999}, {"start_time", "1"}}}})
+              .ok());
+
+  K8sRunSettings s;
+  s.ns = "ns1";
+  K8sEngine engine(std::make_unique<K8sClient>(api.conn()), s, store);
+  auto report = engine.reap(false);
+  REQUIRE(report.ok());
+  CHECK(report->removed.empty());
+  CHECK(report->temp_files_removed == std::vector<std::string>{"runs/" + tmp_name});
+  CHECK(report->records_closed == std::vector<std::string>{dead});
+  CHECK_FALSE(std::filesystem::exists(store.runs_dir() + "/" + tmp_name));
+  CHECK((*store.read(dead))["status"] == "interrupted");
+
+  CHECK(*engine.sandbox_exists("ns1/p-here") == true);
+  CHECK(*engine.sandbox_exists("ns1/p-gone") == false);
+  CHECK(*engine.sandbox_exists("3f2a1b") == false);  // a podman container id: not this engine's
+  auto left = engine.left_by_process(4242);
+  REQUIRE(left.ok());
+  CHECK(*left == std::vector<std::string>{"Job ns1/r-1-sandbox"});
+  bool asked_with_owner = false;
+  for (const auto& r : api.seen()) {
+    if (r.find("io.lazyagent.pid=4242,io.lazyagent.owner=") != std::string::npos) asked_with_owner = true;
+  }
+  CHECK(asked_with_owner);
+  CHECK(engine.warm_pool() == nullptr);
+  CHECK_FALSE(engine.environments().ok());
+  CHECK(engine.placement().settings == json({{"namespace", "ns1"}, {"runtime_class", s.runtime_class}}));
 }

@@ -34,7 +34,7 @@ const std::vector<Floor> kFloors = {
     {3, "provider/"},
     {4, "store/"},
     {5, "export/"},
-    {6, "engine/engine.h"},
+    {6, "engine/engine.h"}, {6, "engine/warm_pool.h"}, {6, "engine/environments.h"},
     {7, "engine/podman/"}, {7, "engine/k8s/"},
     {8, "pipeline/"},
     {9, "eval/"},

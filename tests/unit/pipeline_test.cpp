@@ -438,3 +438,19 @@ TEST_CASE("pipeline: the baseline is cached per evidence mode", "[pipeline][driv
     CHECK(e.run_ids.size() == 2);
   }
 }
+
+TEST_CASE("warm spares are an engine's optional part: on an engine without a pool keep_warm asks it nothing") {
+  World w;
+  w.config.engine.warm = 2;
+  fake::Engine e;  // no warm_pool(): like the Kubernetes engine
+  REQUIRE(e.warm_pool() == nullptr);
+  auto made = keep_warm(w.config, 30, e, 2);
+  REQUIRE(made.ok());
+  CHECK(made->empty());
+  CHECK(e.calls.empty());  // no policy check, no image digest, nothing kept
+  // A run on it is the same as without engine.warm: no spare claimed, nothing deferred.
+  auto r = run_test(w.request(), e, w.store, nullptr);
+  REQUIRE(r.ok());
+  CHECK(r->warm.is_null());
+  CHECK(r->removal != "deferred");
+}

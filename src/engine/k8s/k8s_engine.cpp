@@ -226,4 +226,17 @@ Result<std::unique_ptr<Container>> K8sEngine::prepare_planner(const PlannerSpec&
       make_k8s_job(*k8s_, s_, spec.run_id, "planner", std::move(objects), d->planner_job, false, policy, *d));
 }
 
+EnginePlacement K8sEngine::placement() const {
+  EnginePlacement p;
+  p.settings = {{"namespace", s_.ns}, {"runtime_class", s_.runtime_class}};
+  p.where = "Kubernetes namespace " + s_.ns;
+  p.prepare_ahead = false;  // the cluster schedules the pods
+  return p;
+}
+
+Result<Environments*> K8sEngine::environments() {
+  return usage_error("environment: --backend k8s cannot use a built environment yet (the image exists only in the "
+                     "local podman); use --backend podman, or push the image and name it in images.sandbox");
+}
+
 }  // namespace lazyagent

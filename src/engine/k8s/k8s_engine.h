@@ -147,10 +147,18 @@ class K8sEngine : public Engine {
   Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override;
 
   Status check_planner(const Config& config) override;
+  // k8s_provider_secret.cpp
+  Result<ProviderStored> store_provider(const Config& config, const ProviderValues& values) override;
   Result<std::string> planner_image_digest(const Config&) override { return std::string(); }
   Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
 
   Result<ReapReport> reap(bool all) override;
+  // A record's sandbox_id is "namespace/pod".
+  Result<bool> sandbox_exists(const std::string& id) override;
+  // Jobs, ConfigMaps and NetworkPolicies labelled with this host's owner and `pid`.
+  Result<std::vector<std::string>> left_by_process(int pid) override;
+  EnginePlacement placement() const override;
+  Result<Environments*> environments() override;
 
  private:
   Result<K8sDocuments> documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,

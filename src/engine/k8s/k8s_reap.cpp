@@ -1,5 +1,6 @@
 // `reap` on Kubernetes: the objects of runs whose owner is gone, then the
-// run store's sweep (store_sweep.h), as on podman.
+// run store's sweep (store_sweep.h), as on podman; and what is left of a run
+// (a record's pod, an interrupted process's objects).
 #include "engine/k8s/k8s_engine.h"
 
 #include <netdb.h>
@@ -33,6 +34,29 @@ Result<ReapReport> K8sEngine::reap(bool all) {
   // killed while they ran): swept as on podman (store_sweep.h).
   if (report && store_) sweep_store(*store_, &*report);
   return report;
+}
+
+Result<bool> K8sEngine::sandbox_exists(const std::string& id) {
+  const auto slash = id.find('/');
+  if (slash == std::string::npos) return false;  // not a pod this engine named
+  auto pod = k8s_->get(kK8sPods, id.substr(0, slash), id.substr(slash + 1));
+  if (!pod) return pod.error();
+  return pod->has_value();
+}
+
+Result<std::vector<std::string>> K8sEngine::left_by_process(int pid) {
+  const auto owner = k8s_owner_labels("sandbox", "");
+  const std::string sel = std::string(kLabelPid) + "=" + std::to_string(pid) + "," + kLabelOwner + "=" +
+                          owner.at(kLabelOwner);
+  std::vector<std::string> left;
+  for (const K8sKind* kind : {&kK8sJobs, &kK8sConfigMaps, &kK8sNetworkPolicies}) {
+    auto l = k8s_->list(*kind, s_.ns, sel);
+    if (!l) return l.error();
+    for (const auto& item : l->value("items", json::array())) {
+      left.push_back(std::string(kind->name) + " " + s_.ns + "/" + item.value("/metadata/name"_json_pointer, std::string()));
+    }
+  }
+  return left;
 }
 
 Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all) {

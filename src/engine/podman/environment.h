@@ -45,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
+#include "engine/environments.h"
 #include "util/result.h"
 
 namespace lazyagent {
@@ -94,5 +95,19 @@ nlohmann::json setup_container_spec(const EnvironmentConfig& env, const std::str
 // to `progress`. No-op without an environment section.
 Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
                            const std::function<void(const std::string&)>& progress);
+
+// The podman engine's environments (Engine::environments), on one podman
+// service (the runc one: builds need a network). podman_environments.cpp.
+class PodmanEnvironments : public Environments {
+ public:
+  explicit PodmanEnvironments(PodmanClient& podman) : podman_(podman) {}
+  Status resolve(Config* config, bool rebuild, const ProgressFn& progress) override;
+  Result<nlohmann::json> list() override;
+  std::string current_key(const Config& config) override;
+  Status remove(const std::string& id) override;
+
+ private:
+  PodmanClient& podman_;
+};
 
 }  // namespace lazyagent

@@ -99,16 +99,14 @@ class PodmanSandbox : public Sandbox {
   // A claimed warm spare (warm_spares.h): created and initialised already.
   void adopt_spare(const ClaimedSpare& spare) {
     container_.hold(spare.info.id);
-    nonce_ = spare.info.nonce;
-    warm_ = {{"spare", spare.info.spare_id}, {"key", spare.info.key}};
+    claim_ = SpareClaim{spare.info.nonce, {{"spare", spare.info.spare_id}, {"key", spare.info.key}}};
   }
 
   std::string id() const override { return container_.id(); }
-  std::string report_nonce() const override { return nonce_; }
-  nlohmann::json warm() const override { return warm_; }
+  const SpareClaim* spare() const override { return claim_ ? &*claim_ : nullptr; }
 
   Status create() override {
-    if (!warm_.is_null()) return ok_status();
+    if (claim_) return ok_status();
     auto reply = podman_.create(build_create_spec(req_));
     if (!reply) return reply.error();
     container_.hold(reply->id);
@@ -122,7 +120,7 @@ class PodmanSandbox : public Sandbox {
     const std::string& id = container_.id();
     // A claimed spare was initialised when it was made; its config is
     // verified again here, against this run's request, before it starts.
-    if (warm_.is_null()) {
+    if (!claim_) {
       if (auto st = podman_.init(id); !st) return st;
     }
     auto inspect = verify_sandbox_container(podman_, req_, id);
@@ -214,8 +212,7 @@ class PodmanSandbox : public Sandbox {
   std::function<void(const std::string&)> output_;
   std::string unmeasured_;
   std::unique_ptr<CgroupWatch> watch_;  // null when not measured (gVisor, a systemd-managed service)
-  std::string nonce_;            // a claimed spare's report nonce
-  json warm_;                    // null: made for this run
+  std::optional<SpareClaim> claim_;  // none: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
   std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
   bool handed_over_ = false;     // ... and did: its cgroup goes with it there
@@ -318,7 +315,8 @@ void merge(ReapReport& into, ReapReport&& r) {
 PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner,
                            RunStore store, std::string runtime)
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
-      runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())) {}
+      runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())),
+      environments_(planner_client()) {}
 
 namespace {
 
@@ -519,6 +517,33 @@ Status PodmanEngine::finish_removals() {
 }
 
 Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }
+
+Result<nlohmann::json> PodmanEngine::spares_json(std::time_t now) {
+  auto list = list_spares(*sandbox_, &store_);
+  if (!list) return list.error();
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : *list) out.push_back(spare_json(s, now));
+  return out;
+}
+
+Result<bool> PodmanEngine::sandbox_exists(const std::string& id) { return sandbox_->exists(id); }
+
+// The containers labelled with this pid on the sandbox service and, when it
+// is another, the planner's (sandbox_policy.h labels).
+Result<std::vector<std::string>> PodmanEngine::left_by_process(int pid) {
+  std::vector<std::string> left;
+  for (PodmanClient* podman : {sandbox_.get(), planner_.get()}) {
+    if (podman == nullptr || (podman == planner_.get() && planner_->socket_path() == sandbox_->socket_path())) continue;
+    auto list = podman->list_by_label(std::string(kLabelPid) + "=" + std::to_string(pid));
+    if (!list) return list.error();
+    for (const auto& c : *list) {
+      const auto& names = c.contains("Names") ? c["Names"] : nlohmann::json();
+      left.push_back(names.is_array() && !names.empty() && names[0].is_string() ? names[0].get<std::string>()
+                                                                                   : c.value("Id", "").substr(0, 12));
+    }
+  }
+  return left;
+}
 
 Result<ReapReport> PodmanEngine::reap(bool all) {
   auto report = reap_leftovers(*sandbox_, store_, all);

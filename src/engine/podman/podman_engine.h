@@ -23,14 +23,18 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/podman/environment.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/rootless_host.h"
 #include "engine/podman/warm_spares.h"
+#include "engine/warm_pool.h"
 #include "store/run_store.h"
 
 namespace lazyagent {
 
-class PodmanEngine : public Engine {
+// Its warm pool is itself (warm_spares.h); its environments are built on the
+// runc service (environment.h).
+class PodmanEngine : public Engine, public WarmPool {
  public:
   // `planner` runs planners (nullptr: `sandbox` does); `runtime` is the
   // sandbox service's OCI runtime ("runc" or "runsc").
@@ -51,17 +55,32 @@ class PodmanEngine : public Engine {
   Status check(const ProgressFn& progress) override;
   Result<std::string> image_digest(const std::string& image) override;
   Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override;
-  Result<std::vector<std::string>> keep_warm(const SandboxSpec& spec, int count) override;
 
   Status check_planner(const Config& config) override;
+  // provider_secrets.cpp
+  Result<ProviderStored> store_provider(const Config& config, const ProviderValues& values) override;
   Result<std::string> planner_image_digest(const Config& config) override;
   Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
 
   Result<ReapReport> reap(bool all) override;
-  Result<std::vector<std::string>> remove_spares() override;
+  Result<bool> sandbox_exists(const std::string& id) override;
+  Result<std::vector<std::string>> left_by_process(int pid) override;
+  EnginePlacement placement() const override {
+    EnginePlacement p;
+    p.on_this_host = true;
+    return p;
+  }
+
+  WarmPool* warm_pool() override { return this; }
+  Result<Environments*> environments() override { return &environments_; }
+
+  // WarmPool (warm_pool.h)
+  Result<std::vector<std::string>> keep_warm(const SandboxSpec& spec, int count) override;
   void defer_removals() override { defer_removals_ = true; }
   Status finish_removals() override;
   void forget_removals() override { deferred_.clear(); }
+  Result<std::vector<std::string>> remove_spares() override;
+  Result<nlohmann::json> spares_json(std::time_t now) override;
 
  private:
   // The sandbox service's cgroup manager ("cgroupfs", "systemd"), asked once.
@@ -78,6 +97,7 @@ class PodmanEngine : public Engine {
   std::string runtime_;
   std::optional<std::string> cgroup_manager_;
   RootlessHost host_;  // whose service the sandboxes run on (read once, cheaply)
+  PodmanEnvironments environments_;
 };
 
 }  // namespace lazyagent
