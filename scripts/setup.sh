@@ -92,6 +92,9 @@ PACKAGES=(
   debootstrap wget gpgv debian-archive-keyring
   # Kubernetes' own build scripts (scripts/k8s-cluster.sh build) copy with rsync
   rsync
+  # the local cluster's registry (scripts/k8s-registry.sh, k8s.registry) and the
+  # seed image's copier (a static /bin/busybox, src/engine/k8s/k8s_seed_image.h)
+  docker-registry busybox-static
   # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle
