@@ -393,7 +393,7 @@ do_start() {
   import_images
   wait_for 90 "kube-apiserver /readyz" kubectl_ get --raw /readyz
   step_done
-  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" start >/dev/null
+  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" start >/dev/null {LAZYAGENT_LOCK_FD}>&-  # the daemon must not hold our lock
   step "controller-manager, scheduler, kubelet"
   spawn kcm "$C_BIN/kube-controller-manager" --kubeconfig="$C_STATE/conf/kcm.kubeconfig" \
     --authentication-kubeconfig="$C_STATE/conf/kcm.kubeconfig" --authorization-kubeconfig="$C_STATE/conf/kcm.kubeconfig" \

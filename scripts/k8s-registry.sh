@@ -34,7 +34,7 @@ pid_alive() {  # pid_alive NAME: the registry recorded in NAME.pid still runs
   printf '%s' "$pid"
 }
 
-answers() { curl -fsS -o /dev/null --max-time 2 "http://$R_ADDR/v2/"; }
+answers() { curl -fs -o /dev/null --max-time 2 "http://$R_ADDR/v2/"; }
 
 write_config() {
   cat >"$R_STATE/config.yml" <<EOF2
@@ -69,7 +69,7 @@ do_start() {
   chmod 0700 "$R_STATE"
   : >"$R_STATE/$R_MARKER"
   write_config
-  setsid nohup "$R_BIN" serve "$R_STATE/config.yml" </dev/null >"$R_STATE/registry.log" 2>&1 {LAZYAGENT_LOCK_FD}>&- &
+  setsid nohup "$R_BIN" serve "$R_STATE/config.yml" </dev/null >"$R_STATE/registry.log" 2>&1 &
   echo $! >"$R_STATE/registry.pid"
   local i
   for i in $(seq 1 40); do answers && break; sleep 0.25; done

@@ -196,7 +196,7 @@ void check_registry_run(const json& j, const std::vector<json>& jobs) {
 
 }  // namespace
 
-TEST_CASE("k8s registry: a 1.5 MiB seed of 300 files goes as an image by digest; the fix is proven against its "
+TEST_CASE("k8s registry: a 1.5 MiB seed of 300 files goes as an image by digest, the fix is proven against its "
           "baseline, a wrong fix fails, nothing is left",
           "[k8s][registry]") {
   TempDir dir;
