@@ -208,6 +208,7 @@ TEST_CASE("k8s registry: a 1.5 MiB seed of 300 files goes as an image by digest,
                               dir.file("fix.json", fixing_patch()), "--json", "--timeout", "120"}, 600);
   const json j = json_out(r);
   INFO(r.err);
+  INFO(j.value("test_output", std::string()));
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["triage"]["verdict"] == "passed");
@@ -229,7 +230,7 @@ TEST_CASE("k8s registry: a 1.5 MiB seed of 300 files goes as an image by digest,
   INFO(w.err);
   CHECK(w.exit_code == 1);
   CHECK(wj["tests_passed"] == false);
-  CHECK(wj["output"].get<std::string>().find("test_add") != std::string::npos);
+  CHECK(wj["test_output"].get<std::string>().find("test_add") != std::string::npos);
   check_registry_run(wj, jobs2.stop());
 }
 
@@ -256,6 +257,7 @@ TEST_CASE("k8s registry: a 50 MiB, 10,000-file seed goes through", "[k8s][regist
                         900);
   const json j = json_out(r);
   INFO(r.err);
+  INFO(j.value("test_output", std::string()));
   CHECK(r.exit_code == 0);
   CHECK(j["tests_passed"] == true);
   CHECK(j["policy"]["k8s"]["seed"]["files"] == 10004);
