@@ -7,6 +7,8 @@
 #   scripts/k8s-cluster.sh start    # etcd, apiserver, controller-manager, scheduler, containerd, kubelet;
 #                                   # imports the podman images; prints the kubeconfig path on stdout
 #   scripts/k8s-cluster.sh stop     # stop everything, undo the host changes, remove the state directory
+#   (start and stop also start and stop the local registry, scripts/k8s-registry.sh, which
+#   containerd pulls from over plain HTTP on 127.0.0.1: config k8s.registry)
 #   scripts/k8s-cluster.sh status
 #
 # Everything comes from Debian 12's archive (apt-get source / download + dpkg -x into
@@ -272,6 +274,8 @@ oom_score = 0
     netns_mounts_under_state_dir = true
     stream_server_address = "127.0.0.1"
     stream_server_port = "0"
+    [plugins."io.containerd.grpc.v1.cri".registry]
+      config_path = "$C_STATE/conf/certs.d"
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$C_ROOT/usr/lib/cni"
       conf_dir = "$C_STATE/cni/net.d"
@@ -291,6 +295,14 @@ oom_score = 0
           BinaryName = "$C_STATE/runsc-nonet"
           Root = "$C_STATE/ctrd/runsc-shim-root"
           SystemdCgroup = false
+EOF
+  # The local registry (scripts/k8s-registry.sh): plain HTTP on loopback.
+  local reg; reg="$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" address)"
+  mkdir -p "$C_STATE/conf/certs.d/$reg"
+  cat >"$C_STATE/conf/certs.d/$reg/hosts.toml" <<EOF
+server = "http://$reg"
+[host."http://$reg"]
+  capabilities = ["pull", "resolve"]
 EOF
   cat >"$C_STATE/cni/net.d/10-lazyagent-bridge.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "lazyagent-k8s", "plugins": [
@@ -381,6 +393,7 @@ do_start() {
   import_images
   wait_for 90 "kube-apiserver /readyz" kubectl_ get --raw /readyz
   step_done
+  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" start >/dev/null {LAZYAGENT_LOCK_FD}>&-  # the daemon must not hold our lock
   step "controller-manager, scheduler, kubelet"
   spawn kcm "$C_BIN/kube-controller-manager" --kubeconfig="$C_STATE/conf/kcm.kubeconfig" \
     --authentication-kubeconfig="$C_STATE/conf/kcm.kubeconfig" --authorization-kubeconfig="$C_STATE/conf/kcm.kubeconfig" \
@@ -437,6 +450,7 @@ do_stop_locked() {
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   [ -f "$C_STATE/host/created-paths.txt" ] && while read -r d; do [ -n "$d" ] && rm -rf "$d"; done <"$C_STATE/host/created-paths.txt"
+  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" stop
   rm -rf "$C_STATE"
   info "stopped; host restored"
 }

@@ -95,6 +95,9 @@ PACKAGES=(
   # a session's size-capped working copy: an ext4 image made by mkfs.ext4
   # (util/capped_dir.h), loop-mounted by the binary itself
   e2fsprogs
+  # the local cluster's registry (scripts/k8s-registry.sh, k8s.registry) and the
+  # seed image's copier (a static /bin/busybox, src/engine/k8s/k8s_seed_image.h)
+  docker-registry busybox-static
   # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle

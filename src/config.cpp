@@ -39,6 +39,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -182,6 +183,11 @@ constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_
 bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
 bool is_k8s_isolation(const std::string& s) {
   return s == "runtime-nonet" || s == "runtimeclass" || s == "networkpolicy";
+}
+// HOST[:PORT], HOST a DNS name or an IP address (IPv6 in brackets).
+bool is_registry_address(const std::string& s) {
+  static const std::regex re(R"((([A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?)|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?)");
+  return std::regex_match(s, re);
 }
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
@@ -338,7 +344,13 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                                      "'runtime-nonet', 'runtimeclass' or 'networkpolicy'")},
                               {"egress_probe_targets", r.host_port_list(&cfg.k8s.egress_probe_targets)},
                               {"planner_egress", r.host_port_list(&cfg.k8s.planner_egress)},
-                              {"planner_egress_required", r.boolean(&cfg.k8s.planner_egress_required)}})},
+                              {"planner_egress_required", r.boolean(&cfg.k8s.planner_egress_required)},
+                              {"registry", r.string(&cfg.k8s.registry, is_registry_address,
+                                                    "HOST:PORT (an IPv6 address in brackets)")},
+                              {"registry_plain_http", r.boolean(&cfg.k8s.registry_plain_http)},
+                              {"registry_ca_file", r.string(&cfg.k8s.registry_ca_file)},
+                              {"registry_username", r.string(&cfg.k8s.registry_username)},
+                              {"registry_password_file", r.string(&cfg.k8s.registry_password_file)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
             {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
@@ -355,6 +367,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
       if (const auto why = planner_egress_entry_problem(cfg.k8s.planner_egress[i]); !why.empty()) {
         r.error("k8s.planner_egress[" + std::to_string(i) + "]", why);
       }
+    }
+    if (r.errors().empty() && cfg.k8s.registry_username.empty() != cfg.k8s.registry_password_file.empty()) {
+      r.error("k8s.registry_username", "needs k8s.registry_password_file too (and the other way round)");
     }
     if (r.errors().empty() && cfg.k8s.planner_egress_required && cfg.k8s.planner_egress.empty()) {
       r.error("k8s.planner_egress_required", "needs k8s.planner_egress (the provider's ADDRESS:PORT) to check");

@@ -154,6 +154,16 @@ struct K8sConfig {
   // Refuse the planner (before it calls the provider) when the probe finds
   // its egress policy not enforced; false: stated, not refused.
   bool planner_egress_required = false;
+  // The registry that carries the run's private copy of the seed to the
+  // cluster as an image pulled by digest (k8s_seed_image.h): HOST:PORT as the
+  // nodes reach it. Empty: the seed goes in a ConfigMap (at most 1 MiB).
+  std::string registry;
+  bool registry_plain_http = false;   // http:// (a registry on the node's loopback)
+  std::string registry_ca_file;       // https: a PEM CA to trust
+  // Basic-auth credentials: the CLI uses them, and the pod pulls through an
+  // image pull Secret created and deleted with the run's objects.
+  std::string registry_username;
+  std::string registry_password_file;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).

@@ -112,6 +112,18 @@ ordered_json job(ordered_json meta, std::int64_t deadline, ordered_json pod_labe
             {"template", {{"metadata", {{"labels", std::move(pod_labels)}}}, {"spec", std::move(pod_spec)}}}}}};
 }
 
+// The seed volume: the ConfigMap's items, or (a seed image, k8s_seed_image.h)
+// an emptyDir on the node's disk the init container fills.
+ordered_json seed_volume(const ExportInput& in, const Names& n, const ordered_json& seed_items) {
+  if (in.k8s_seed_image.empty()) {
+    return {{"name", "seed"},
+            {"configMap", {{"name", n.seed_cm}, {"items", seed_items}, {"defaultMode", kConfigMapDefaultMode}}}};
+  }
+  // Room for the copy plus the filesystem's own overhead per file.
+  const std::int64_t room = ((in.k8s_seed_image_bytes * 5 / 4 + (16LL << 20)) >> 20) << 20;
+  return {{"name", "seed"}, {"emptyDir", {{"sizeLimit", bytes_quantity(room)}}}};
+}
+
 ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_json& seed_items) {
   const SandboxPolicy& p = in.policy;
   // `env -i` first: the kubelet always adds KUBERNETES_SERVICE_* / KUBERNETES_PORT*
@@ -147,14 +159,24 @@ ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_js
       {"terminationGracePeriodSeconds", 1},
       {"securityContext", pod_security(kK8sSandboxUid)},
       {"containers", {container}},
-      {"volumes",
-       {{{"name", "seed"},
-         {"configMap", {{"name", n.seed_cm}, {"items", seed_items}, {"defaultMode", kConfigMapDefaultMode}}}},
-        memory_dir("work", p.work_tmpfs_bytes),
-        memory_dir("tmp", p.tmp_tmpfs_bytes)}},
+      {"volumes", {seed_volume(in, n, seed_items), memory_dir("work", p.work_tmpfs_bytes), memory_dir("tmp", p.tmp_tmpfs_bytes)}},
   };
+  if (!in.k8s_seed_image.empty()) {
+    // The seed image (pulled by digest) copies its /seed into the emptyDir,
+    // under the same restrictions as the sandbox container.
+    spec["initContainers"] = ordered_json::array(
+        {{{"name", "seed"},
+          {"image", in.k8s_seed_image},
+          {"imagePullPolicy", "IfNotPresent"},
+          {"command", {"/bin/busybox", "cp", "-R", std::string(kSeedMount) + "/.", "/out/"}},
+          {"workingDir", "/"},
+          {"securityContext", container_security()},
+          {"resources", {{"limits", limits}, {"requests", limits}}},
+          {"volumeMounts", {{{"name", "seed"}, {"mountPath", "/out"}}}}}});
+  }
   ordered_json meta = metadata(n.sandbox_job, n, "sandbox");
   meta["annotations"] = {{"io.lazyagent.seed-sha256", in.seed.sha256}};
+  if (!in.k8s_seed_image.empty()) meta["annotations"]["io.lazyagent.seed-image"] = in.k8s_seed_image;
   if (in.patch) meta["annotations"]["io.lazyagent.patch-sha256"] = patch_sha256(*in.patch);
   return job(std::move(meta), p.timeout_seconds, labels(n, "sandbox"), std::move(spec));
 }
@@ -235,7 +257,11 @@ void policy_lines(const ExportInput& in, const Names& n, ExportBundle& b) {
               bytes_quantity(p.tmp_tmpfs_bytes) +
               ") memory-backed emptyDirs, counted against the memory limit; their sizeLimit is the tmpfs size "
               "where the kubelet has SizeMemoryBackedVolumes (default since 1.22), else enforced by eviction");
-  e.push_back("/seed: ConfigMap " + n.seed_cm + ", mounted read-only; the seed never comes from a host path");
+  e.push_back(in.k8s_seed_image.empty()
+                  ? "/seed: ConfigMap " + n.seed_cm + ", mounted read-only; the seed never comes from a host path"
+                  : "/seed: the seed image " + in.k8s_seed_image +
+                        " pulled by digest, copied by its init container into an emptyDir the sandbox mounts "
+                        "read-only; the seed never comes from a host path");
   e.push_back("memory " + bytes_quantity(p.memory_bytes) + " and cpu " + cpu_quantity(p.cpu_quota, p.cpu_period) +
               " limits (cgroup; requests = limits); a memory kill is exit 137 / OOMKilled");
   e.push_back("time: activeDeadlineSeconds " + std::to_string(p.timeout_seconds) +
@@ -359,17 +385,21 @@ Result<K8sDocuments> k8s_documents(const ExportInput& in) {
   const Names& n = *names;
 
   K8sDocuments d;
-  auto files = in.writes ? seed_files(in.seed, *in.writes, &d.empty_dirs) : seed_files(in.seed, in.patch, &d.empty_dirs);
-  if (!files) return files.error().context("kubernetes export: seed ConfigMap");
-  auto seed_cm = files_configmap(metadata(n.seed_cm, n, "sandbox"), *files);
-  if (!seed_cm) return seed_cm.error().context("kubernetes export: seed ConfigMap");
+  FileConfigMap seed_cm;
+  if (in.k8s_seed_image.empty()) {
+    auto files = in.writes ? seed_files(in.seed, *in.writes, &d.empty_dirs) : seed_files(in.seed, in.patch, &d.empty_dirs);
+    if (!files) return files.error().context("kubernetes export: seed ConfigMap");
+    auto cm = files_configmap(metadata(n.seed_cm, n, "sandbox"), *files);
+    if (!cm) return cm.error().context("kubernetes export: seed ConfigMap");
+    seed_cm = std::move(*cm);
+  }
   auto task_cm = task_configmap(in, n);
   if (!task_cm) return task_cm.error().context("kubernetes export");
-  d.seed_configmap = seed_cm->manifest;
+  d.seed_configmap = seed_cm.manifest;  // null with a seed image
   d.task_configmap = *task_cm;
   d.network_policy = network_policy(n);
   d.planner_job = planner_job(in, n);
-  d.sandbox_job = sandbox_job(in, n, seed_cm->items);
+  d.sandbox_job = sandbox_job(in, n, seed_cm.items);
   ExportBundle lines;
   policy_lines(in, n, lines);
   d.enforced = std::move(lines.enforced);

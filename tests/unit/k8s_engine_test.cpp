@@ -162,3 +162,25 @@ TEST_CASE("k8s_settings_from_config: networkpolicy runs with no RuntimeClass") {
   CHECK(k8s_settings_from_config(c).runtime_class == "gvisor");
   CHECK(k8s_settings_from_config(c).egress_probe_targets == std::vector<std::string>{"192.0.2.11:22"});
 }
+
+TEST_CASE("k8s_stored_violations: an init container that was sent (the seed image) is compared, not refused, one "
+          "added is refused") {
+  const json sent = json::parse(R"({"spec": {
+      "initContainers": [{"name": "seed", "image": "127.0.0.1:25500/lazyagent-seed@sha256:aa"}],
+      "containers": [{"name": "sandbox"}]}})");
+  json stored = sent;
+  stored["spec"]["initContainers"][0]["terminationMessagePath"] = "/dev/termination-log";
+  CHECK(k8s_stored_violations(sent, stored).empty());
+  json swapped = stored;
+  swapped["spec"]["initContainers"][0]["image"] = "127.0.0.1:25500/lazyagent-seed:r-1";
+  CHECK(k8s_stored_violations(sent, swapped) ==
+        std::vector<std::string>{".spec.initContainers[0].image is \"127.0.0.1:25500/lazyagent-seed:r-1\", "
+                                 "\"127.0.0.1:25500/lazyagent-seed@sha256:aa\" was sent"});
+  json added = stored;
+  added["spec"]["initContainers"].push_back({{"name", "extra"}});
+  CHECK(k8s_stored_violations(sent, added) ==
+        std::vector<std::string>{".spec.initContainers has 2 entries, not 1"});
+  json none = sent;
+  none["spec"].erase("initContainers");
+  CHECK(k8s_stored_violations(none, stored) == std::vector<std::string>{".spec.initContainers was added"});
+}

@@ -47,6 +47,11 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   s.egress_probe_targets = config.k8s.egress_probe_targets;
   s.planner_egress = config.k8s.planner_egress;
   s.planner_egress_required = config.k8s.planner_egress_required;
+  s.registry = config.k8s.registry;
+  s.registry_plain_http = config.k8s.registry_plain_http;
+  s.registry_ca_file = config.k8s.registry_ca_file;
+  s.registry_username = config.k8s.registry_username;
+  s.registry_password_file = config.k8s.registry_password_file;
   return s;
 }
 
@@ -122,6 +127,11 @@ Status K8sEngine::check(const ProgressFn& progress) {
   auto ns = k8s_->namespace_exists(s_.ns);
   if (!ns) return ns.error();
   if (!*ns) return usage_error("namespace '" + s_.ns + "' does not exist (kubectl create namespace " + s_.ns + ")");
+  if (!s_.registry.empty()) {
+    auto reg = registry();
+    if (!reg) return reg.error();
+    if (auto st = (*reg)->ping(); !st) return st.error().context("k8s.registry");
+  }
   auto reaped = reap(false);
   if (!reaped) return reaped.error();
   if (!reaped->removed.empty() && progress) {
@@ -132,7 +142,8 @@ Status K8sEngine::check(const ProgressFn& progress) {
 
 Result<K8sDocuments> K8sEngine::documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
                                           const std::vector<FileWrite>* writes, const PlannerTask* task,
-                                          const std::string& run_id) const {
+                                          const std::string& run_id, const std::string& seed_image,
+                                          std::int64_t seed_image_bytes) const {
   ExportInput in;
   in.config = config;
   in.policy = policy;
@@ -142,6 +153,8 @@ Result<K8sDocuments> K8sEngine::documents(const Config& config, const SandboxPol
   if (task) in.task = *task;
   in.name = run_id;
   in.k8s_namespace = s_.ns;
+  in.k8s_seed_image = seed_image;
+  in.k8s_seed_image_bytes = seed_image_bytes;
   auto docs = k8s_documents(in);
   if (!docs) return docs.error();
   adapt_documents(*docs, s_, run_id);
@@ -154,6 +167,7 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox(const SandboxSpec& s
   }
   SandboxPolicy policy = spec.policy;
   policy.egress_probe_targets = egress_targets();
+  if (!s_.registry.empty()) return prepare_sandbox_from_registry(spec, std::move(policy));
   auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id);
   if (!d) return d.error();
   return make_k8s_job(*k8s_, s_, spec.run_id, "sandbox",

@@ -35,6 +35,7 @@
 // (export_k8s.h), not in podman's id mapping.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +48,7 @@
 #include "engine/engine.h"
 #include "export/export_k8s.h"
 #include "engine/k8s/k8s_client.h"
+#include "engine/k8s/oci_registry.h"
 #include "store/run_store.h"
 
 namespace lazyagent {
@@ -62,6 +64,10 @@ struct K8sRunSettings {
   std::vector<std::string> egress_probe_targets;   // Config::k8s, HOST:PORT
   std::vector<std::string> planner_egress;         // Config::k8s: the planner pod's allowed ADDR:PORT
   bool planner_egress_required = false;
+  // Config::k8s.registry*: the seed image's registry ("" = the ConfigMap).
+  std::string registry;
+  bool registry_plain_http = false;
+  std::string registry_ca_file, registry_username, registry_password_file;
 };
 
 // The planner pod's egress (policy/planner_egress.h), when
@@ -123,12 +129,22 @@ std::string k8s_run_selector(const std::string& run_id);
 // `paused`: the Job is created with parallelism 0, verified, then started
 // (the sandbox); otherwise it is created at start (the planner).
 using K8sObjects = std::vector<std::pair<const K8sKind*, nlohmann::ordered_json>>;
+// What a Job brings besides its objects (the seed image, k8s_seed_image.h):
+// a check right before its pod starts (after the stored Job was verified),
+// a removal that runs once with the run's objects on every path, and what
+// the result's policy.k8s.seed says.
+struct K8sJobExtras {
+  std::function<Status()> before_start;
+  std::function<Status()> on_remove;
+  nlohmann::json seed;  // null: the ConfigMap
+};
 std::unique_ptr<Sandbox> make_k8s_job(K8sClient& k8s, const K8sRunSettings& s, const std::string& run_id,
                                       const char* role, K8sObjects objects, nlohmann::ordered_json job, bool paused,
-                                      const SandboxPolicy& policy, const K8sDocuments& d);
+                                      const SandboxPolicy& policy, const K8sDocuments& d, K8sJobExtras extras = {});
 
 // Jobs, pods, ConfigMaps and NetworkPolicies carrying io.lazyagent.run in
-// `ns` whose owner is gone (all: every one).
+// `ns` whose owner is gone (all: every one); a run's image pull Secret goes
+// with its Job (owner reference).
 Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
 
 class K8sEngine : public Engine {
@@ -163,7 +179,12 @@ class K8sEngine : public Engine {
  private:
   Result<K8sDocuments> documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
                                  const std::vector<FileWrite>* writes, const PlannerTask* task,
-                                 const std::string& run_id) const;
+                                 const std::string& run_id, const std::string& seed_image = "",
+                                 std::int64_t seed_image_bytes = 0) const;
+  // The seed image's registry (k8s.registry), made on first use.
+  Result<RegistryClient*> registry();
+  // The sandbox's private copy pushed as a seed image; its objects and extras.
+  Result<std::unique_ptr<Sandbox>> prepare_sandbox_from_registry(const SandboxSpec& spec, SandboxPolicy policy);
 
   std::unique_ptr<K8sClient> k8s_;
   K8sRunSettings s_;
@@ -172,6 +193,7 @@ class K8sEngine : public Engine {
   bool plain_http_ = false;  // the provider Secret's base_url is plain http (opted in)
   const std::vector<std::string>& egress_targets();
   std::optional<std::vector<std::string>> egress_targets_;
+  std::shared_ptr<RegistryClient> registry_;
 };
 
 }  // namespace lazyagent

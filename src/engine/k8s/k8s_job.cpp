@@ -124,12 +124,14 @@ class K8sJob : public Sandbox {
   // `paused`: the Job is created with parallelism 0, verified, then started
   // (the sandbox); otherwise it is created at start (the planner).
   K8sJob(K8sClient& k, const K8sRunSettings& s, const std::string& run_id, const char* role,
-         std::vector<std::pair<const K8sKind*, ordered_json>> objects, ordered_json job, bool paused)
+         std::vector<std::pair<const K8sKind*, ordered_json>> objects, ordered_json job, bool paused,
+         K8sJobExtras extras)
       : k8s_(k), s_(s), role_(role), objects_(std::move(objects)), job_(std::move(job)), paused_(paused),
-        guard_(k, s.ns, run_id, role) {
+        guard_(k, s.ns, run_id, role), extras_(std::move(extras)) {
     job_name_ = job_["metadata"]["name"].get<std::string>();
     names_[std::string(role) + "_job"] = job_name_;
   }
+  ~K8sJob() override { (void)remove(); }
 
   std::string id() const override { return pod_.empty() ? "" : s_.ns + "/" + pod_; }
 
@@ -140,6 +142,7 @@ class K8sJob : public Sandbox {
   // start(), once every object exists (and, for the sandbox, was verified).
   Status create() override {
     guard_.arm();
+    created_ = true;
     ordered_json paused = job_;
     paused["spec"]["parallelism"] = 0;
     paused["spec"]["completions"] = 1;
@@ -187,7 +190,14 @@ class K8sJob : public Sandbox {
         if (!r.empty()) found.push_back("NetworkPolicy " + name + ": spec." + rules + " has rules");
       }
     }
-    if (found.empty()) return ok_status();
+    if (found.empty()) {
+      if (!extras_.before_start) return ok_status();
+      const auto t0 = std::chrono::steady_clock::now();
+      Status st = extras_.before_start();
+      extras_.seed["verify_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - t0).count();
+      return st;
+    }
     std::string all;
     for (const auto& f : found) all += (all.empty() ? "" : "; ") + f;
     return engine_error("the sandbox Kubernetes stored does not match the policy, refusing to start it: " + all);
@@ -249,7 +259,25 @@ class K8sJob : public Sandbox {
     return l;
   }
 
-  Status remove() override { return guard_.remove_now(); }
+  // The run's objects, then (once) what lives outside the cluster: the seed image.
+  Status remove() override {
+    Status st = guard_.remove_now();
+    // A Secret (the image pull Secret) by name: listing Secrets is a right
+    // the CLI does not ask for (docs/k8s-rbac.yaml); its owner reference to
+    // the Job collects it too.
+    for (const auto& [kind, obj] : objects_) {
+      if (kind != &kK8sSecrets || !created_) continue;
+      Status r = k8s_.remove(*kind, s_.ns, obj["metadata"]["name"].get<std::string>());
+      if (st && !r) st = r.error().context("cleaning up");
+    }
+    created_ = false;
+    if (extras_.on_remove) {
+      Status r = extras_.on_remove();
+      extras_.on_remove = nullptr;
+      if (st && !r) st = r.error().context("cleaning up");
+    }
+    return st;
+  }
 
   nlohmann::json describe() const override { return names_; }
 
@@ -305,6 +333,7 @@ class K8sJob : public Sandbox {
     json p = base;
     json& k = p["k8s"];
     k["objects"] = names_;
+    if (role_ == "sandbox") k["seed"] = extras_.seed.is_null() ? json{{"transport", "configmap"}} : extras_.seed;
     const json uid = job_.value("/spec/template/spec/securityContext/runAsUser"_json_pointer, json());
     p["user"]["uid"] = uid;
     k["probe_interfaces"] = probe_ifaces_;
@@ -337,7 +366,10 @@ class K8sJob : public Sandbox {
     not_enforced_ = d.not_enforced;
     for (const auto& [kind, obj] : objects_) {
       const std::string name = obj["metadata"]["name"];
-      names_[kind == &kK8sNetworkPolicies ? "network_policy" : role_ == "planner" ? "task_configmap" : "seed_configmap"] = name;
+      names_[kind == &kK8sNetworkPolicies ? "network_policy"
+             : kind == &kK8sSecrets       ? "pull_secret"
+             : role_ == "planner"         ? "task_configmap"
+                                          : "seed_configmap"] = name;
     }
   }
 
@@ -359,7 +391,9 @@ class K8sJob : public Sandbox {
   std::vector<std::pair<const K8sKind*, ordered_json>> objects_;
   ordered_json job_;
   bool paused_;
-  RunObjects guard_;  // destroyed first: deletes what was created
+  RunObjects guard_;  // deletes what was created (remove(), the destructor)
+  K8sJobExtras extras_;
+  bool created_ = false;
   std::string job_name_, pod_;
   json names_ = json::object();
   PodEnd end_;
@@ -375,8 +409,9 @@ class K8sJob : public Sandbox {
 
 std::unique_ptr<Sandbox> make_k8s_job(K8sClient& k8s, const K8sRunSettings& s, const std::string& run_id,
                                       const char* role, K8sObjects objects, ordered_json job, bool paused,
-                                      const SandboxPolicy& policy, const K8sDocuments& d) {
-  auto j = std::make_unique<K8sJob>(k8s, s, run_id, role, std::move(objects), std::move(job), paused);
+                                      const SandboxPolicy& policy, const K8sDocuments& d, K8sJobExtras extras) {
+  auto j = std::make_unique<K8sJob>(k8s, s, run_id, role, std::move(objects), std::move(job), paused,
+                                    std::move(extras));
   j->set_policy(policy, d);
   return j;
 }

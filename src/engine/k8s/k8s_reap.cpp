@@ -16,6 +16,7 @@
 
 #include "util/base64.h"
 #include "policy/isolation_probe.h"
+#include "engine/k8s/k8s_seed_image.h"
 #include "store/ownership.h"
 #include "policy/planner_egress.h"
 #include "policy/planner_policy.h"
@@ -30,6 +31,13 @@ using nlohmann::ordered_json;
 
 Result<ReapReport> K8sEngine::reap(bool all) {
   auto report = reap_k8s(*k8s_, s_.ns, all);
+  // The seed images of dead runs (k8s.registry), deleted by digest.
+  if (report && !s_.registry.empty()) {
+    auto reg = registry();
+    auto gone = reg ? reap_seed_images(**reg, all, &report->left_running) : Result<std::vector<std::string>>(reg.error());
+    if (!gone) report->errors.push_back(gone.error().message);
+    else for (auto& g : *gone) report->removed.push_back(s_.registry + "/" + g);
+  }
   // The run store's leftovers (temp files of dead writers, records of runs
   // killed while they ran): swept as on podman (store_sweep.h).
   if (report && store_) sweep_store(*store_, &*report);

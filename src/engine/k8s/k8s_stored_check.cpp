@@ -58,22 +58,28 @@ void stored_diff(const json& sent, const json& stored, const std::string& path, 
   if (sent != stored) out->push_back(path + " is " + stored.dump() + ", " + sent.dump() + " was sent");
 }
 
-// Fields an admission webhook could add that would weaken the sandbox.
-void added_fields(const json& stored, const std::string& path, std::vector<std::string>* out) {
+// Fields an admission webhook could add that would weaken the sandbox (one
+// that was sent, e.g. the seed image's init container, is compared above).
+void added_fields(const json& sent, const json& stored, const std::string& path, std::vector<std::string>* out) {
   if (stored.is_array()) {
-    for (std::size_t i = 0; i < stored.size(); ++i) added_fields(stored[i], path + "[" + std::to_string(i) + "]", out);
+    for (std::size_t i = 0; i < stored.size(); ++i) {
+      const json none;
+      added_fields(sent.is_array() && i < sent.size() ? sent[i] : none, stored[i],
+                   path + "[" + std::to_string(i) + "]", out);
+    }
     return;
   }
   if (!stored.is_object()) return;
   static const char* kDenied[] = {"hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace",
                                   "initContainers", "ephemeralContainers", "envFrom"};
   for (const auto& [k, v] : stored.items()) {
+    const bool was_sent = sent.is_object() && sent.contains(k);
     for (const char* d : kDenied) {
-      if (k == d && !(v.is_boolean() && !v.get<bool>()) && !(v.is_array() && v.empty())) {
+      if (k == d && !was_sent && !(v.is_boolean() && !v.get<bool>()) && !(v.is_array() && v.empty())) {
         out->push_back(path + "." + k + " was added");
       }
     }
-    added_fields(v, path + "." + k, out);
+    added_fields(was_sent ? sent[k] : json(), v, path + "." + k, out);
   }
 }
 
@@ -82,7 +88,7 @@ void added_fields(const json& stored, const std::string& path, std::vector<std::
 std::vector<std::string> k8s_stored_violations(const json& sent, const json& stored) {
   std::vector<std::string> out;
   stored_diff(sent, stored, "", &out);
-  added_fields(stored, "", &out);
+  added_fields(sent, stored, "", &out);
   return out;
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The local cluster's image registry (issue 32: a registry as the channel):
+# Debian's `docker-registry` (the CNCF distribution registry) on 127.0.0.1,
+# with its own config and storage, for `k8s.registry` (the run's private copy
+# of the seed as an image the sandbox pod pulls by digest). containerd of
+# scripts/k8s-cluster.sh pulls from it over plain HTTP on loopback (its
+# hosts.toml; k8s-cluster.sh start/stop start and stop this too).
+#
+#   scripts/k8s-registry.sh start    # prints the address (127.0.0.1:PORT) on stdout
+#   scripts/k8s-registry.sh stop     # stops it (by pid), removes its state
+#   scripts/k8s-registry.sh gc       # garbage-collects blobs no manifest names (stopped registry only)
+#   scripts/k8s-registry.sh status   # prints the address when it runs
+#   scripts/k8s-registry.sh address  # the address it runs (or would run) on
+#
+# State: $LAZYAGENT_K8S_REGISTRY_STATE (default /var/lib/lazyagent-oci/k8s-registry):
+# config.yml, data/, registry.pid, registry.log. Port: $LAZYAGENT_K8S_REGISTRY_PORT
+# (default 25500). Deletes are enabled (the CLI deletes a run's manifest by digest).
+set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+R_STATE="${LAZYAGENT_K8S_REGISTRY_STATE:-/var/lib/lazyagent-oci/k8s-registry}"
+R_PORT="${LAZYAGENT_K8S_REGISTRY_PORT:-25500}"
+R_ADDR="127.0.0.1:$R_PORT"
+R_BIN=/usr/bin/docker-registry
+R_MARKER=".lazyagent-k8s-registry"
+
+pid_alive() {  # pid_alive NAME: the registry recorded in NAME.pid still runs
+  local f="$R_STATE/$1.pid" pid
+  [ -f "$f" ] || return 1
+  pid="$(cat "$f")"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  printf '%s' "$pid"
+}
+
+answers() { curl -fs -o /dev/null --max-time 2 "http://$R_ADDR/v2/"; }
+
+write_config() {
+  cat >"$R_STATE/config.yml" <<EOF2
+version: 0.1
+log:
+  level: warn
+  fields:
+    service: lazyagent-k8s-registry
+storage:
+  filesystem:
+    rootdirectory: $R_STATE/data
+  delete:
+    enabled: true
+  maintenance:
+    uploadpurging:
+      enabled: false
+http:
+  addr: $R_ADDR
+  headers:
+    X-Content-Type-Options: [nosniff]
+EOF2
+}
+
+do_start() {
+  require_root
+  [ -x "$R_BIN" ] || die "$R_BIN is missing: apt-get install docker-registry (scripts/setup.sh installs it)"
+  if pid_alive registry >/dev/null && answers; then printf '%s\n' "$R_ADDR"; return 0; fi
+  if [ -e "$R_STATE" ] && [ ! -f "$R_STATE/$R_MARKER" ] && [ -n "$(ls -A "$R_STATE" 2>/dev/null)" ]; then
+    die "$R_STATE exists, is not empty and was not made by this script"
+  fi
+  mkdir -p "$R_STATE/data"
+  chmod 0700 "$R_STATE"
+  : >"$R_STATE/$R_MARKER"
+  write_config
+  setsid nohup "$R_BIN" serve "$R_STATE/config.yml" </dev/null >"$R_STATE/registry.log" 2>&1 &
+  echo $! >"$R_STATE/registry.pid"
+  local i
+  for i in $(seq 1 40); do answers && break; sleep 0.25; done
+  answers || die "the registry did not answer on $R_ADDR within 10 s (log: $R_STATE/registry.log)"
+  info "registry on $R_ADDR (pid $(cat "$R_STATE/registry.pid"), storage $R_STATE/data)"
+  printf '%s\n' "$R_ADDR"
+}
+
+do_stop() {
+  require_root
+  [ -d "$R_STATE" ] || { info "no registry state in $R_STATE"; return 0; }
+  [ -f "$R_STATE/$R_MARKER" ] || die "$R_STATE was not made by this script; not touching it"
+  stop_daemon registry "$R_STATE/registry.pid"
+  rm -rf "$R_STATE"
+  info "registry stopped; $R_STATE removed"
+}
+
+do_gc() {
+  require_root
+  pid_alive registry >/dev/null && die "stop the registry first (garbage collection needs it stopped)"
+  [ -f "$R_STATE/config.yml" ] || die "no registry state in $R_STATE"
+  "$R_BIN" garbage-collect --delete-untagged "$R_STATE/config.yml"
+}
+
+case "${1:-}" in
+  start) do_start ;;
+  stop) do_stop ;;
+  gc) do_gc ;;
+  status) pid_alive registry >/dev/null && answers && printf '%s\n' "$R_ADDR" || { info "not running"; exit 1; } ;;
+  address) printf '%s\n' "$R_ADDR" ;;
+  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac

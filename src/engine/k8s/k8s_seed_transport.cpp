@@ -1,0 +1,128 @@
+// The sandbox's private copy through the registry (k8s.registry): pushed as
+// a seed image (k8s_seed_image.h), verified by digest before the Job starts,
+// pulled by the pod by digest, deleted with the run's objects and by `reap`.
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "engine/k8s/k8s_engine.h"
+#include "engine/k8s/k8s_seed_image.h"
+#include "export/export_k8s_configmap.h"
+#include "policy/sandbox_policy.h"
+#include "util/base64.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+Result<std::string> read_registry_file(const std::string& path, const char* key) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return usage_error(std::string("k8s.") + key + ": cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string v = s.str();
+  if (v.size() > (1 << 20)) return usage_error(std::string("k8s.") + key + ": " + path + " is larger than 1 MiB");
+  return v;
+}
+
+long seed_ms_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+// The image pull Secret (kubernetes.io/dockerconfigjson) for a registry
+// with credentials: the kubelet reads it to pull; no container mounts it.
+ordered_json registry_pull_secret(const RegistryConnection& c, const std::string& name, const std::string& ns,
+                         const std::string& run_id) {
+  json auths;
+  auths["auths"][c.address] = {{"username", c.username},
+                               {"password", c.password},
+                               {"auth", base64_encode(c.username + ":" + c.password)}};
+  ordered_json s = {{"apiVersion", "v1"},
+                    {"kind", "Secret"},
+                    {"metadata", {{"name", name}, {"namespace", ns}}},
+                    {"type", "kubernetes.io/dockerconfigjson"},
+                    {"data", {{".dockerconfigjson", base64_encode(auths.dump())}}}};
+  for (const auto& [k, v] : k8s_owner_labels("sandbox", run_id)) s["metadata"]["labels"][k] = v;
+  return s;
+}
+
+}  // namespace
+
+Result<RegistryClient*> K8sEngine::registry() {
+  if (registry_) return registry_.get();
+  RegistryConnection c;
+  c.address = s_.registry;
+  c.plain_http = s_.registry_plain_http;
+  if (!s_.registry_ca_file.empty()) {
+    auto ca = read_registry_file(s_.registry_ca_file, "registry_ca_file");
+    if (!ca) return ca.error();
+    c.ca_pem = *ca;
+  }
+  if (!s_.registry_username.empty()) {
+    auto pw = read_registry_file(s_.registry_password_file, "registry_password_file");
+    if (!pw) return pw.error();
+    while (!pw->empty() && (pw->back() == '\n' || pw->back() == '\r')) pw->pop_back();
+    c.username = s_.registry_username;
+    c.password = *pw;
+  }
+  registry_ = std::make_shared<RegistryClient>(std::move(c));
+  return registry_.get();
+}
+
+Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const SandboxSpec& spec,
+                                                                           SandboxPolicy policy) {
+  auto reg = registry();
+  if (!reg) return reg.error();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> empty_dirs;
+  auto files = spec.writes ? seed_files(*spec.seed, *spec.writes, &empty_dirs)
+                           : seed_files(*spec.seed, std::optional<Patch>(), &empty_dirs);
+  if (!files) return files.error().context("the seed image");
+  std::map<std::string, std::string> annotations;
+  for (const auto& [k, v] : k8s_owner_labels("sandbox", spec.run_id)) annotations[k] = v;
+  auto blobs = build_seed_image(*files, empty_dirs, annotations);
+  if (!blobs) return blobs.error();
+  files->clear();
+  const long build_ms = seed_ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto img = push_seed_image(**reg, *blobs, spec.run_id);
+  if (!img) return img.error();
+  const long push_ms = seed_ms_since(t1);
+  // From here the image exists: every path out deletes it.
+  std::shared_ptr<RegistryClient> client = registry_;
+  const SeedImage image = *img;
+  auto remove = [client, image]() { return client->delete_manifest(image.repo, image.digest); };
+  auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id, image.reference(),
+                     static_cast<std::int64_t>(image.seed_bytes));
+  if (!d) {
+    (void)remove();
+    return d.error();
+  }
+  K8sObjects objects{{&kK8sNetworkPolicies, d->network_policy}};
+  if (!client->connection().username.empty()) {
+    const std::string name = spec.run_id + "-registry";
+    objects.emplace_back(&kK8sSecrets, registry_pull_secret(client->connection(), name, s_.ns, spec.run_id));
+    d->sandbox_job["spec"]["template"]["spec"]["imagePullSecrets"] = ordered_json::array({{{"name", name}}});
+  }
+  K8sJobExtras extras;
+  extras.on_remove = remove;
+  extras.before_start = [client, image]() { return verify_seed_image(*client, image); };
+  extras.seed = {{"transport", "registry"},
+                 {"image", image.reference()},
+                 {"digest", image.digest},
+                 {"layer_digest", image.layer_digest},
+                 {"bytes", image.seed_bytes},
+                 {"layer_bytes", image.layer_bytes},
+                 {"files", image.files},
+                 {"build_ms", build_ms},
+                 {"push_ms", push_ms},
+                 {"pull_secret", !client->connection().username.empty()}};
+  return make_k8s_job(*k8s_, s_, spec.run_id, "sandbox", std::move(objects), d->sandbox_job, true, policy, *d,
+                      std::move(extras));
+}
+
+}  // namespace lazyagent
