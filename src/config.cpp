@@ -46,6 +46,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "contract/egress_entry.h"
 #include "contract/patch_contract.h"
 #include "util/path_glob.h"
 
@@ -344,13 +345,39 @@ class Reader {
                {"setup", command_list(&env->setup)},
                {"inputs", allow_list(&env->inputs, true)},
                {"network", string(&env->network, is_build_network, "'bridge' or 'none'")},
+               {"egress", egress_list(&env->egress)},
                {"timeout_seconds", integer(&env->timeout_seconds, 1, 86400)}});
       if (errors().size() != before) return;
+      if (!env->egress.empty() && env->network == "none")
+        return error(p + ".egress", "needs network: bridge (with network: none the set-up reaches nothing)");
       if (!env->containerfile.empty() && (!env->setup.empty() || !env->base.empty()))
         return error(p, "give either containerfile, or base and setup, not both");
       if (env->containerfile.empty() && env->setup.empty())
         return error(p, "needs containerfile (a Containerfile in the seed) or setup (commands run on base)");
       env->present = true;
+    };
+  }
+
+  // environment.egress: HOST, HOST:PORT or *.DOMAIN (contract/egress_entry.h).
+  Read egress_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence() || n.size() == 0)
+        return error(p, "expected a non-empty list of host names (HOST, HOST:PORT or *.DOMAIN), got " + describe(n));
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const std::string item_path = p + "[" + std::to_string(i) + "]";
+        const YAML::Node item = n[i];
+        if (!item.IsScalar()) {
+          error(item_path, "expected a host name, got " + describe(item));
+          continue;
+        }
+        if (const std::string why = egress_entry_problem(item.Scalar()); !why.empty()) {
+          error(item_path, "'" + printable(item.Scalar()) + "': " + why);
+          continue;
+        }
+        entries.push_back(parse_egress_entry(item.Scalar()).text());
+      }
+      *out = std::move(entries);
     };
   }
 

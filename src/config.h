@@ -180,6 +180,10 @@ struct EnvironmentConfig {
   std::vector<std::string> setup;     // one RUN (/bin/sh -c) each, in /lazyagent-env
   std::vector<std::string> inputs;    // seed-relative files or directories (trailing '/')
   std::string network = "bridge";     // the build's network: bridge or none
+  // The set-up's egress allow-list (contract/egress_entry.h): when given, the
+  // set-up reaches only these, through a proxy on a network with no other
+  // way out (engine/podman/egress_proxy.h). Empty: the bridge, unfiltered.
+  std::vector<std::string> egress;
   std::int64_t timeout_seconds = 1800;  // the whole build
   // Set once the image exists (resolve_environment): what the result records.
   struct Resolved {
@@ -188,6 +192,13 @@ struct EnvironmentConfig {
     std::string digest;   // the built image's digest (as image_digest: Digest, else Id)
     bool built = false;   // built by this command (false: reused)
     long build_ms = 0;
+    // With environment.egress: what the set-up's proxy let through
+    // ("HOST:PORT", and "http://..." URLs of plain HTTP requests) and what it
+    // refused ("HOST:PORT"), in order, and the sha256 of the reached list
+    // (kept as an image label, so a reused image still names it).
+    std::vector<std::string> egress_reached;
+    std::vector<std::string> egress_denied;
+    std::string egress_reached_sha256;
   } resolved;
 };
 

@@ -1,0 +1,294 @@
+// The environment's egress allow-list (issue 31) against the real podman
+// service, the real proxy image (localhost/lazyagent-egress-proxy) and the
+// real CLI: `env build` with environment.egress.
+//
+// Targets: only this machine's own addresses (a listener on every address
+// of the host, the podman gateway) and the package registries this machine
+// uses, their names read from the apt sources and `npm config get registry`,
+// never written here. The refusals are checked from inside the set-up by a
+// probe step (python3 from the sandbox image), with a positive control: the
+// same probe on the unfiltered bridge reaches the host's listener.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+namespace fs = std::filesystem;
+
+namespace {
+
+void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// The host of the Debian mirror in this machine's apt sources (the base
+// image's sources are written from them by scripts/build-images.sh).
+std::string debian_mirror_host() {
+  return trim(sh("cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources "
+                 "2>/dev/null | grep -Eo 'https?://[^/ ]+' | head -n 1 | sed -E 's#https?://##'"));
+}
+
+// The npm registry's host from `npm config get registry`.
+std::string npm_registry_host() {
+  return trim(sh("npm config get registry 2>/dev/null | sed -E 's#https?://##; s#/.*##'"));
+}
+
+// The host's first global IPv4 address (not the podman bridges').
+std::string host_address() {
+  return trim(sh("ip -4 -o addr show scope global | grep -v -e cni-podman -e podman | awk '{print $4}' | cut -d/ -f1 | "
+                 "head -n 1"));
+}
+
+// A TCP listener on every address of the host (IPv4 and IPv6), counting
+// connections: what a set-up that escaped its network would reach.
+class AnyListener {
+ public:
+  AnyListener() {
+    fd_ = socket(AF_INET6, SOCK_STREAM, 0);
+    int off = 0;
+    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_any;
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin6_port);
+    listen(fd_, 16);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0 || stop_) break;
+        ++accepted_;
+        close(c);
+      }
+    });
+  }
+  ~AnyListener() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// The probe a set-up step runs: each attempt prints "probe NAME OUTCOME";
+// argv: LISTED_HOST UNLISTED_HOST HOST_ADDR GATEWAY PORT.
+const char* kProbe = R"PY(
+import os, socket, sys
+listed, unlisted, host, gateway, port = sys.argv[1:6]
+port = int(port)
+proxy = os.environ.get("http_proxy", "")
+def say(name, outcome): print("probe", name, outcome, flush=True)
+def via_proxy(name, request):
+    if not proxy:
+        return say(name, "no-proxy")
+    hp = proxy.split("//")[1].rstrip("/")
+    h, p = hp.rsplit(":", 1)
+    try:
+        s = socket.create_connection((h, int(p)), timeout=5)
+        s.sendall(request)
+        line = s.recv(200).split(b"\r\n")[0].decode("ascii", "replace")
+        s.close()
+        say(name, line.replace(" ", "_"))
+    except OSError as e:
+        say(name, "error:" + type(e).__name__)
+def direct(name, addr, p):
+    try:
+        s = socket.create_connection((addr, p), timeout=3)
+        s.close()
+        say(name, "connected")
+    except OSError as e:
+        say(name, "blocked:" + (os.strerror(e.errno) if e.errno else type(e).__name__).replace(" ", "_"))
+via_proxy("connect-listed", b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (listed.encode(), listed.encode()))
+via_proxy("connect-unlisted", b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (unlisted.encode(), unlisted.encode()))
+via_proxy("http-unlisted-host-header-listed", b"GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (unlisted.encode(), listed.encode()))
+via_proxy("http-gateway", b"GET http://%s:%d/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (gateway.encode(), port, listed.encode()))
+via_proxy("connect-host-internal", b"CONNECT host.containers.internal:%d HTTP/1.1\r\n\r\n" % port)
+direct("direct-gateway", gateway, port)
+direct("direct-host", host, port)
+try:
+    socket.getaddrinfo(unlisted, 443)
+    say("dns-unlisted", "resolved")
+except OSError:
+    say("dns-unlisted", "failed")
+try:
+    socket.getaddrinfo(listed, 443)
+    say("dns-listed", "resolved")
+except OSError:
+    say("dns-listed", "failed")
+)PY";
+
+struct EgressProject {
+  TempDir dir;
+  std::string seed;
+  std::string config;
+  explicit EgressProject(const std::string& environment_yaml) {
+    seed = dir.path() + "/seed";
+    fs::copy(seed_dir(), seed, fs::copy_options::recursive);
+    put(seed + "/probe.py", kProbe);
+    config = dir.file("env.yaml", "seed: " + seed + "\nallow: [calculator.py]\n" + environment_yaml);
+  }
+};
+
+std::string probe_outcome(const std::string& log, const std::string& name) {
+  std::smatch m;
+  const std::regex re("probe " + name + " (\\S+)");
+  return std::regex_search(log, m, re) ? m[1].str() : "(missing)";
+}
+
+std::string egress_leftovers() {
+  return sh("podman network ls --format '{{.Name}}' | grep '^lazyagent-egress-'; "
+            "podman ps -a --filter label=io.lazyagent.role=egress-proxy --format '{{.Names}}'; "
+            "podman ps -a --filter label=io.lazyagent.role=envbuild --format '{{.Names}}'");
+}
+
+void remove_image(const std::string& image) {
+  if (!image.empty()) sh("podman rmi -f " + image + " >/dev/null 2>&1");
+}
+
+}  // namespace
+
+TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Host header), no direct route, no DNS, "
+          "the host unreachable, with a positive control") {
+  const std::string registry = npm_registry_host();
+  const std::string mirror = debian_mirror_host();
+  const std::string host = host_address();
+  REQUIRE(!registry.empty());
+  REQUIRE(!mirror.empty());
+  REQUIRE(!host.empty());
+  const std::string gateway = "10.88.0.1";  // the default bridge's gateway (ARCHITECTURE section 5)
+  AnyListener listener;
+  const std::string step = "python3 probe.py " + mirror + " " + registry + " " + host + " " + gateway + " " +
+                           std::to_string(listener.port());
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+
+  // Positive control: on the unfiltered bridge the same probe reaches the
+  // host's listener directly and resolves names.
+  {
+    EgressProject open("environment:\n  setup: [\"" + step + "\"]\n  inputs: [probe.py]\n");
+    const auto b = run_cli(env, {"env", "build", "--config", open.config, "--rebuild", "--json"}, 600);
+    INFO(b.err);
+    REQUIRE(b.exit_code == 0);
+    CHECK(probe_outcome(b.err, "direct-gateway") == "connected");
+    CHECK(probe_outcome(b.err, "dns-unlisted") == "resolved");
+    CHECK(listener.accepted() >= 1);
+    remove_image(json_out(b)["image"]);
+  }
+  const int before = listener.accepted();
+
+  EgressProject p("environment:\n  setup: [\"" + step + "\"]\n  inputs: [probe.py]\n  egress: [" + mirror + "]\n");
+  const auto b = run_cli(env, {"env", "build", "--config", p.config, "--rebuild", "--json"}, 600);
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(probe_outcome(b.err, "connect-listed") == "HTTP/1.1_200_Connection_established");
+  CHECK(probe_outcome(b.err, "connect-unlisted") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "http-unlisted-host-header-listed") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "http-gateway") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "connect-host-internal") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "direct-gateway") == "blocked:Network_is_unreachable");
+  CHECK(probe_outcome(b.err, "direct-host") == "blocked:Network_is_unreachable");
+  CHECK(probe_outcome(b.err, "dns-unlisted") == "failed");
+  CHECK(probe_outcome(b.err, "dns-listed") == "failed");  // names resolve on the proxy's side only
+  CHECK(listener.accepted() == before);
+
+  const json j = json_out(b);
+  const json egress = j["egress"];
+  CHECK(egress["allowed"] == json{mirror});
+  CHECK(egress["reached"].dump().find("\"" + mirror + ":443\"") != std::string::npos);
+  const std::string denied = egress["denied"].dump();
+  CHECK(denied.find("\"" + registry + ":443\"") != std::string::npos);
+  CHECK(denied.find("\"" + registry + ":80\"") != std::string::npos);
+  CHECK(denied.find("\"" + gateway + ":" + std::to_string(listener.port()) + "\"") != std::string::npos);
+  CHECK(denied.find("\"host.containers.internal:" + std::to_string(listener.port()) + "\"") != std::string::npos);
+  CHECK(egress["reached_sha256"].get<std::string>().size() == 64);
+  CHECK(b.err.find("environment: egress denied: " + registry + ":443") != std::string::npos);
+
+  // Reused: the record still names what the set-up reached (image labels).
+  const auto again = run_cli(env, {"env", "build", "--config", p.config, "--json"}, 600);
+  REQUIRE(again.exit_code == 0);
+  CHECK(json_out(again)["built"] == false);
+  CHECK(json_out(again)["egress"]["reached"] == egress["reached"]);
+  CHECK(json_out(again)["egress"]["reached_sha256"] == egress["reached_sha256"]);
+  CHECK(egress_leftovers().empty());
+  remove_image(j["image"]);
+}
+
+TEST_CASE("egress allow-list: apt from the Debian mirror through the proxy, the npm registry listed works") {
+  const std::string registry = npm_registry_host();
+  const std::string mirror = debian_mirror_host();
+  REQUIRE(!registry.empty());
+  REQUIRE(!mirror.empty());
+  EgressProject p("environment:\n"
+                  "  setup: [\"apt-get update\", \"apt-get install -y --no-install-recommends hello\", \"hello\",\n"
+                  "          \"python3 -c 'import urllib.request as u; print(u.urlopen(\\\"https://" + registry +
+                  "/\\\", timeout=30).status)'\"]\n"
+                  "  egress: [" + mirror + ", " + registry + "]\n");
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+  const auto b = run_cli(env, {"env", "build", "--config", p.config, "--rebuild", "--json"}, 900);
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find("  | Hello, world!") != std::string::npos);
+  CHECK(b.err.find("  | 200") != std::string::npos);
+  const json egress = json_out(b)["egress"];
+  const std::string reached = egress["reached"].dump();
+  CHECK(reached.find("\"" + mirror + ":80\"") != std::string::npos);
+  CHECK(reached.find("\"http://" + mirror + "/") != std::string::npos);  // plain HTTP URLs are recorded
+  CHECK(reached.find("\"" + registry + ":443\"") != std::string::npos);
+  CHECK(egress["denied"].empty());
+  CHECK(egress_leftovers().empty());
+  remove_image(json_out(b)["image"]);
+}
+
+TEST_CASE("egress allow-list: the npm registry unlisted is refused, and the failed step names the denial") {
+  const std::string registry = npm_registry_host();
+  const std::string mirror = debian_mirror_host();
+  REQUIRE(!registry.empty());
+  EgressProject p("environment:\n"
+                  "  setup: [\"echo first\",\n"
+                  "          \"python3 -c 'import urllib.request as u; print(u.urlopen(\\\"https://" + registry +
+                  "/\\\", timeout=30).status)'\"]\n"
+                  "  egress: [" + mirror + "]\n");
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+  const std::string images_before = sh("podman images --filter label=io.lazyagent.role=environment -q | sort");
+  const auto b = run_cli(env, {"env", "build", "--config", p.config, "--rebuild", "--json"}, 600);
+  INFO(b.err);
+  CHECK(b.exit_code == 5);
+  const std::string error = json_out(b)["error"];
+  CHECK(error.find("environment: set-up step 2 was denied egress to " + registry +
+                   ":443: add it to environment.egress\nenvironment: set-up step 2 of 2 failed") != std::string::npos);
+  CHECK(error.find("403") != std::string::npos);  // the step's own output: the proxy's answer
+  CHECK(egress_leftovers().empty());
+  CHECK(sh("podman images --filter label=io.lazyagent.role=environment -q | sort") == images_before);
+}
