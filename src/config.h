@@ -199,6 +199,10 @@ struct EnvironmentConfig {
     std::vector<std::string> egress_reached;
     std::vector<std::string> egress_denied;
     std::string egress_reached_sha256;
+    // The egress probe run in the set-up before its first step
+    // (policy/setup_egress_probe.h): "enforced", or why not; its attempts.
+    std::string egress_probe;
+    std::vector<std::string> egress_probe_attempts;  // "NAME OUTCOME"
   } resolved;
 };
 

@@ -53,7 +53,9 @@ json environment_json(const EnvironmentConfig& env) {
     j["egress"] = {{"allowed", env.egress},
                    {"reached", env.resolved.egress_reached},
                    {"reached_sha256", env.resolved.egress_reached_sha256},
-                   {"denied", env.resolved.egress_denied}};
+                   {"denied", env.resolved.egress_denied},
+                   {"probe", env.resolved.egress_probe.empty() ? json(nullptr) : json(env.resolved.egress_probe)},
+                   {"probe_attempts", env.resolved.egress_probe_attempts}};
   }
   return j;
 }

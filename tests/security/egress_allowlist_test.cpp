@@ -229,6 +229,14 @@ TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Hos
   CHECK(denied.find("\"" + gateway + ":" + std::to_string(listener.port()) + "\"") != std::string::npos);
   CHECK(denied.find("\"host.containers.internal:" + std::to_string(listener.port()) + "\"") != std::string::npos);
   CHECK(egress["reached_sha256"].get<std::string>().size() == 64);
+  // The tool's own probe ran first, in the same container, and found no way out.
+  CHECK(egress["probe"] == "enforced");
+  const std::string attempts = egress["probe_attempts"].dump();
+  CHECK(attempts.find("\"proxy-unlisted 403\"") != std::string::npos);
+  CHECK(attempts.find("\"direct:" + gateway + ":443 blocked:101\"") != std::string::npos);
+  CHECK(attempts.find("\"direct:" + host + ":22 blocked:101\"") != std::string::npos);
+  CHECK(attempts.find("\"dns:" + mirror + " failed\"") != std::string::npos);
+  CHECK(attempts.find("\"ipv6 addresses:0\"") != std::string::npos);
   CHECK(b.err.find("environment: egress denied: " + registry + ":443") != std::string::npos);
 
   // Reused: the record still names what the set-up reached (image labels).

@@ -8,6 +8,7 @@
 #include "engine/podman/environment.h"
 #include "pipeline/run_result.h"
 #include "policy/egress_proxy_config.h"
+#include "policy/setup_egress_probe.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -170,5 +171,30 @@ TEST_CASE("a client behind the proxy: the internal network only, IPv6 off, no DN
   CHECK(j["egress"] == json{{"allowed", {"deb.debian.org"}},
                             {"reached", {"deb.debian.org:80"}},
                             {"reached_sha256", "abc"},
-                            {"denied", {"registry.npmjs.org:443"}}});
+                            {"denied", {"registry.npmjs.org:443"}},
+                            {"probe", nullptr},
+                            {"probe_attempts", json::array()}});
+}
+
+TEST_CASE("the set-up's egress probe: its lines read back, a way out named, a base without python3 stated") {
+  const std::string shell = setup_egress_probe_shell({"deb.debian.org", "*.example.org:8443"}, {"10.88.0.1"});
+  CHECK(shell.find("python3 -I -S -c ") != std::string::npos);
+  CHECK(shell.find("'deb.debian.org *.example.org:8443' '10.88.0.1') || exit 86;") != std::string::npos);
+  const auto p = parse_setup_egress_probe(
+      "::lazyagent-egress-probe proxy-unlisted 403::\n"
+      "::lazyagent-egress-probe direct:10.88.0.1:22 refused way-out::\n"
+      "::lazyagent-egress-probe direct:10.88.0.1:53 blocked:101::\n"
+      "::lazyagent-egress-probe dns:deb.debian.org failed::\n"
+      "a step's own line\n"
+      "::lazyagent-egress-probe done 4::\n");
+  CHECK(p.ran);
+  CHECK(p.attempts.size() == 4);
+  CHECK(p.ways_out == std::vector<std::string>{"direct:10.88.0.1:22 refused"});
+  CHECK(p.to_json()["enforced"] == false);
+  const auto clean = parse_setup_egress_probe("::lazyagent-egress-probe proxy-unlisted 403::\n::lazyagent-egress-probe done 1::\n");
+  CHECK(clean.to_json()["enforced"] == true);
+  const auto none = parse_setup_egress_probe("::lazyagent-egress-probe runner none::\n::lazyagent-egress-probe done 0::\n");
+  CHECK(none.runner == "none");
+  CHECK(none.to_json()["enforced"] == false);
+  CHECK_FALSE(parse_setup_egress_probe("::lazyagent-egress-probe proxy-unlisted 403::\n").ran);
 }

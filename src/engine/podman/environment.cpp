@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +20,7 @@
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/tar_writer.h"
+#include "policy/setup_egress_probe.h"
 
 namespace lazyagent {
 namespace {
@@ -223,6 +227,35 @@ json setup_container_spec(const EnvironmentConfig& env, const std::string& base,
 
 namespace {
 
+// What the set-up's egress probe tries directly: the default network's
+// gateway and this machine's own IPv4 addresses (loopback aside: the
+// container's own).
+std::vector<std::string> probe_targets(PodmanClient& podman) {
+  std::vector<std::string> out;
+  if (auto r = podman.call("GET", "/networks/podman/json"); r && r->status == 200) {
+    const json j = json::parse(r->body, nullptr, false);
+    if (j.is_object() && j.contains("subnets") && j["subnets"].is_array()) {
+      for (const auto& sn : j["subnets"]) {
+        const std::string gw = sn.value("gateway", "");
+        if (!gw.empty() && gw.find(':') == std::string::npos) out.push_back(gw);
+      }
+    }
+  }
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      char buf[INET_ADDRSTRLEN] = {};
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
+      const std::string a = buf;
+      if (a.rfind("127.", 0) == 0 || std::find(out.begin(), out.end(), a) != out.end()) continue;
+      if (out.size() < 8) out.push_back(a);
+    }
+    ::freeifaddrs(list);
+  }
+  return out;
+}
+
 double wall_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -263,6 +296,8 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     if (!started) return started.error().context("environment: environment.egress");
     proxy = std::move(*started);
     attach_to_egress_network(&spec, proxy->network(), proxy->address());
+    // The probe first, in the set-up's own container (setup_egress_probe.h).
+    spec["command"][2] = setup_egress_probe_shell(env.egress, probe_targets(podman)) + spec["command"][2].get<std::string>();
     progress("environment: egress allow-list (" + std::to_string(entries.size()) + " entr" +
              (entries.size() == 1 ? "y" : "ies") + ") through the proxy at " + proxy->address() + " on network " +
              proxy->network());
@@ -303,6 +338,10 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
       return;
     }
     if (l.rfind(kEnvFailedMarker, 0) == 0) return;
+    if (l.rfind(kEgressProbeMarker, 0) == 0) {
+      progress("environment: egress probe: " + l.substr(std::strlen(kEgressProbeMarker)));
+      return;
+    }
     progress("  | " + l);
   };
   const long deadline_ms = static_cast<long>(env.timeout_seconds) * 1000;
@@ -339,6 +378,19 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
         denied_in_step.push_back(r.host_port());
     }
     denial = denied_in_step.empty() ? egress_denial_message(outcome.denied, 0) : egress_denial_message(denied_in_step, failed);
+  }
+  if (proxy) {
+    const SetupEgressProbe probe = parse_setup_egress_probe(log.all);
+    for (const auto& [n, o] : probe.attempts) out->egress_probe_attempts.push_back(n + " " + o);
+    if (!probe.ways_out.empty() || (*code == kEgressProbeExit && last_setup_step(log.all, nullptr) == 0)) {
+      std::string list;
+      for (const auto& w : probe.ways_out) list += "\n  " + w;
+      return Error{ErrorKind::kIsolation,
+                   "environment: the egress probe found a way out of the set-up's network, so the environment is "
+                   "refused (no step ran):" + (list.empty() ? std::string("\n  (the probe did not finish)") : list)};
+    }
+    out->egress_probe = !probe.ran ? "not run" : probe.runner != "python3" ? "not observable (no python3 in the base image)"
+                                                                           : "enforced";
   }
   if (*code != 0) {
     const std::string msg = setup_failure_message(env.setup, log.all, *code);
