@@ -66,13 +66,19 @@ std::string egress_proxy_script() {
          "log=/var/log/squid/lazyagent-access.log\n"
          ": > \"$log\"; chown proxy:proxy \"$log\"\n"
          "squid -N -f " + conf + " & pid=$!\n"
-         "trap 'kill $pid 2>/dev/null; exit 0' TERM INT\n"
+         // Stopped (SIGTERM, EgressProxy::requests()): squid shuts down (shutdown_lifetime 0),
+         // logging every transaction still open and closing the log; only then is the whole
+         // log printed, so what is read after the container exited is complete. (A `tail -F`
+         // of the log, as before, polls once a second on overlayfs and lost a short set-up's
+         // lines.)
+         "trap 'kill -TERM $pid 2>/dev/null; wait $pid; cat \"$log\"; exit 0' TERM INT\n"
          // Ready once something listens on the port (0C38 = 3128) in /proc/net/tcp{,6}.
          "i=0; while ! grep -Eq ':0C38 0+:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null; do\n"
          "  i=$((i+1)); if [ $i -gt 400 ] || ! kill -0 $pid 2>/dev/null; then echo 'squid did not start:';"
          " tail -n 20 /var/log/squid/cache.log; exit 4; fi; sleep 0.05; done\n"
          "echo " + std::string(kEgressReadyLine) + "\n"
-         "tail -n +1 -F \"$log\" 2>/dev/null & wait $pid\n";
+         "wait $pid\n"
+         "echo 'squid exited unasked:'; tail -n 20 /var/log/squid/cache.log; cat \"$log\"; exit 5\n";
 }
 
 std::vector<EgressRequest> parse_egress_log(const std::string& log) {

@@ -41,7 +41,8 @@ std::string squid_config(const std::vector<EgressEntry>& entries, const std::str
 
 // sh -c text the proxy container runs: `squid -k parse` of the configuration
 // (a refusal exits 3 with squid's words), squid in the foreground, a line
-// kEgressReadyLine once it listens, then its access log on stdout.
+// kEgressReadyLine once it listens; on SIGTERM it stops squid, waits for it
+// to exit and then prints the whole access log on stdout (exit 0).
 std::string egress_proxy_script();
 
 struct EgressRequest {

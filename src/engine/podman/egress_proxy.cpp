@@ -109,6 +109,13 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(PodmanClient& podman, co
 }
 
 Result<std::vector<EgressRequest>> EgressProxy::requests() {
+  // Stop first, then read: squid logs a transaction when it ends, and the
+  // script prints the log only after squid has shut down (egress_proxy_script()),
+  // so nothing the client did is still on its way. A proxy that already
+  // exited refuses the signal; its script printed the log on the way out.
+  (void)podman_.kill(container_, "SIGTERM");
+  auto stopped = podman_.wait(container_, 15000);
+  if (!stopped) return stopped.error().context("egress proxy: waiting for squid to stop and write its log");
   auto raw = podman_.logs(container_, kProxyLogBytes);
   if (!raw) return raw.error().context("egress proxy: reading its log");
   return parse_egress_log(demux_logs(raw->body, kProxyLogBytes).out);

@@ -60,7 +60,8 @@ class EgressProxy {
   const std::string& address() const { return address_; }  // the proxy's address on network()
   const std::string& container() const { return container_; }
 
-  // The requests the proxy has logged so far.
+  // Stops the proxy (squid shuts down, logging what was still open) and
+  // returns every request it logged. Call once, after the client exited.
   Result<std::vector<EgressRequest>> requests();
   // Removes the proxy container and the network now.
   Status remove();
