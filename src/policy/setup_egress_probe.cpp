@@ -25,7 +25,7 @@ def via_proxy(name, target, must_refuse):
     except Exception as e:
         code = "error:" + type(e).__name__
     say(name, code, must_refuse and code == "200")
-via_proxy("proxy-unlisted", "lazyagent-egress-probe.invalid:443", True)
+via_proxy("proxy-unlisted", sys.argv[3], True)
 if listed:
     e = listed[0].lstrip("*.")
     via_proxy("proxy-listed", e if ":" in e else e + ":443", False)
@@ -74,7 +74,7 @@ std::string joined(const std::vector<std::string>& v) {
 
 std::string setup_egress_probe_shell(const std::vector<std::string>& listed, const std::vector<std::string>& targets) {
   return "if command -v python3 >/dev/null 2>&1; then (cd / && python3 -I -S -c " + sh_quote(kProbePy) + " " +
-         sh_quote(joined(listed)) + " " + sh_quote(joined(targets)) + ") || exit " + std::to_string(kEgressProbeExit) +
+         sh_quote(joined(listed)) + " " + sh_quote(joined(targets)) + " " + sh_quote(kEgressProbeTarget) + ") || exit " + std::to_string(kEgressProbeExit) +
          "; else echo '" + kEgressProbeMarker + "runner none::'; echo '" + kEgressProbeMarker + "done 0::'; fi; ";
 }
 

@@ -31,6 +31,9 @@ namespace lazyagent {
 
 inline constexpr int kEgressProbeExit = 86;
 inline constexpr const char* kEgressProbeMarker = "::lazyagent-egress-probe ";
+// The probe's own refused request (proxy-unlisted): a name no list can hold.
+// Its denial is the probe's, recorded in its attempts, never a step's.
+inline constexpr const char* kEgressProbeTarget = "lazyagent-egress-probe.invalid:443";
 
 // sh text that runs the probe, exits kEgressProbeExit on a way out. `listed`
 // the allow-list's entries, `targets` the addresses to try directly.

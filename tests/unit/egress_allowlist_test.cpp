@@ -114,6 +114,11 @@ TEST_CASE("squid configuration: clients from the subnet only, one rule per entry
   CHECK(none.substr(none.find("http_access")) == "http_access deny !lazyagent_client\nhttp_access deny all\n");
   // The script checks the configuration before squid serves it.
   CHECK(egress_proxy_script().find("squid -k parse -f /etc/squid/lazyagent.conf") != std::string::npos);
+  // Stopped, it prints the log only once squid has exited (every open
+  // transaction logged): no follower that may lag behind a short set-up.
+  CHECK(egress_proxy_script().find("trap 'kill -TERM $pid 2>/dev/null; wait $pid; cat \"$log\"; exit 0' TERM") !=
+        std::string::npos);
+  CHECK(egress_proxy_script().find("tail -n +1 -F") == std::string::npos);
 }
 
 TEST_CASE("squid's log: denials and reached hosts, once each, plain HTTP URLs kept, foreign lines ignored") {
@@ -178,8 +183,11 @@ TEST_CASE("a client behind the proxy: the internal network only, IPv6 off, no DN
 
 TEST_CASE("the set-up's egress probe: its lines read back, a way out named, a base without python3 stated") {
   const std::string shell = setup_egress_probe_shell({"deb.debian.org", "*.example.org:8443"}, {"10.88.0.1"});
+  // The unlisted name it asks the proxy for is the one the tool leaves out of a step's denials.
+  CHECK(std::string(kEgressProbeTarget) == "lazyagent-egress-probe.invalid:443");
   CHECK(shell.find("python3 -I -S -c ") != std::string::npos);
-  CHECK(shell.find("'deb.debian.org *.example.org:8443' '10.88.0.1') || exit 86;") != std::string::npos);
+  CHECK(shell.find("'deb.debian.org *.example.org:8443' '10.88.0.1' 'lazyagent-egress-probe.invalid:443') || exit 86;") !=
+        std::string::npos);
   const auto p = parse_setup_egress_probe(
       "::lazyagent-egress-probe proxy-unlisted 403::\n"
       "::lazyagent-egress-probe direct:10.88.0.1:22 refused way-out::\n"

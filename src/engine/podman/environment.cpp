@@ -370,14 +370,20 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     out->egress_denied = outcome.denied;
     for (const auto& d : outcome.denied) progress("environment: egress denied: " + d);
     // Name the denials of the step that failed (by time), else all of them.
-    std::vector<std::string> denied_in_step;
+    // The probe's own refused request is the probe's (its attempts record
+    // it), not a step's: it runs a moment before step 1, within step_at's
+    // slack of a quick step 1 and 2, and was blamed on step 2.
+    std::vector<std::string> denied_in_step, denied_to_steps;
     const std::size_t failed = last_setup_step(log.all, nullptr);
     for (const auto& r : *requests) {
-      if (r.denied() && step_at(step_started, r.time) == failed &&
+      if (!r.denied() || r.host_port() == kEgressProbeTarget) continue;
+      if (std::find(denied_to_steps.begin(), denied_to_steps.end(), r.host_port()) == denied_to_steps.end())
+        denied_to_steps.push_back(r.host_port());
+      if (step_at(step_started, r.time) == failed &&
           std::find(denied_in_step.begin(), denied_in_step.end(), r.host_port()) == denied_in_step.end())
         denied_in_step.push_back(r.host_port());
     }
-    denial = denied_in_step.empty() ? egress_denial_message(outcome.denied, 0) : egress_denial_message(denied_in_step, failed);
+    denial = denied_in_step.empty() ? egress_denial_message(denied_to_steps, 0) : egress_denial_message(denied_in_step, failed);
   }
   if (proxy) {
     const SetupEgressProbe probe = parse_setup_egress_probe(log.all);
