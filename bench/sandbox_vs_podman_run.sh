@@ -26,6 +26,7 @@ export XDG_STATE_HOME="$work/state"
 cleanup() {
   [ -f "$XDG_STATE_HOME/lazyagent-oci/refill.lock" ] && flock "$XDG_STATE_HOME/lazyagent-oci/refill.lock" true
   "$bin" reap >/dev/null 2>&1 || true
+  XDG_STATE_HOME="$work/cold-state" "$bin" reap >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -67,8 +68,11 @@ user_flags() {
     /bin/sh -c 'cp -R /seed/. /work/ && cd /work && exec python3 -m unittest -v' >/dev/null 2>&1
 }
 
+# Cold runs keep a run store of their own: a run claims any matching spare of
+# its store (whatever engine.warm says), and the warm runs' store always holds one.
 cold() {
-  "$bin" test --seed seed --patch examples/patches/fix-add.json --json 2>/dev/null > "$work/cold.json"
+  XDG_STATE_HOME="$work/cold-state" "$bin" test --seed seed --patch examples/patches/fix-add.json --json \
+    2>/dev/null > "$work/cold.json"
 }
 
 warm() {

@@ -2,7 +2,8 @@
 # The main job, end to end, from a fresh Debian 12 machine (as root): set up,
 # then `lazyagent-oci run`: the planner asks the model for a fix of
 # calculator.add in its own container, the patch is validated again and
-# proven in the hardened sandbox.
+# proven in the hardened sandbox. After the set-up, `lazyagent-oci` is put on
+# PATH (scripts/link-binary.sh: a symlink in /usr/local/bin to this build).
 #
 # With a provider configured (`lazyagent-oci configure`, under the secret
 # names of $LAZYAGENT_CONFIG or config/lazyagent.yaml), that provider is used;
@@ -34,6 +35,10 @@ done
 
 [ "$setup" = 0 ] || scripts/setup.sh --no-k8s --cli-only   # the demo needs no kube-apiserver and no test binaries
 bin=build/lazyagent-oci
+# The README's later steps (and an MCP client) run plain `lazyagent-oci`: a
+# symlink in /usr/local/bin ($LAZYAGENT_LINK_DIR: the docs check's own
+# directory, never a shared machine's /usr/local) to this build.
+scripts/link-binary.sh "${LAZYAGENT_LINK_DIR:-/usr/local/bin}" || true
 
 configured() {
   "$bin" secret list --json | python3 -c 'import json,sys; sys.exit(0 if all(s["configured"] for s in json.load(sys.stdin)["secrets"]) else 1)'

@@ -107,6 +107,12 @@ PACKAGES=(
   # scripts, the build or Kubernetes' build run is not covered by this list.
   apt iproute2
 )
+# For the test suite only (not with --cli-only: the demo needs none of it):
+# headless Chromium opens the eval's HTML report (tests/integration/report_test.cpp
+# through report_browser.py) to check it renders, loads nothing, runs no hostile script.
+if [ "$CLI_ONLY" = 0 ]; then
+  PACKAGES+=(chromium)
+fi
 
 missing_packages() {
   # dpkg-query prints nothing (and exits 1) for packages it has never heard of.

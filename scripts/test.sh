@@ -35,4 +35,17 @@ if [ -n "$left$vols" ]; then
 else
   echo "no lazyagent containers or volumes left" >&2
 fi
+# Run cgroups (/lazyagent/<run> in each hierarchy, src/engine/podman/cgroup_usage.h):
+# a run removes its own, or leaves a detached remover for up to 60 s when conmon
+# lingers; give those their minute, then none may be left.
+run_cgroups() { find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -path '*/lazyagent/*' -type d 2>/dev/null; }
+for _ in $(seq 1 65); do [ -z "$(run_cgroups)" ] && break; sleep 1; done
+cgs=$(run_cgroups)
+if [ -n "$cgs" ]; then
+  echo "FAIL: the suite left $(printf '%s\n' "$cgs" | wc -l) run cgroup directories behind:" >&2
+  printf '%s\n' "$cgs" | head -20 >&2
+  status=1
+else
+  echo "no lazyagent run cgroups left" >&2
+fi
 exit "$status"

@@ -19,7 +19,7 @@
 //                          recognised (runner_driver.h), else the output; output: the
 //                          output only; junit:PATH, PATH relative, no "..": the user's JUnit XML
 //   patch.max_files        1..1000     default 3 (the origin guide's); the hard caps are
-//   patch.max_bytes        1..4 MiB    default 12000   patch_contract.h's kMax*Cap
+//   patch.max_bytes        1..4 MiB    default 12000   config.h's kMax*Cap
 //   patch.max_diff_bytes   1..4 MiB    default 12000
 //   patch.max_changed_lines 1..200000  default 1000
 //   patch.suspicious       flag|refuse what suspicious findings do (suspicious_code.h)
@@ -29,9 +29,6 @@
 //   user_namespace.size    65536..16777216   covers the image's ids up to nobody (65534)
 #include "config.h"
 
-#include "policy/planner_egress.h"
-
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -48,7 +45,9 @@
 
 #include "contract/egress_entry.h"
 #include "contract/patch_contract.h"
+#include "util/ip_address.h"
 #include "util/path_glob.h"
+#include "util/yaml_reader.h"
 
 #ifndef LAZYAGENT_DATADIR
 #define LAZYAGENT_DATADIR "/usr/local/share/lazyagent-oci"
@@ -57,175 +56,32 @@
 namespace lazyagent {
 namespace {
 
+// "" if `hp` is a HOST:PORT a NetworkPolicy can allow (an IP address, not
+// a name), else why not.
+std::string planner_egress_entry_problem(const std::string& hp) {
+  std::string host, port;
+  if (!split_host_port(hp, &host, &port)) return "expected HOST:PORT, got '" + hp + "'";
+  const bool bracketed = hp.front() == '[';
+  if (bracketed ? !is_ipv6_address(host) : !is_ipv4_address(host)) {
+    return "'" + host +
+           "' is not an IP address: a NetworkPolicy allows addresses, not names; give the provider's address "
+           "(IPv6 in brackets), e.g. from `getent ahosts " + host + "`";
+  }
+  return "";
+}
+
 namespace fs = std::filesystem;
 
 constexpr std::size_t kMaxConfigFileBytes = 1024 * 1024;
-
-// Text from the file, made safe for a one-line message: C0 and DEL as \xNN, cut at 80 bytes.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (out.size() > 80) return out + "...";
-    if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  return out;
-}
-
-// A value as a user would recognise it in a message.
-std::string describe(const YAML::Node& n) {
-  if (n.IsNull()) return "nothing";
-  if (n.IsSequence()) return n.size() == 0 ? "an empty list" : "a list";
-  if (n.IsMap()) return n.size() == 0 ? "an empty mapping" : "a mapping";
-  return "'" + printable(n.Scalar()) + "'";
-}
-
-std::string join_key(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
 
 bool is_image_reference(const std::string& s);
 constexpr const char* kImageText = "an image reference without spaces or control characters";
 bool is_build_network(const std::string& s) { return s == "bridge" || s == "none"; }
 
-// HOST:PORT: a name or IPv4 address, or an IPv6 address in brackets; port 1-65535.
-bool is_host_port(const std::string& s) {
-  const auto colon = s.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = s.substr(0, colon);
-  const std::string port = s.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-    if (host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos) return false;
-  } else if (host.empty() || host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
-                                 std::string::npos) {
-    return false;
-  }
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
-  const long n = std::stol(port);
-  return n >= 1 && n <= 65535;
-}
-
-// Reads one document against the schema, collecting every error.
-class Reader {
+// The config's own kinds of value, on top of the generic reader.
+class ConfigReader : public YamlReader {
  public:
-  using Read = std::function<void(const YAML::Node&, const std::string& key_path)>;
-  struct Field {
-    const char* key;
-    Read read;
-  };
-
-  explicit Reader(std::string source) : source_(std::move(source)) {}
-
-  const std::vector<std::string>& errors() const { return errors_; }
-
-  void error(const std::string& key_path, const std::string& what) {
-    errors_.push_back(source_ + ": " + (key_path.empty() ? "top level" : key_path) + ": " + what);
-  }
-
-  // A mapping whose keys must all appear in `fields`. Absent or empty (null)
-  // means "all defaults", so a section with every line commented out is fine.
-  void mapping(const YAML::Node& node, const std::string& path, const std::vector<Field>& fields) {
-    if (node.IsNull()) return;
-    if (!node.IsMap()) return error(path, "expected a mapping, got " + describe(node));
-    std::set<std::string> seen;
-    for (const auto& entry : node) {
-      if (!entry.first.IsScalar()) {
-        error(path, "keys must be plain names, got " + describe(entry.first));
-        continue;
-      }
-      const std::string key = entry.first.Scalar();
-      const std::string key_path = join_key(path, printable(key));
-      const Field* field = nullptr;
-      std::string valid;
-      for (const Field& f : fields) {
-        valid += (valid.empty() ? "" : ", ") + std::string(f.key);
-        if (key == f.key) field = &f;
-      }
-      if (field == nullptr) {
-        error(key_path, "unknown key (valid keys: " + valid + ")");
-      } else if (!seen.insert(key).second) {
-        error(key_path, "duplicate key");
-      } else {
-        field->read(entry.second, key_path);
-      }
-    }
-  }
-
-  Read nested(std::vector<Field> fields) {
-    return [this, fields = std::move(fields)](const YAML::Node& n, const std::string& p) {
-      mapping(n, p, fields);
-    };
-  }
-
-  // A non-empty string. `valid` (optional) is the stricter rule, `expected`
-  // says it in words: "expected <expected>, got '<value>'".
-  Read string(std::string* out, bool (*valid)(const std::string&) = nullptr,
-              const char* expected = "a non-empty string") {
-    return [=, this](const YAML::Node& n, const std::string& p) {
-      if (!n.IsScalar() || n.Scalar().empty() || (valid != nullptr && !valid(n.Scalar())))
-        return error(p, std::string("expected ") + expected + ", got " + describe(n));
-      *out = n.Scalar();
-    };
-  }
-
-  // A decimal integer in [min, max]. `cap` names a hard cap (patch limits),
-  // which gets its own message: the user tried to raise something they cannot.
-  Read integer(std::int64_t* out, std::int64_t min, std::int64_t max, bool cap = false) {
-    return [=, this](const YAML::Node& n, const std::string& p) {
-      std::int64_t v = 0;
-      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      const bool digits_only = !s.empty() && end == s.data() + s.size();
-      if (!n.IsScalar() || !digits_only ||
-          (ec != std::errc() && ec != std::errc::result_out_of_range))
-        return error(p, "expected a positive integer, got " + describe(n));
-      if (cap && (ec != std::errc() || v > max))
-        return error(p, "cannot be raised past the cap of " + std::to_string(max) + ", got " + s);
-      if (ec != std::errc() || v < min || v > max)
-        return error(p, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                            ", got " + s);
-      *out = v;
-    };
-  }
-
-  // true or false (YAML 1.2 core spellings only).
-  Read boolean(bool* out) {
-    return [=, this](const YAML::Node& n, const std::string& p) {
-      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
-      if (s != "true" && s != "false") return error(p, "expected true or false, got " + describe(n));
-      *out = s == "true";
-    };
-  }
-
-  // Records the key path in `set` once `inner` has read the value.
-  Read marked(std::vector<std::string>* set, Read inner) {
-    return [set, inner = std::move(inner)](const YAML::Node& n, const std::string& p) {
-      inner(n, p);
-      set->push_back(p);
-    };
-  }
-
-  Read number(double* out, double min, double max, const char* range_text) {
-    return [=, this](const YAML::Node& n, const std::string& p) {
-      const std::string s = n.IsScalar() ? n.Scalar() : std::string();
-      const bool decimal =
-          !s.empty() && s.find_first_not_of("0123456789.eE+-") == std::string::npos;
-      char* end = nullptr;
-      errno = 0;
-      const double v = decimal ? std::strtod(s.c_str(), &end) : NAN;
-      if (!decimal || end != s.c_str() + s.size() || !std::isfinite(v) || errno == ERANGE)
-        return error(p, "expected a positive number, got " + describe(n));
-      if (v < min || v > max) return error(p, std::string("must be ") + range_text + ", got " + s);
-      *out = v;
-    };
-  }
+  using YamlReader::YamlReader;
 
   // A non-empty list of allowlist entries, each obeying the patch contract's
   // path rules (an entry may end in one '/' to allow a directory).
@@ -233,13 +89,13 @@ class Reader {
     return [this, out, may_be_empty](const YAML::Node& n, const std::string& p) {
       if (!n.IsSequence() || (n.size() == 0 && !may_be_empty))
         return error(p, std::string("expected a ") + (may_be_empty ? "" : "non-empty ") +
-                            "list of relative paths, got " + describe(n));
+                            "list of relative paths, got " + yaml_describe(n));
       std::vector<std::string> entries;
       for (std::size_t i = 0; i < n.size(); ++i) {
         const std::string item_path = p + "[" + std::to_string(i) + "]";
         const YAML::Node item = n[i];
         if (!item.IsScalar() || item.Scalar().empty()) {
-          error(item_path, "expected a non-empty path, got " + describe(item));
+          error(item_path, "expected a non-empty path, got " + yaml_describe(item));
           continue;
         }
         std::string_view path = item.Scalar();
@@ -257,87 +113,11 @@ class Reader {
     };
   }
 
-  // A list of "HOST:PORT" (an IP address or a name; IPv6 in brackets).
-  Read host_port_list(std::vector<std::string>* out) {
-    return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsSequence()) return error(p, "expected a list of HOST:PORT, got " + describe(n));
-      std::vector<std::string> entries;
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        const std::string item_path = p + "[" + std::to_string(i) + "]";
-        const std::string v = n[i].IsScalar() ? n[i].Scalar() : std::string();
-        if (!is_host_port(v)) {
-          error(item_path, "expected HOST:PORT (an IPv6 address in brackets, [fd00::1]:443; port 1-65535), got " +
-                               describe(n[i]));
-          continue;
-        }
-        entries.push_back(v);
-      }
-      *out = std::move(entries);
-    };
-  }
-
-  // A list of glob patterns (path_glob.h), each checked.
-  Read glob_list(std::vector<std::string>* out) {
-    return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsSequence()) return error(p, "expected a list of glob patterns, got " + describe(n));
-      std::vector<std::string> entries;
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        const std::string item_path = p + "[" + std::to_string(i) + "]";
-        const YAML::Node item = n[i];
-        if (!item.IsScalar() || item.Scalar().empty()) {
-          error(item_path, "expected a non-empty glob pattern, got " + describe(item));
-          continue;
-        }
-        if (const std::string why = glob_problem(item.Scalar()); !why.empty()) {
-          error(item_path, why);
-          continue;
-        }
-        entries.push_back(item.Scalar());
-      }
-      *out = std::move(entries);
-    };
-  }
-
-  // A list of non-empty paths (mcp.seeds).
-  Read path_list(std::vector<std::string>* out) {
-    return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsSequence()) return error(p, "expected a list of directories, got " + describe(n));
-      std::vector<std::string> items;
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        const YAML::Node item = n[i];
-        if (!item.IsScalar() || item.Scalar().empty()) {
-          error(p + "[" + std::to_string(i) + "]", "expected a non-empty directory, got " + describe(item));
-          continue;
-        }
-        items.push_back(item.Scalar());
-      }
-      *out = std::move(items);
-    };
-  }
-
-  // A non-empty list of non-empty strings (shell commands).
-  Read command_list(std::vector<std::string>* out) {
-    return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsSequence() || n.size() == 0)
-        return error(p, "expected a non-empty list of commands, got " + describe(n));
-      std::vector<std::string> items;
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        const YAML::Node item = n[i];
-        if (!item.IsScalar() || item.Scalar().empty()) {
-          error(p + "[" + std::to_string(i) + "]", "expected a non-empty command, got " + describe(item));
-          continue;
-        }
-        items.push_back(item.Scalar());
-      }
-      *out = std::move(items);
-    };
-  }
-
   // `environment`: the project's test image (environment.h). Either
   // `containerfile` or `base` + `setup`; `inputs` with both.
   Read environment(EnvironmentConfig* env) {
     return [this, env](const YAML::Node& n, const std::string& p) {
-      if (!n.IsMap()) return error(p, "expected a mapping (containerfile, or base + setup; inputs), got " + describe(n));
+      if (!n.IsMap()) return error(p, "expected a mapping (containerfile, or base + setup; inputs), got " + yaml_describe(n));
       const std::size_t before = errors().size();
       mapping(n, p,
               {{"containerfile", relative_path(&env->containerfile)},
@@ -362,17 +142,17 @@ class Reader {
   Read egress_list(std::vector<std::string>* out) {
     return [this, out](const YAML::Node& n, const std::string& p) {
       if (!n.IsSequence() || n.size() == 0)
-        return error(p, "expected a non-empty list of host names (HOST, HOST:PORT or *.DOMAIN), got " + describe(n));
+        return error(p, "expected a non-empty list of host names (HOST, HOST:PORT or *.DOMAIN), got " + yaml_describe(n));
       std::vector<std::string> entries;
       for (std::size_t i = 0; i < n.size(); ++i) {
         const std::string item_path = p + "[" + std::to_string(i) + "]";
         const YAML::Node item = n[i];
         if (!item.IsScalar()) {
-          error(item_path, "expected a host name, got " + describe(item));
+          error(item_path, "expected a host name, got " + yaml_describe(item));
           continue;
         }
         if (const std::string why = egress_entry_problem(item.Scalar()); !why.empty()) {
-          error(item_path, "'" + printable(item.Scalar()) + "': " + why);
+          error(item_path, "'" + yaml_printable(item.Scalar()) + "': " + why);
           continue;
         }
         entries.push_back(parse_egress_entry(item.Scalar()).text());
@@ -384,7 +164,7 @@ class Reader {
   // One seed-relative path obeying the patch contract's path rules.
   Read relative_path(std::string* out) {
     return [this, out](const YAML::Node& n, const std::string& p) {
-      if (!n.IsScalar() || n.Scalar().empty()) return error(p, "expected a relative path, got " + describe(n));
+      if (!n.IsScalar() || n.Scalar().empty()) return error(p, "expected a relative path, got " + yaml_describe(n));
       const std::vector<Finding> findings = check_patch_path(n.Scalar());
       if (!findings.empty()) {
         std::string why = findings.front().message;
@@ -414,9 +194,6 @@ class Reader {
 
  private:
   static bool is_seed_source(const std::string& s) { return s == "auto" || s == "git" || s == "directory"; }
-
-  std::string source_;
-  std::vector<std::string> errors_;
 };
 
 // Valid as both a podman secret name and an environment variable name.
@@ -435,7 +212,9 @@ bool is_k8s_isolation(const std::string& s) {
 }
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
-bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_planner_network(const std::string& s) {
+  return s == "bridge" || s == "host" || s == "none" || s == "allowlist";
+}
 bool is_tool_choice(const std::string& s) { return s == "auto" || s == "required"; }
 bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
@@ -473,7 +252,6 @@ bool is_report_spec(const std::string& s) {
   return true;
 }
 
-
 // `seed` relative to the config file's directory (or the working directory).
 std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
   fs::path p(seed);
@@ -490,57 +268,13 @@ std::string resolve_seed(const std::string& seed, const std::string& base_dir) {
 
 std::string error_text(int err) { return std::generic_category().message(err); }
 
-// The number of YAML documents in `text`, read with the parser's events.
-//
-// Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops forever in it on a stray
-// ',' outside a flow collection (a file holding just ","), each turn adding an
-// empty document without consuming input, until memory runs out (found by
-// fuzz/config_fuzzer.cpp; upstream jbeder/yaml-cpp#1040, fixed after 0.8).
-// Here a document that starts where the previous one started means the parser
-// is stuck on a token no rule takes: that is refused as invalid YAML.
-class DocumentStarts : public YAML::EventHandler {
- public:
-  YAML::Mark start;
-  void OnDocumentStart(const YAML::Mark& mark) override { start = mark; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-Result<std::size_t> count_documents(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentStarts starts;
-  std::size_t count = 0;
-  int previous = -1;
-  while (parser.HandleNextDocument(starts)) {
-    if (starts.start.pos == previous) {
-      const std::size_t at = static_cast<std::size_t>(previous);
-      const std::string token = at < text.size() ? text.substr(at, 1) : std::string();
-      return usage_error(name + ": line " + std::to_string(starts.start.line + 1) + ", column " +
-                         std::to_string(starts.start.column + 1) + ": invalid YAML: unexpected '" +
-                         printable(token) + "'");
-    }
-    previous = starts.start.pos;
-    ++count;
-  }
-  return count;
-}
-
 }  // namespace
 
 Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
                             const std::string& base_dir) {
   const std::string name = source.empty() ? "config" : source;
   try {
-    const Result<std::size_t> docs = count_documents(yaml_text, name);
+    const Result<std::size_t> docs = count_yaml_documents(yaml_text, name);
     if (!docs) return docs.error();
     if (*docs > 1)
       return usage_error(name + ": expected one YAML document, found " + std::to_string(*docs));
@@ -548,7 +282,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
     cfg.source = source;
     if (*docs == 0) return cfg;  // an empty file means the defaults
 
-    Reader r(name);
+    ConfigReader r(name);
     std::string seed;
     LimitsConfig& lim = cfg.limits;
     r.mapping(
@@ -597,7 +331,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                   {"timeout_seconds", r.integer(&cfg.provider.timeout_seconds, 1, 3600)},
                   {"max_retries", r.integer(&cfg.provider.max_retries, 0, 10)},
                   {"network", r.string(&cfg.provider.network, is_planner_network,
-                                       "'bridge', 'host' or 'none'")},
+                                       "'bridge', 'allowlist', 'host' or 'none'")},
                   {"response_format", r.string(&cfg.provider.response_format, is_response_format_name,
                                                "'json_schema', 'json_object' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
@@ -636,6 +370,8 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"planner_egress_required", r.boolean(&cfg.k8s.planner_egress_required)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
+            {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
+                                   {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
@@ -713,17 +449,6 @@ std::string default_config_path() {
   const std::string installed = std::string(LAZYAGENT_DATADIR) + "/config/lazyagent.yaml";
   if (fs::is_regular_file(installed, ec)) return installed;
   return "";
-}
-
-ContractLimits contract_limits(const Config& config) {
-  ContractLimits limits;
-  limits.allow = config.allow;
-  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
-  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
-  limits.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
-  limits.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
-  limits.refuse_suspicious = config.patch.suspicious == "refuse";
-  return limits;
 }
 
 }  // namespace lazyagent

@@ -6,11 +6,11 @@
 //   "config/lazyagent.yaml: limits.memory_mib: expected a positive integer, got 'lots'".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "contract/patch_contract.h"
 #include "util/result.h"
 
 namespace lazyagent {
@@ -42,7 +42,11 @@ struct TimeoutsConfig {
 };
 
 // The patch contract's limits (patch_contract.h): the defaults are the origin
-// guide's; each may be raised up to its hard cap (kMax*Cap there).
+// guide's; each may be raised up to its hard cap (kMax*Cap below).
+inline constexpr std::size_t kMaxPatchFilesCap = 1000;
+inline constexpr std::size_t kMaxPatchBytesCap = 4 * 1024 * 1024;
+inline constexpr std::size_t kMaxDiffBytesCap = 4 * 1024 * 1024;
+inline constexpr std::size_t kMaxChangedLinesCap = 200000;
 struct PatchLimitsConfig {
   std::int64_t max_files = 3;              // files a patch changes, up to 1000
   std::int64_t max_bytes = 12000;          // content the model writes, up to 4 MiB
@@ -213,6 +217,13 @@ struct McpConfig {
   std::vector<std::string> seeds;
 };
 
+// `sessions:` (session.h): how long an agent's session lives. `reap`
+// closes one idle longer than idle_ttl_seconds or older than max_age_seconds.
+struct SessionsConfig {
+  std::int64_t idle_ttl_seconds = 1800;
+  std::int64_t max_age_seconds = 86400;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -237,6 +248,7 @@ struct Config {
   PlannerConfig planner;
   EnvironmentConfig environment;
   McpConfig mcp;
+  SessionsConfig sessions;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`
@@ -246,10 +258,6 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
 
 // Read and parse a file.
 Result<Config> load_config_file(const std::string& path);
-
-// The patch contract's limits from the config (allow, patch.*): what both
-// validations of a patch use (the planner gets them in its task).
-ContractLimits contract_limits(const Config& config);
 
 // The config the CLI uses when --config is absent: $LAZYAGENT_CONFIG, else
 // ./config/lazyagent.yaml, else the installed share/lazyagent-oci/config/lazyagent.yaml,

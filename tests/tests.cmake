@@ -106,3 +106,21 @@ add_test(NAME "mcp: the official TypeScript SDK client drives lazyagent-oci mcp"
   COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
 set_tests_properties("mcp: the official TypeScript SDK client drives lazyagent-oci mcp" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
+
+# An ordinary user on the user's own rootless podman (tests/rootless/, issue 29):
+# creates a test user, prepares it with scripts/setup-rootless.sh, runs as that
+# user (doctor, the refusal without --accept-weaker-policy on cgroup v1, a proven
+# fix, network/secret/ownership/nproc attacks, no leftovers), then removes the
+# user, its service and its processes. Needs root and the sandbox image.
+add_test(NAME "rootless: an ordinary user's own podman proves a fix under the same policy"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/rootless/rootless_test.sh $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
+set_tests_properties("rootless: an ordinary user's own podman proves a fix under the same policy" PROPERTIES
+  LABELS "rootless;integration" RESOURCE_LOCK podman TIMEOUT 900)
+
+# The session tools (src/cli/mcp_session_tools.cpp) through the same client:
+# a bug worked to a proven fix inside a session, across a reconnect.
+add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven fix in a session"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR}
+          session_client_test.mjs)
+set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
+  LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)

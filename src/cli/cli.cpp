@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cli/cli_args.h"
-#include "cli/interrupt.h"
+#include "cli/session_command.h"
 #include "contract/patch_contract.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/kubeconfig.h"
@@ -18,6 +18,7 @@
 #include "engine/podman/runtime_engine.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@ const std::vector<Command>& commands() {
       {"run", "ask the model for a fix (planner container), then prove it in a sandbox", cmd_run},
       {"test", "prove a given patch against a seed project in a hardened sandbox", cmd_test},
       {"eval", "run a file of tasks (patches or instructions) concurrently, resumably; summary by category", cmd_eval},
+      {"report", "write an eval's results as one self-contained HTML page (charts, filters, every task)", cmd_report},
       {"configure", "store the provider's base URL, model and API key as podman secrets", cmd_configure},
       {"secret", "list or delete the provider secrets (names and dates only)", cmd_secret},
       {"task", "show a planner task, or its log", cmd_task},
@@ -52,6 +54,7 @@ const std::vector<Command>& commands() {
       {"apply", "write a passed run's change into your work tree (optionally on a new git branch)", cmd_apply},
       {"env", "build, list or prune the project's test image (config environment: base + setup + inputs)", cmd_env},
       {"seed", "show what a run takes from a seed (git work tree or directory), and how long it takes", cmd_seed},
+      {"session", "an agent's working copy: exec commands in fresh sandboxes, diff, prove (open, exec, ..., close)", cmd_session},
       {"mcp", "serve the Model Context Protocol on stdio: test_patch, run_task and more for coding agents", cmd_mcp},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
@@ -146,7 +149,14 @@ std::string interrupted_message(const std::string& removed_what) {
 }  // namespace
 
 int report_error(const Error& e, bool json, const std::string& removed_what) {
-  const int code = exit_code_for(e);
+  return report_error_exiting(e, json, exit_code_for(e), removed_what);
+}
+
+int report_refusal(const Error& e, bool json) {
+  return report_error_exiting(e, json, e.kind == ErrorKind::kPatch ? kExitFailed : exit_code_for(e));
+}
+
+int report_error_exiting(const Error& e, bool json, int code, const std::string& removed_what) {
   Error shown = e;
   if (e.kind == ErrorKind::kInterrupted) shown.message = interrupted_message(removed_what);
   if (json) {

@@ -20,7 +20,7 @@
 
 #include "config.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 
@@ -58,6 +58,12 @@ int exit_code_for(const Error& e);
 // message goes to the JSON's `detail`.
 int report_error(const Error& e, bool json,
                  const std::string& removed_what = "every container it started was removed");
+// As report_error, exiting with `code` (and saying so in the JSON's exit_code).
+int report_error_exiting(const Error& e, bool json, int code,
+                         const std::string& removed_what = "every container it started was removed");
+// For apply and diff: a refusal (a kPatch error: a run that did not pass, a
+// changed tree, a record or diff edited after the run) exits 1, not 4.
+int report_refusal(const Error& e, bool json);
 
 Result<Config> load_config_or_default(const std::string& path);
 // The config file load_config_or_default reads for this --config value: the
@@ -149,6 +155,7 @@ int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
 int cmd_eval(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_apply(const std::vector<std::string>& args);
 int cmd_seed(const std::vector<std::string>& args);

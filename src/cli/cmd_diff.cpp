@@ -33,8 +33,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (auto done = parse_or_exit(p, args)) return *done;
   auto proven = load_proven_change(default_run_store(), run_id);
   if (!proven) {
-    const int code = report_error(proven.error(), as_json);
-    return proven.error().kind == ErrorKind::kPatch ? kExitFailed : code;
+    return report_refusal(proven.error(), as_json);
   }
   const json& rec = proven->record;
   if (as_json) {

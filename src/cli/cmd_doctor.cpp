@@ -4,6 +4,7 @@
 // quirks are the ones measured on Debian 12 / podman 4.3.1 (ARCHITECTURE
 // section 5): hybrid cgroups need runc, a missing CAP_SYS_RESOURCE needs
 // explicit nofile limits, images must be built locally.
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "engine/podman/podman_client.h"
+#include "engine/podman/rootless_host.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/runtime_engine.h"
 #include "util/terminal_text.h"
@@ -42,6 +44,11 @@ bool cgroup_hybrid() {
   }
   (void)st;
   return v1 && unified;
+}
+
+std::string user_name() {
+  const struct passwd* pw = ::getpwuid(::getuid());
+  return pw ? pw->pw_name : std::to_string(::getuid());
 }
 
 bool has_cap_sys_resource() {
@@ -76,8 +83,12 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
   PodmanClient podman(*socket);
   auto version = podman.ping();
   if (!version) {
+    const std::string start = "podman --runtime runc system service --time=0 unix://" + *socket + " &";
     checks.push_back({"socket", "fail", version.error().message,
-                      "run scripts/setup.sh, or: podman --runtime runc system service --time=0 unix://" + *socket + " &"});
+                      ::getuid() == 0 ? "run scripts/setup.sh, or: " + start
+                                      : "as root: scripts/setup-rootless.sh " + user_name() +
+                                            " (starts your podman service on " + *socket +
+                                            "), or set CONTAINER_HOST=unix:///path/to/podman.sock"});
     return checks;
   }
   checks.push_back({"socket", "ok", *socket, ""});
@@ -103,7 +114,7 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
     Status st = sock ? ok_status() : Status(sock.error());
     if (sock) {
       PodmanClient runsc(*sock);
-      st = check_engine_runtime(runsc, "runsc");
+      st = check_engine_runtime(runsc, "runsc", default_run_store());
     }
     const bool needed = config.engine.runtime == "runsc";
     checks.push_back({"runsc", st ? "ok" : needed ? "fail" : "warn",
@@ -136,13 +147,40 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
       return ss.str();
     };
     const auto& u = config.user_namespace;
-    const auto hits = userns_collisions({u.host_id, u.size}, text("/etc/passwd"), text("/etc/group"),
-                                        text("/etc/subuid"), text("/etc/subgid"));
-    std::string detail = "sandbox ids map to host " + std::to_string(u.host_id) + ".." +
-                         std::to_string(u.host_id + u.size - 1);
-    for (const auto& h : hits) detail += "; overlaps " + h;
-    checks.push_back({"user namespace", hits.empty() ? "ok" : "fail", detail,
-                      hits.empty() ? "" : "choose another user_namespace.host_id in the config"});
+    const RootlessHost host = rootless_host_of(*socket);
+    SandboxPolicy policy = policy_from_config(config, 0);
+    if (host.rootless) {
+      // A rootless service maps the sandbox into its user's subordinate ids
+      // (rootless_host.h): whether it can, and which host ids those are.
+      auto st = adapt_policy_to_host(host, &policy);
+      checks.push_back({"user namespace", st ? "ok" : "fail",
+                        st ? describe_mapping(host, policy.userns) : st.error().message,
+                        st ? "" : "as root: scripts/setup-rootless.sh " + host.user});
+    } else {
+      const auto hits = userns_collisions({u.host_id, u.size}, text("/etc/passwd"), text("/etc/group"),
+                                          text("/etc/subuid"), text("/etc/subgid"));
+      std::string detail = describe_mapping(host, policy.userns);
+      for (const auto& h : hits) detail += "; overlaps " + h;
+      checks.push_back({"user namespace", hits.empty() ? "ok" : "fail", detail,
+                        hits.empty() ? "" : "choose another user_namespace.host_id in the config"});
+    }
+    // Which limits this service can enforce: root's podman and cgroup v2
+    // with the controllers delegated enforce all; rootless on v1 none of
+    // memory, pids, cpu (runs are refused unless the weaker policy is accepted).
+    std::string gaps;
+    for (const auto& g : host.gaps) gaps += (gaps.empty() ? "" : ", ") + g;
+    checks.push_back(
+        {"limits", host.gaps.empty() ? "ok" : "warn",
+         host.gaps.empty()
+             ? std::string(host.rootless ? "rootless podman on cgroup v2 with memory, pids and cpu delegated"
+                                         : "root's podman") +
+                   ": memory, pids and cpu limits enforced"
+             : gaps + " not enforced (" + host.gaps_reason +
+                   "); nofile/nproc rlimits, tmpfs sizes, timeout and output cap still are",
+         host.gaps.empty() ? ""
+                           : "runs are refused unless --accept-weaker-policy; for every limit use root's podman, or "
+                             "a cgroup v2 host with memory, pids and cpu delegated to user@" +
+                                 std::to_string(host.uid) + ".service"});
   }
   const RunStore store = default_run_store();
   auto st = store.ensure();

@@ -8,6 +8,7 @@
 #include "engine/podman/podman_client.h"
 #include "pipeline/run_result.h"
 #include "contract/seed_snapshot.h"
+#include "util/digest.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -98,7 +99,7 @@ int cmd_env(const std::vector<std::string>& args) {
       std::cout << j.dump(2) << std::endl;
     } else {
       std::cout << c.environment.resolved.image << (c.environment.resolved.built ? " built" : " reused")
-                << " (" << c.environment.resolved.digest.substr(0, 12) << ")\n";
+                << " (" << short_digest(c.environment.resolved.digest) << ")\n";
     }
     return 0;
   }

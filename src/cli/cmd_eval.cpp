@@ -16,11 +16,12 @@
 #include "eval/eval_runner.h"
 #include "eval/eval_summary.h"
 #include "eval/eval_tasks.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "engine/k8s/k8s_engine.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "eval/swe_bench.h"
 #include "eval/swebench_report.h"
+#include "report/report_file.h"
 #include "contract/seed_snapshot.h"
 #include "util/terminal_text.h"
 
@@ -37,7 +38,7 @@ struct EvalCliOptions {
   long rerun = 0;
   long timeout = 0;
   std::string config;
-  std::string report;  // swebench:PATH
+  std::string report;  // swebench:PATH or html:PATH
   bool json = false;
   bool no_baseline = false;
   BackendOptions backend;
@@ -123,7 +124,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   EvalCliOptions opt;
   ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
               "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
-              "            [--kubeconfig FILE] [--report swebench:PATH] [--config FILE] [--events jsonl] [--events-fd N] [--json]",
+              "            [--kubeconfig FILE] [--report swebench:PATH|html:PATH] [--config FILE] [--events jsonl] [--events-fd N] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
               "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
@@ -144,12 +145,14 @@ int cmd_eval(const std::vector<std::string>& args) {
             "0 = no overlap)", 0, 64);
   p.option("--out", &opt.out, "DIR", "where results go (default: TASKS.eval next to the task file)");
   p.integer("--rerun", &opt.rerun, "K", "rerun a failing task up to K times; a pass then is `flaky` (default 0)", 0, 10);
-  p.flag("--no-baseline", &opt.no_baseline, "judge by the exit code alone: no unpatched baseline run, no per-test triage");
+  p.flag("--no-baseline", &opt.no_baseline, "no unpatched baseline run, no per-test triage; the verdict rule stays: a test "
+         "runner's report and the exit code must agree (an exit 0 with no report fails)");
   p.integer("--timeout", &opt.timeout, "S", "host-side deadline per sandbox run in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   add_backend_options(p, &opt.backend);
-  p.option("--report", &opt.report, "swebench:PATH",
+  p.option("--report", &opt.report, "swebench:PATH|html:PATH",
            "also write a SWE-bench-style report (FAIL_TO_PASS / PASS_TO_PASS per task from the baseline and "
-           "the patched run, resolved or not) at PATH");
+           "the patched run, resolved or not), or one self-contained HTML page (`lazyagent-oci report --help`), "
+           "at PATH; covers resumed tasks too");
   p.option("--config", &opt.config, "FILE", kConfigOptionHelp);
   add_event_options(p, &opt.events);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
@@ -168,8 +171,9 @@ int cmd_eval(const std::vector<std::string>& args) {
     return fail(usage_error("eval: --predictions and --seed-map go together"));
   }
   if (auto st = check_backend_options(opt.backend); !st) return fail(st.error().context("eval"));
-  if (!opt.report.empty() && (opt.report.rfind("swebench:", 0) != 0 || opt.report.size() == 9)) {
-    return fail(usage_error("eval: --report: expected swebench:PATH, got '" + opt.report + "'"));
+  const bool html_report = opt.report.rfind("html:", 0) == 0 && opt.report.size() > 5;
+  if (!opt.report.empty() && !html_report && (opt.report.rfind("swebench:", 0) != 0 || opt.report.size() == 9)) {
+    return fail(usage_error("eval: --report: expected swebench:PATH or html:PATH, got '" + opt.report + "'"));
   }
 
   auto config = load_config_or_default(opt.config);
@@ -296,7 +300,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
     return fail(st.error().context("writing the summary"));
   }
-  if (!opt.report.empty()) {
+  if (html_report) {
+    const std::string path = opt.report.substr(5);
+    auto written = write_html_report(eo.out_dir, path, store);
+    if (!written) return fail(written.error().context("eval: --report"));
+    progress_line("eval: HTML report: " + path + " (" + std::to_string(written->bytes) + " bytes)");
+  } else if (!opt.report.empty()) {
     const std::string path = opt.report.substr(9);
     if (auto st = write_swebench_report(path, eo.out_dir, ids); !st) {
       return fail(st.error().context("eval: --report: writing " + path));

@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "contract/change_set.h"
 #include "util/elapsed.h"
 #include "export/export_compose.h"
 #include "export/export_k8s.h"
@@ -115,9 +116,13 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   in.name = opt.name;
   in.k8s_namespace = opt.k8s_namespace;
   in.instruction = opt.instruction;
-  auto seed = snapshot_seed(in.config.seed);
+  // The seed as `test` reads it (seed_source.h: a directory or a git work
+  // tree, seed.exclude applied, streamed), and the patch resolved against it
+  // as `test` resolves it (change_set.h): an export holds what `test` proves.
+  auto seed = snapshot_seed_source(in.config.seed, in.config.seed_options);
   if (!seed) return seed.error().context("export: reading the seed");
   in.seed = std::move(*seed);
+  in.writes = std::vector<FileWrite>{};
   InputOrFindings r;
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
@@ -131,6 +136,15 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
       r.findings = std::move(f);
       return r;
     }
+    PatchCheck check;
+    check.format = PatchFormat::kFiles;
+    check.files = c.patch;
+    ChangeResult changes = resolve_changes(check, in.seed);
+    if (!changes.ok()) {
+      r.findings = std::move(changes.findings);
+      return r;
+    }
+    in.writes = copy_writes(changes.changes);
     in.patch = std::move(c.patch);
   }
   r.input = std::move(in);
@@ -304,7 +318,7 @@ Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& t
     if (auto st = dir->write_file(f); !st) return st.error();
   }
   if (target.seed_copy) {
-    if (auto st = materialize_copy(in.seed, in.patch.value_or(Patch{}), dir->at(kOciSeedDir)); !st) {
+    if (auto st = write_seed_copy(in.seed, *in.writes, dir->at(kOciSeedDir)); !st) {
       return st.error().context("export: writing the seed copy");
     }
   }

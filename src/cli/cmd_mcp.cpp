@@ -13,8 +13,10 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/mcp_args.h"
 #include "cli/mcp_server.h"
 #include "cli/run_command.h"
+#include "cli/session_command.h"
 #include "cli/test_command.h"
 #include "engine/engine.h"
 #include "pipeline/agent_run.h"
@@ -25,97 +27,6 @@ namespace lazyagent {
 using nlohmann::json;
 
 namespace {
-
-// The argument problems of one call, all of them (STYLE.md principle 6).
-class McpArgs {
- public:
-  McpArgs(std::string tool, const json& args, std::vector<std::string> known)
-      : tool_(std::move(tool)), args_(args) {
-    for (const auto& [k, v] : args.items()) {
-      if (std::find(known.begin(), known.end(), k) == known.end()) {
-        std::string list;
-        for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-        problems_.push_back("arguments." + k + ": unknown argument (known: " + list + ")");
-      }
-    }
-  }
-  // Appends "FLAG VALUE" to argv when the argument is there and a string.
-  void string(const char* key, const char* flag, std::vector<std::string>* argv, bool required = false) {
-    if (!args_.contains(key)) {
-      if (required) problems_.push_back(std::string("arguments.") + key + ": required");
-      return;
-    }
-    if (!args_[key].is_string()) return wrong(key, "a string");
-    argv->push_back(flag);
-    argv->push_back(args_[key]);
-  }
-  void integer(const char* key, const char* flag, std::vector<std::string>* argv) {
-    if (!args_.contains(key)) return;
-    if (!args_[key].is_number_integer()) return wrong(key, "an integer");
-    argv->push_back(flag);
-    argv->push_back(std::to_string(args_[key].get<long long>()));
-  }
-  void strings(const char* key, const char* flag, std::vector<std::string>* argv) {
-    if (!args_.contains(key)) return;
-    if (!args_[key].is_array()) return wrong(key, "a list of strings");
-    for (const auto& v : args_[key]) {
-      if (!v.is_string()) return wrong(key, "a list of strings");
-      argv->push_back(flag);
-      argv->push_back(v);
-    }
-  }
-  // A boolean that, when false, adds `flag_if_false`.
-  void boolean(const char* key, const char* flag_if_false, std::vector<std::string>* argv) {
-    if (!args_.contains(key)) return;
-    if (!args_[key].is_boolean()) return wrong(key, "true or false");
-    if (!args_[key].get<bool>()) argv->push_back(flag_if_false);
-  }
-  void problem(std::string p) { problems_.push_back(std::move(p)); }
-  Status status() const {
-    if (problems_.empty()) return ok_status();
-    std::string all;
-    for (const auto& p : problems_) all += (all.empty() ? "" : "; ") + p;
-    return usage_error(tool_ + ": " + all);
-  }
-
- private:
-  void wrong(const char* key, const char* want) {
-    problems_.push_back(std::string("arguments.") + key + ": expected " + want + ", got " + args_[key].dump());
-  }
-  std::string tool_;
-  const json& args_;
-  std::vector<std::string> problems_;
-};
-
-std::string mcp_real_dir(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : std::string();
-}
-
-// The seed a client named must be one of mcp.seeds or under one (both
-// resolved, symlinks included, so `..` and links cannot step outside).
-// Returns the resolved path, which the run then uses (a link swapped after
-// the check changes nothing).
-Result<std::string> check_mcp_seed(const std::string& tool, const std::string& seed, const std::vector<std::string>& allowed) {
-  if (allowed.empty()) {
-    return usage_error(tool + ": seed '" + seed + "' refused: the server's config lists no mcp.seeds, so every seed is "
-                       "refused (add the directories clients may use to mcp.seeds)");
-  }
-  const std::string real = mcp_real_dir(seed);
-  if (real.empty()) return usage_error(tool + ": seed '" + seed + "' refused: no such directory");
-  std::string list;
-  for (const auto& a : allowed) {
-    const std::string base = mcp_real_dir(a);
-    list += (list.empty() ? "" : ", ") + a;
-    if (base.empty()) continue;
-    if (real == base || (real.size() > base.size() && real.compare(0, base.size(), base) == 0 &&
-                         (base == "/" || real[base.size()] == '/'))) {
-      return real;
-    }
-  }
-  return usage_error(tool + ": seed '" + seed + "' refused: it is not under a directory the server's mcp.seeds lists (" +
-                     list + ")");
-}
 
 struct McpServerSetup {
   std::string config_path;  // "" = the built-in defaults
@@ -288,6 +199,7 @@ std::vector<McpTool> mcp_tools(const McpServerSetup& s) {
                "The most recent runs and whether podman still has their containers (`sandboxes --json`).",
                mcp_schema({{"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100000}}}}, {}),
                [](const json& a, const ProgressFn&) { return mcp_list_sandboxes(a); }});
+  for (auto& tool : mcp_session_tools(s.config_path, s.config)) t.push_back(std::move(tool));
   return t;
 }
 
@@ -297,7 +209,8 @@ int cmd_mcp(const std::vector<std::string>& args) {
   std::string config_path;
   ArgParser p("mcp", "[--config FILE]",
               "Serves the Model Context Protocol on stdin/stdout (JSON-RPC 2.0, revision 2025-06-18) for\n"
-              "coding agents: tools test_patch, run_task, show_run, show_task, list_sandboxes. Every call\n"
+              "coding agents: tools test_patch, run_task, show_run, show_task, list_sandboxes and the\n"
+              "session_* tools (session_open, session_exec, ...: `lazyagent-oci session`). Every call\n"
               "uses this config; a client may name only seeds in or under the config's mcp.seeds\n"
               "directories. Progress comes as notifications when the client asks; a cancelled call\n"
               "stops and removes its sandbox. Logs go to stderr. Ends at end of input.");

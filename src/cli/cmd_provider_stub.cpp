@@ -20,7 +20,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "provider/provider_stub.h"
 #include "util/terminal_text.h"
 

@@ -66,36 +66,22 @@ Result<PreparedRun> prepare_run(const RunOptions& opt, const RunStore& store) {
 
 int cmd_run(const std::vector<std::string>& args) {
   RunOptions opt;
-  bool json = false;
-  EventOptions event_opts;
   ArgParser p = run_command_parser(&opt);
-  add_event_options(p, &event_opts);
-  p.flag("--json", &json, "print exactly one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto stream = EventStream::open(event_opts, "run");
-  if (!stream) return report_error(stream.error(), json);
-  const std::shared_ptr<EventStream> events = *stream;
-  auto fail = [&](const Error& e) {
-    if (events) events->finish_error(e);
-    return report_error(e, json);
-  };
-  if (auto st = check_report_option("run", opt.report); !st) return fail(st.error());
+  const StreamedCommand start = start_streamed_command(p, args, "run");
+  if (start.done) return *start.done;
+  if (auto st = check_report_option("run", opt.report); !st) return start.fail(st.error());
   const RunStore store = default_run_store();
   auto prepared = prepare_run(opt, store);
-  if (!prepared) return fail(prepared.error());
+  if (!prepared) return start.fail(prepared.error());
   RunRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
   if (req.config.engine.warm > 0) engine->defer_removals();
-  ProgressFn progress = [](const std::string& step) { progress_line(step); };
-  if (events) {
-    req.events = [events](const RunEvent& e) { events->run_event(e); };
-    progress = events->progress();
-  }
+  const ProgressFn progress = start.progress(&req.events);
   auto result = run_agent(req, *engine, store, progress);
-  if (events) events->finish(result);
+  if (start.events) start.events->finish(result);
   if (result && !opt.report.empty()) write_report("run", opt.report, *result);
-  const int code = finish_result(result, json, "its planner and sandbox containers were removed");
+  const int code = finish_result(result, start.json, "its planner and sandbox containers were removed");
   after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
   return code;
 }

@@ -11,7 +11,7 @@
 #include "engine/podman/podman_client.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/engine.h"
-#include "pipeline/reaper.h"
+#include "pipeline/session.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -74,7 +74,10 @@ json sandboxes_json(const RunStore& store, std::size_t n) {
       for (const auto& s : *list) spares.push_back(spare_json(s, now));
     }
   }
-  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"problems", problems}};
+  // Open sessions (session.h): their working copies outlive each command.
+  const json sessions = sessions_json(SessionStore(store), static_cast<std::int64_t>(std::time(nullptr)));
+  json out = {{"state_dir", store.dir()}, {"sandboxes", rows}, {"spares", spares}, {"sessions", sessions},
+              {"problems", problems}};
   if (!engine_note.empty()) out["engine"] = engine_note;
   return out;
 }
@@ -127,6 +130,11 @@ int cmd_sandboxes(const std::vector<std::string>& args) {
                                            : " expires in " + std::to_string(s["expires_in"].get<long>()) + " s")
               << "\n";
   }
+  for (const auto& s : out["sessions"]) {
+    std::cout << "session " << s.value("session_id", "") << " " << s.value("execs", 0) << " command(s) "
+              << (s.contains("expired") ? "expired" : "expires in " + std::to_string(s.value("expires_in", 0L)) + " s")
+              << "\n";
+  }
   if (!engine_note.empty()) std::cerr << "note: podman not reachable, EXISTS unknown: " << escape_for_terminal(engine_note) << "\n";
   for (const auto& pr : out["problems"]) std::cerr << "note: " << escape_for_terminal(pr.get<std::string>()) << "\n";
   return 0;
@@ -139,7 +147,7 @@ int cmd_reap(const std::vector<std::string>& args) {
   ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
               "lazyagent-oci containers (found by label), private seed copies and interrupted writes, and\n"
-              "every unclaimed warm spare (`warm`); on\n"
+              "every unclaimed warm spare (`warm`), and sessions past their idle TTL or maximum age; on\n"
               "Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and NetworkPolicies labelled\n"
               "io.lazyagent.run. On both it closes those runs' records as `interrupted`, with the reason.\n"
               "Runs in progress, and runs started on other hosts, are left alone (what they use unless\n"
@@ -162,6 +170,14 @@ int cmd_reap(const std::vector<std::string>& args) {
   } else {
     report->errors.push_back(spares.error().message);
   }
+  // Sessions past their idle TTL or maximum age (session.h); after the engine's
+  // reap, so that a killed command's container is gone before its copy.
+  if (backend.backend == "podman") {
+    for (auto& closed : reap_sessions(SessionStore(default_run_store()), static_cast<std::int64_t>(std::time(nullptr)),
+                                      &report->errors)) {
+      report->removed.push_back("session " + closed);
+    }
+  }
   if (as_json) {
     json out = {{"backend", backend.backend},
                 {"removed", report->removed},
@@ -169,6 +185,7 @@ int cmd_reap(const std::vector<std::string>& args) {
                 {"work_dirs_removed", report->work_dirs_removed},
                 {"temp_files_removed", report->temp_files_removed},
                 {"records_closed", report->records_closed},
+                {"cgroups_removed", report->cgroups_removed},
                 {"errors", report->errors}};
     if (backend.backend == "k8s") out["namespace"] = backend.ns.empty() ? config->k8s.ns : backend.ns;
     std::cout << out.dump(2) << std::endl;
@@ -178,9 +195,10 @@ int cmd_reap(const std::vector<std::string>& args) {
     for (const auto& r : report->work_dirs_removed) std::cout << "removed private copy of " << r << "\n";
     for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
     for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
+    for (const auto& r : report->cgroups_removed) std::cout << "removed the empty cgroup /lazyagent/" << r << "\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
     if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty() &&
-        report->records_closed.empty()) {
+        report->records_closed.empty() && report->cgroups_removed.empty()) {
       std::cout << "nothing to reap\n";
     }
   }

@@ -1,4 +1,4 @@
-// `lazyagent-oci seed [DIR] [--config FILE] [--list] [--copy-to DIR] [--json]`:
+// `lazyagent-oci seed [DIR | --seed DIR] [--config FILE] [--list] [--copy-to DIR] [--json]`:
 // what a run would take from a seed (seed_source.h): its kind (directory or
 // git work tree), files, bytes, hash, what was left out, and how long
 // listing + hashing (and, with --copy-to, the private copy) took. The same
@@ -15,15 +15,16 @@
 namespace lazyagent {
 
 int cmd_seed(const std::vector<std::string>& args) {
-  std::string dir, config_path, copy_to;
+  std::string dir, seed_flag, config_path, copy_to;
   bool list = false, as_json = false;
-  ArgParser p("seed", "[DIR] [--config FILE] [--list] [--copy-to DIR] [--json]",
+  ArgParser p("seed", "[DIR | --seed DIR] [--config FILE] [--list] [--copy-to DIR] [--json]",
               "Reads a seed the way a run does: a git work tree as git would (tracked files plus untracked\n"
               "files that are not ignored, never .git/ unless seed.include_git), a plain directory whole, less\n"
               "what seed.exclude leaves out, within seed.max_files and seed.max_bytes. Prints what it found and\n"
               "how long listing and hashing took; --copy-to writes the private copy a run would make (the\n"
               "directory must not exist) and times that too.");
   p.positional("DIR", &dir, false, "the seed (default: the config's)");
+  p.option("--seed", &seed_flag, "DIR", "the seed, as the other commands take it (the same as DIR)");
   p.option("--config", &config_path, "FILE", "config file (seed.* settings)");
   p.flag("--list", &list, "list every entry (kind, mode, size, sha256, path)");
   p.option("--copy-to", &copy_to, "DIR", "also write the private copy there");
@@ -31,6 +32,11 @@ int cmd_seed(const std::vector<std::string>& args) {
   if (auto done = parse_or_exit(p, args)) return *done;
   auto config = load_config_or_default(config_path);
   if (!config) return report_error(config.error(), as_json);
+  if (!seed_flag.empty() && !dir.empty() && seed_flag != dir) {
+    return report_error(usage_error("seed: the seed given twice (DIR " + dir + " and --seed " + seed_flag + "): give one"),
+                        as_json);
+  }
+  if (dir.empty()) dir = seed_flag;
   if (dir.empty()) dir = config->seed;
   if (dir.empty()) return report_error(usage_error("seed: no seed: pass DIR or set `seed` in the config"), as_json);
   using clock = std::chrono::steady_clock;

@@ -79,39 +79,29 @@ Result<PreparedTest> prepare_test(const TestOptions& opt, const RunStore& store,
 
 int cmd_test(const std::vector<std::string>& args) {
   TestOptions opt;
-  bool json = false;
-  EventOptions event_opts;
   ArgParser p = test_command_parser(&opt);
-  add_event_options(p, &event_opts);
-  p.flag("--json", &json, "print exactly one JSON object on stdout");
-  if (auto done = parse_or_exit(p, args)) return *done;
-  auto stream = EventStream::open(event_opts, "test");
-  if (!stream) return report_error(stream.error(), json);
-  const std::shared_ptr<EventStream> events = *stream;
-  auto fail = [&](const Error& e) {
-    if (events) events->finish_error(e);
-    return report_error(e, json);
-  };
-  if (opt.patch.empty()) return fail(usage_error("test: --patch FILE is required"));
-  if (auto st = check_report_option("test", opt.report); !st) return fail(st.error());
+  const StreamedCommand start = start_streamed_command(p, args, "test");
+  if (start.done) return *start.done;
+  if (opt.patch.empty()) return start.fail(usage_error("test: --patch FILE is required"));
+  if (auto st = check_report_option("test", opt.report); !st) return start.fail(st.error());
 
   const RunStore store = default_run_store();
-  auto prepared = prepare_test(opt, store, [&] { return read_patch_file(opt.patch); });
-  if (!prepared) return fail(prepared.error());
+  auto prepared = prepare_test(opt, store, [&]() -> Result<std::string> {
+    auto text = read_patch_file(opt.patch);
+    if (!text) return text.error().context("test");
+    return text;
+  });
+  if (!prepared) return start.fail(prepared.error());
   TestRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
   if (req.config.engine.warm > 0) engine->defer_removals();
 
-  ProgressFn progress = [](const std::string& step) { progress_line(step); };
-  if (events) {
-    req.events = [events](const RunEvent& e) { events->run_event(e); };
-    progress = events->progress();
-  }
+  const ProgressFn progress = start.progress(&req.events);
   auto result = run_judged_test(req, prepared->judge, *engine, store, progress);
-  if (events) events->finish(result);
+  if (start.events) start.events->finish(result);
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
-  const int code = finish_result(result, json);
+  const int code = finish_result(result, start.json);
   after_result(req.config, req.timeout_seconds, prepared->factory, *engine);
   return code;
 }

@@ -2,13 +2,15 @@
 // from what the run store keeps (provenance.h) and say whether it still
 // matches. Exit 0: matches; 1: does not (every mismatch named), or the run
 // never finished (running, or interrupted: there is no verdict to vouch
-// for, whatever the hashes say); 2: unknown run.
+// for, whatever the hashes say); 2: unknown run. An intact record of a run
+// that ended in an error is said as such ("RECORD INTACT, NOTHING PROVED",
+// exit 0, `proved: false`): the record is genuine, the run proved nothing.
 #include <iostream>
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "pipeline/provenance.h"
-#include "pipeline/reaper.h"
+#include "store/provenance.h"
+#include "store/store_sweep.h"
 #include "pipeline/run_apply.h"
 #include "util/terminal_text.h"
 
@@ -32,6 +34,20 @@ std::string unfinished_reason(const json& record) {
          ") and its process is gone: `lazyagent-oci reap` closes the record as interrupted";
 }
 
+// Why a finished run proved nothing although its record may be intact (""
+// when its verdict came from its tests, or from the contract's refusal).
+std::string no_proof_reason(const json& record) {
+  const std::string status = record.value("status", "");
+  const std::string error = record.value("error", record.value("reason", std::string()));
+  const std::string why = error.empty() ? "" : ": " + error;
+  if (status == "error") {
+    return "the run ended in an error before any verdict (" + record.value("category", std::string("infra_error")) +
+           "), so it proved nothing about the patch" + why;
+  }
+  if (status == "planner_error") return "the planner failed before any patch was tested, so the run proved nothing" + why;
+  return "";
+}
+
 }  // namespace
 
 int cmd_verify(const std::vector<std::string>& args) {
@@ -43,7 +59,9 @@ int cmd_verify(const std::vector<std::string>& args) {
               "the record's provenance. Exit 0 when it matches, 1 when it does not (each mismatch is\n"
               "named) or when the run never finished (running, or interrupted: no verdict), 2 for an\n"
               "unknown run id. It detects edits after the run; without a signing key it cannot tell a\n"
-              "record rewritten with recomputed hashes from a genuine one.");
+              "record rewritten with recomputed hashes from a genuine one. An intact record of a run that\n"
+              "ended in an error (infra_error, planner_error) is RECORD INTACT, NOTHING PROVED (exit 0,\n"
+              "`proved: false` in the JSON): the record is genuine, the run proved nothing.");
   p.positional("RUN_ID", &run_id, true, "the run's id (the result's run_id)");
   p.flag("--json", &as_json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -63,6 +81,7 @@ int cmd_verify(const std::vector<std::string>& args) {
     mismatches = check_provenance(record, load_stored_artifacts(store, run_id, record));
     unfinished = unfinished_reason(record);
   }
+  const std::string no_proof = record.is_object() ? no_proof_reason(record) : "";
 
   const bool matches = mismatches.empty() && unfinished.empty();
   if (as_json) {
@@ -71,19 +90,32 @@ int cmd_verify(const std::vector<std::string>& args) {
     json out = {{"run_id", run_id}, {"matches", matches}, {"finished", unfinished.empty()}, {"mismatches", m}};
     if (record.is_object()) out["status"] = record.value("status", "");
     if (!unfinished.empty()) out["unfinished"] = unfinished;
+    // The record is intact, but intact is not proven (an infra_error run).
+    out["proved"] = matches && no_proof.empty();
+    if (!no_proof.empty()) out["no_proof"] = no_proof;
     if (record.is_object() && record.contains("provenance")) out["provenance"] = record["provenance"];
     std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
   } else {
     std::cout << "run " << escape_for_terminal(run_id) << ": "
-              << (matches ? "MATCHES" : !unfinished.empty() ? "NOT FINISHED, NO VERDICT" : "DOES NOT MATCH") << "\n";
+              << (!matches                ? (!unfinished.empty() ? "NOT FINISHED, NO VERDICT" : "DOES NOT MATCH")
+                  : no_proof.empty()          ? "MATCHES"
+                                              : "RECORD INTACT, NOTHING PROVED")
+              << "\n";
     if (!unfinished.empty()) std::cout << "  " << escape_for_terminal(unfinished) << "\n";
+    if (matches && !no_proof.empty()) {
+      std::cout << "  the record matches its provenance (nothing was edited after the run), but "
+                << escape_for_terminal(no_proof) << "\n";
+    }
     if (matches) {
       const json& pv = record["provenance"];
-      std::cout << "  patch   " << pv.value("patch_sha256", "") << "\n"
-                << "  seed    " << pv.value("seed_sha256", "") << "\n"
-                << "  policy  " << pv.value("policy_sha256", "") << " (runtime " << pv.value("runtime", "") << ")\n"
-                << "  image   " << pv.value("image_digest", "") << "\n"
-                << "  verdict " << escape_for_terminal(pv.value("verdict", json::object()).value("status", "")) << "\n";
+      auto line = [](const char* label, const std::string& value) {
+        std::cout << "  " << label << (value.empty() ? std::string("(none)") : value) << "\n";
+      };
+      line("patch   ", pv.value("patch_sha256", ""));
+      line("seed    ", pv.value("seed_sha256", ""));
+      line("policy  ", pv.value("policy_sha256", "") + " (runtime " + pv.value("runtime", "") + ")");
+      line("image   ", pv.value("image_digest", ""));
+      line("verdict ", escape_for_terminal(pv.value("verdict", json::object()).value("status", "")));
     }
     for (const auto& x : mismatches) std::cout << "  " << x.part << ": " << escape_for_terminal(x.detail) << "\n";
   }

@@ -75,7 +75,8 @@ int cmd_warm(const std::vector<std::string>& args) {
               "            [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
               "Makes warm spares for the seed's sandboxes now: containers created with the policy,\n"
               "initialised and verified, whose private copy is filled by the next `test`, `run` or\n"
-              "`eval` of the same seed, config and image (it skips create and init). Spares are\n"
+              "`eval` of the same seed (by its real path), config and image, whatever engine.warm\n"
+              "says (it skips create and init). Spares are\n"
               "labelled io.lazyagent.role=spare, listed by `sandboxes`, removed by `reap`, expire\n"
               "after engine.warm_ttl_seconds, and are removed, never used, once the policy, the\n"
               "image or the config changes. With engine.warm: N, `test` and `run` keep N spares\n"

@@ -117,4 +117,33 @@ void EventStream::finish_error(const Error& e) {
   emit("error", std::move(f));
 }
 
+StreamedCommand start_streamed_command(ArgParser& p, const std::vector<std::string>& args, const char* command) {
+  StreamedCommand c;
+  EventOptions event_opts;
+  add_event_options(p, &event_opts);
+  p.flag("--json", &c.json, "print exactly one JSON object on stdout");
+  if (auto done = parse_or_exit(p, args)) {
+    c.done = *done;
+    return c;
+  }
+  auto stream = EventStream::open(event_opts, command);
+  if (!stream) {
+    c.done = report_error(stream.error(), c.json);
+    return c;
+  }
+  c.events = *stream;
+  return c;
+}
+
+int StreamedCommand::fail(const Error& e) const {
+  if (events) events->finish_error(e);
+  return report_error(e, json);
+}
+
+ProgressFn StreamedCommand::progress(RunEventFn* run_events) const {
+  if (!events) return [](const std::string& step) { progress_line(step); };
+  *run_events = [stream = events](const RunEvent& e) { stream->run_event(e); };
+  return events->progress();
+}
+
 }  // namespace lazyagent

@@ -13,7 +13,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,5 +64,21 @@ class EventStream {
   std::mutex mu_;
   long seq_ = 0;
 };
+
+// The start `test` and `run` share: `p` gets the event options and --json,
+// parses `args`, and the event stream opens. `done` set: exit with it now
+// (--help, a bad option, a stream that cannot open).
+struct StreamedCommand {
+  std::optional<int> done;
+  bool json = false;
+  std::shared_ptr<EventStream> events;
+  // Reports `e` (the stream's last event too) and returns the exit code.
+  int fail(const Error& e) const;
+  // The run's progress callback: the stream's (a `note` event) when there
+  // is one, which then also gets the run's events through `*run_events`;
+  // else the "==> " lines on stderr.
+  ProgressFn progress(RunEventFn* run_events) const;
+};
+StreamedCommand start_streamed_command(ArgParser& p, const std::vector<std::string>& args, const char* command);
 
 }  // namespace lazyagent

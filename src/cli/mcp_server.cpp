@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -36,12 +36,18 @@ struct PendingCall {
 // A line longer than this is not a message we read (a patch is at most a few MiB).
 constexpr std::size_t kMaxLineBytes = 16u << 20;
 
+// A real signal (not the client's cancellation, interrupt.h).
+int real_signal() {
+  const int sig = interrupted_signal();
+  return sig > 0 ? sig : 0;
+}
+
 class McpServer {
  public:
   McpServer(int out_fd, const std::vector<McpTool>& tools, std::string version)
       : out_fd_(out_fd), tools_(tools), version_(std::move(version)), worker_([this] { work(); }) {}
 
-  ~McpServer() { finish(); }
+  ~McpServer() { finish(false); }
 
   void handle_line(const std::string& line) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) return;
@@ -66,14 +72,19 @@ class McpServer {
     request(id, method, params);
   }
 
-  // End of input: queued calls are dropped, the running one is stopped (its
-  // sandbox removed; its answer, an error, still sent) and awaited.
-  void finish() {
+  // drain (end of input): every call already read is answered: the running
+  // one and the queued ones run to their end, in order, then the worker
+  // stops. Not drain (a signal): the queued calls are dropped, the running
+  // one is stopped (its sandbox removed; its answer, an error, still sent).
+  // Either way the worker is awaited.
+  void finish(bool drain) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       closing_ = true;
-      queue_.clear();
-      if (running_) request_cancel();
+      if (!drain) {
+        queue_.clear();
+        if (running_) request_cancel();
+      }
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
@@ -166,7 +177,8 @@ class McpServer {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [this] { return closing_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // closing
+        if (queue_.empty()) return;          // closing, every call answered
+        if (real_signal() != 0) return;      // a signal while draining: the rest are dropped
         c = std::move(queue_.front());
         queue_.pop_front();
         running_ = true;
@@ -244,12 +256,6 @@ class McpServer {
   std::thread worker_;  // last: started when everything above exists
 };
 
-// A real signal (not the client's cancellation, interrupt.h).
-int real_signal() {
-  const int sig = interrupted_signal();
-  return sig > 0 ? sig : 0;
-}
-
 }  // namespace
 
 std::string negotiate_mcp_protocol(const std::string& requested) {
@@ -264,6 +270,7 @@ int serve_mcp(int in_fd, int out_fd, const std::vector<McpTool>& tools, const st
   std::string buf;
   bool skipping = false;  // inside a line over kMaxLineBytes
   char chunk[65536];
+  bool end_of_input = false;
   for (;;) {
     if (real_signal() != 0) break;
     pollfd p{in_fd, POLLIN, 0};
@@ -272,7 +279,10 @@ int serve_mcp(int in_fd, int out_fd, const std::vector<McpTool>& tools, const st
     if (ready <= 0) continue;
     const ssize_t n = ::read(in_fd, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // end of input: the client is done
+    if (n <= 0) {  // end of input: the client sent all it will; answer it all
+      end_of_input = true;
+      break;
+    }
     buf.append(chunk, static_cast<std::size_t>(n));
     std::size_t nl;
     while ((nl = buf.find('\n')) != std::string::npos) {
@@ -290,7 +300,7 @@ int serve_mcp(int in_fd, int out_fd, const std::vector<McpTool>& tools, const st
       std::fprintf(stderr, "lazyagent-oci mcp: a message over %zu bytes was dropped\n", kMaxLineBytes);
     }
   }
-  server.finish();
+  server.finish(end_of_input && real_signal() == 0);
   const int sig = real_signal();
   return sig != 0 ? 128 + sig : 0;
 }

@@ -16,9 +16,13 @@
 //                             removes its sandbox as on ^C; no response is sent
 //   notifications/progress    sent during a call whose request carried
 //                             _meta.progressToken: one per step and note
-//   end of input              waiting calls dropped, the running one stopped
-//                             (sandbox removed) and awaited, exit 0
-//   SIGINT/SIGTERM            the same, exit 128+N
+//   end of input              every request read before it is answered: the
+//                             running call and the waiting ones run to their
+//                             end, in order, then exit 0 (a client may pipe
+//                             its requests and close stdin)
+//   SIGINT/SIGTERM            waiting calls dropped, the running one stopped
+//                             (sandbox removed, answered as interrupted) and
+//                             awaited, exit 128+N
 //
 // Errors (JSON-RPC error objects, the reason in `message`): -32700 a line
 // that is not JSON; -32600 not a JSON-RPC 2.0 request (batches included: the
@@ -55,7 +59,8 @@ struct McpTool {
   std::function<Result<nlohmann::json>(const nlohmann::json& arguments, const ProgressFn& progress)> call;
 };
 
-// Serves until end of input or a signal; returns the exit code.
+// Serves until end of input (every request read is answered first) or a
+// signal; returns the exit code.
 int serve_mcp(int in_fd, int out_fd, const std::vector<McpTool>& tools, const std::string& version);
 
 }  // namespace lazyagent

@@ -541,4 +541,15 @@ std::string patch_to_json(const Patch& patch) {
 
 std::string patch_sha256(const Patch& patch) { return sha256_hex(patch_to_json(patch)); }
 
+ContractLimits contract_limits(const Config& config) {
+  ContractLimits limits;
+  limits.allow = config.allow;
+  limits.max_files = static_cast<std::size_t>(config.patch.max_files);
+  limits.max_bytes = static_cast<std::size_t>(config.patch.max_bytes);
+  limits.max_diff_bytes = static_cast<std::size_t>(config.patch.max_diff_bytes);
+  limits.max_changed_lines = static_cast<std::size_t>(config.patch.max_changed_lines);
+  limits.refuse_suspicious = config.patch.suspicious == "refuse";
+  return limits;
+}
+
 }  // namespace lazyagent

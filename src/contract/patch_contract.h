@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config.h"
+
 namespace lazyagent {
 
 // Limits. The defaults are the origin guide's contract (whole files, 3 files,
@@ -27,10 +29,7 @@ inline constexpr std::size_t kDefaultPatchFiles = 3;
 inline constexpr std::size_t kDefaultPatchBytes = 12000;
 inline constexpr std::size_t kDefaultDiffBytes = 12000;
 inline constexpr std::size_t kDefaultChangedLines = 1000;
-inline constexpr std::size_t kMaxPatchFilesCap = 1000;
-inline constexpr std::size_t kMaxPatchBytesCap = 4 * 1024 * 1024;
-inline constexpr std::size_t kMaxDiffBytesCap = 4 * 1024 * 1024;
-inline constexpr std::size_t kMaxChangedLinesCap = 200000;
+// The hard caps (kMax*Cap) are in config.h, which checks `patch.*` against them.
 
 struct PatchFile {
   std::string path;
@@ -56,6 +55,10 @@ struct ContractLimits {
   // instead of only reporting them.
   bool refuse_suspicious = false;
 };
+
+// The patch contract's limits from the config (allow, patch.*): what both
+// validations of a patch use (the planner gets them in its task).
+ContractLimits contract_limits(const Config& config);
 
 // Stable reason codes.
 namespace reason {

@@ -18,8 +18,8 @@
 
 #include "config.h"
 #include "contract/patch_contract.h"
+#include "contract/chat_request.h"
 #include "contract/patch_format.h"
-#include "provider/provider_client.h"
 #include "util/result.h"
 #include "contract/seed_snapshot.h"
 

@@ -25,85 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Result<std::string> read_nofollow(const std::string& path, std::size_t max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return engine_error("reading " + path + ": " + std::strerror(errno));
-  std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string msg = std::strerror(errno);
-      ::close(fd);
-      return engine_error("reading " + path + ": " + msg);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max) {
-      ::close(fd);
-      return usage_error("seed is larger than " + std::to_string(max) + " bytes at " + path);
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
-struct Walker {
-  const SeedLimits& limits;
-  std::string root;
-  SeedSnapshot snap;
-
-  Status walk(const std::string& rel) {
-    const std::string abs = rel.empty() ? root : root + "/" + rel;
-    std::error_code ec;
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(abs, ec)) names.push_back(e.path().filename().string());
-    if (ec) return usage_error("reading seed directory " + abs + ": " + ec.message());
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names) {
-      const std::string child_rel = rel.empty() ? name : rel + "/" + name;
-      const std::string child_abs = root + "/" + child_rel;
-      struct stat st {};
-      if (::lstat(child_abs.c_str(), &st) != 0) {
-        return usage_error("reading seed entry " + child_abs + ": " + std::strerror(errno));
-      }
-      if (snap.entries.size() >= limits.max_files) {
-        return usage_error("seed " + root + " has more than " + std::to_string(limits.max_files) + " entries");
-      }
-      SeedEntry e;
-      e.path = child_rel;
-      e.mode = st.st_mode & 07777 & ~06000u;  // never carry setuid/setgid bits
-      if (S_ISDIR(st.st_mode)) {
-        e.kind = SeedEntry::Kind::kDir;
-        e.sha256 = sha256_hex("");
-        snap.entries.push_back(e);
-        if (auto s = walk(child_rel); !s) return s;
-      } else if (S_ISREG(st.st_mode)) {
-        auto data = read_nofollow(child_abs, limits.max_bytes - std::min(limits.max_bytes, snap.bytes));
-        if (!data) return data.error();
-        e.kind = SeedEntry::Kind::kFile;
-        e.data = std::move(*data);
-        e.sha256 = sha256_hex(e.data);
-        e.size = e.data.size();
-        snap.bytes += e.data.size();
-        snap.entries.push_back(std::move(e));
-      } else if (S_ISLNK(st.st_mode)) {
-        std::error_code lec;
-        e.kind = SeedEntry::Kind::kSymlink;
-        e.data = fs::read_symlink(child_abs, lec).string();
-        if (lec) return usage_error("reading symlink " + child_abs + ": " + lec.message());
-        e.sha256 = sha256_hex(e.data);
-        snap.entries.push_back(std::move(e));
-      } else {
-        return usage_error("seed " + root + " holds a special file (device, fifo or socket) at " +
-                           child_rel + ": refusing to copy it");
-      }
-    }
-    return ok_status();
-  }
-};
-
 char kind_char(SeedEntry::Kind k) {
   return k == SeedEntry::Kind::kDir ? 'd' : k == SeedEntry::Kind::kFile ? 'f' : 'l';
 }
@@ -117,25 +38,6 @@ std::string canonical_hash(const std::vector<SeedEntry>& entries) {
     canon += ' ' + std::to_string(e.mode) + ' ' + e.path + '\0' + e.sha256 + '\n';
   }
   return sha256_hex(canon);
-}
-
-Status write_file(const std::string& path, const std::string& data, unsigned mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return engine_error("writing " + path + ": " + std::strerror(errno));
-  std::size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string msg = std::strerror(errno);
-      ::close(fd);
-      return engine_error("writing " + path + ": " + msg);
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  ::fchmod(fd, mode);
-  ::close(fd);
-  return ok_status();
 }
 
 }  // namespace
@@ -154,21 +56,6 @@ Status check_seed_dir(const std::string& dir) {
     return usage_error("seed " + dir + " cannot be read: " + std::strerror(errno));
   }
   return ok_status();
-}
-
-Result<SeedSnapshot> snapshot_seed(const std::string& dir, const SeedLimits& limits) {
-  std::error_code ec;
-  const fs::path abs = fs::absolute(dir, ec);
-  struct stat st {};
-  if (ec || ::stat(abs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return usage_error("seed " + dir + " is not a directory");
-  }
-  Walker w{limits, abs.lexically_normal().string(), {}};
-  if (!w.root.empty() && w.root.size() > 1 && w.root.back() == '/') w.root.pop_back();
-  if (auto s = w.walk(""); !s) return s.error();
-  w.snap.root = w.root;
-  w.snap.sha256 = canonical_hash(w.snap.entries);
-  return std::move(w.snap);
 }
 
 std::vector<std::string> changed_paths(const SeedSnapshot& seed, const Patch& patch) {
@@ -208,40 +95,16 @@ std::vector<Finding> check_patch_against_seed(const SeedSnapshot& seed, const Pa
   return out;
 }
 
-Status materialize_copy(const SeedSnapshot& seed, const Patch& patch, const std::string& dest) {
-  if (::mkdir(dest.c_str(), 0755) != 0) {
-    return engine_error("creating private seed copy " + dest + ": " + std::strerror(errno));
-  }
-  std::map<std::string, const PatchFile*> patched;
-  for (const auto& f : patch.files) patched[f.path] = &f;
-  for (const auto& e : seed.entries) {
-    const std::string path = dest + "/" + e.path;
-    if (e.kind == SeedEntry::Kind::kDir) {
-      if (::mkdir(path.c_str(), 0755) != 0) return engine_error("creating " + path + ": " + std::strerror(errno));
-      ::chmod(path.c_str(), (e.mode & 0777) | 0700);
-    } else if (e.kind == SeedEntry::Kind::kSymlink) {
-      if (::symlink(e.data.c_str(), path.c_str()) != 0) return engine_error("creating symlink " + path + ": " + std::strerror(errno));
-    } else {
-      auto it = patched.find(e.path);
-      const std::string& data = it == patched.end() ? e.data : it->second->content;
-      const unsigned mode = it == patched.end() ? (e.mode & 0777) : ((e.mode & 0111) ? 0755u : 0644u);
-      if (auto s = write_file(path, data, mode); !s) return s;
-      if (it != patched.end()) patched.erase(it);
-    }
-  }
-  for (const auto& [rel, f] : patched) {  // new files, maybe in new directories
-    std::error_code ec;
-    fs::create_directories(fs::path(dest + "/" + rel).parent_path(), ec);
-    if (ec) return engine_error("creating directories for " + rel + ": " + ec.message());
-    if (auto s = write_file(dest + "/" + rel, f->content, 0644); !s) return s;
-  }
-  return ok_status();
-}
-
 Status chown_tree(const std::string& path, long uid, long gid) {
   auto one = [&](const std::string& p) -> Status {
     if (::lchown(p.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
-      return engine_error("giving " + p + " to host uid " + std::to_string(uid) + ": " + std::strerror(errno));
+      const std::string what = "giving " + p + " to host uid " + std::to_string(uid) + ": " + std::strerror(errno);
+      // Not something a retry fixes: a user talking to root's podman service.
+      if (errno == EPERM) {
+        return usage_error(what + " (only root can; use root's podman as root, or your own rootless podman: "
+                                  "README \"Without root\")");
+      }
+      return engine_error(what);
     }
     return ok_status();
   };

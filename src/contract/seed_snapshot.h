@@ -7,17 +7,14 @@
 // patch applied (ARCHITECTURE invariants 3 and 5). The snapshot's sha256 is
 // the seed's identity in run records.
 //
-// Two ways to read it:
-//   snapshot_seed_source()  the paths seed_source.h lists (a directory, or a
-//       git work tree read as git reads it), each file hashed as it streams
-//       from disk: the snapshot holds hashes, sizes and symlink targets, never
-//       file content, so a 2 GiB repository costs its listing in memory.
-//       Content is read again when needed (read_seed_file, write_seed_copy),
-//       each time checked against the snapshot's hash: a seed that changes
-//       during a run is refused, not silently tested in another state.
-//   snapshot_seed()  the older whole-directory read that keeps every file's
-//       content (`data`), for the callers not yet moved to the streaming one.
-// Both give the same entries, order and hash for the same directory.
+// One way to read it (the same for `test`, `run`, `eval`, `export`, `seed`):
+// snapshot_seed_source() lists the paths seed_source.h gives (a directory, or
+// a git work tree read as git reads it), each file hashed as it streams from
+// disk: the snapshot holds hashes, sizes and symlink targets, never file
+// content, so a 2 GiB repository costs its listing in memory. Content is read
+// again when needed (read_seed_file, write_seed_copy), each time checked
+// against the snapshot's hash: a seed that changes during a run is refused,
+// not silently tested in another state.
 #pragma once
 
 #include <cstddef>
@@ -38,14 +35,9 @@ struct SeedEntry {
   std::string path;     // relative, '/'-separated, no leading './'
   Kind kind = Kind::kFile;
   unsigned mode = 0644; // permission bits
-  std::string data;     // symlink target; file content only from snapshot_seed()
+  std::string data;     // symlink target
   std::string sha256;   // of the content (file), target (symlink) or "" (directory)
   std::uint64_t size = 0;  // file bytes
-};
-
-struct SeedLimits {
-  std::size_t max_files = 10000;
-  std::size_t max_bytes = 32 * 1024 * 1024;
 };
 
 struct SeedSnapshot {
@@ -56,10 +48,8 @@ struct SeedSnapshot {
   SeedKind kind = SeedKind::kDirectory;
   std::vector<std::string> skipped;  // from the listing (submodules, nested repositories)
   std::size_t excluded = 0;          // entries seed.exclude left out
-  bool streamed = false;           // file content is not in `data`
+  bool streamed = false;           // file content is not in `data` (true but in snapshots built in memory)
 };
-
-Result<SeedSnapshot> snapshot_seed(const std::string& dir, const SeedLimits& limits = {});
 
 // The listed seed, hashed as it streams from disk (see the top of this file).
 // Refuses more than config.max_bytes of file content, naming the key.
@@ -104,10 +94,6 @@ std::vector<std::string> changed_paths(const SeedSnapshot& seed, const Patch& pa
 // of the seed. Returns findings in the contract's format (code
 // "through_symlink" / "replaces_directory").
 std::vector<Finding> check_patch_against_seed(const SeedSnapshot& seed, const Patch& patch);
-
-// Writes seed + patch under `dest` (created, must not exist). Files keep
-// their permission bits; patched files are 0644 (0755 if they were executable).
-Status materialize_copy(const SeedSnapshot& seed, const Patch& patch, const std::string& dest);
 
 // Gives the tree (`path` itself and everything beneath, symlinks themselves,
 // never their targets) to host uid/gid: the private copy to the sandbox's

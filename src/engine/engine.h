@@ -39,7 +39,8 @@
 #include "contract/patch_contract.h"
 #include "contract/planner_task.h"
 #include "util/result.h"
-#include "pipeline/run_result.h"
+#include "store/store_sweep.h"
+#include "util/progress.h"
 #include "policy/sandbox_policy.h"
 #include "contract/seed_snapshot.h"
 
@@ -55,6 +56,11 @@ struct SandboxSpec {
   // the resolved change, whatever form the patch came in); empty for the
   // baseline (the seed as it is).
   const std::vector<FileWrite>* writes = nullptr;
+  // A session's command (session.h): the host path of its working copy,
+  // which the sandbox gets read-write at /work instead of a copy of `seed`
+  // (seed and writes unused; the copy outlives the sandbox). Engines that
+  // cannot mount it refuse.
+  std::string session_copy;
   ProgressFn progress;             // notes from the engine ("podman warning: ...")
   // For warm spares (engine.warm): the image's digest and the command the
   // sandbox runs for a report nonce (config->test_command is it for the
@@ -135,16 +141,6 @@ struct DeferredRemoval {
   std::string id;   // the container
   std::string dir;  // its private copy ("" = none)
   std::string cgroup_parent;  // its run's cgroup (cgroup_usage.h; "" = none)
-};
-
-// What Engine::reap found and did.
-struct ReapReport {
-  std::vector<std::string> removed;       // "lazyagent-sandbox-r-... (3f2a...)", "default/r-..."
-  std::vector<std::string> left_running;  // owned by a live process
-  std::vector<std::string> work_dirs_removed;
-  std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
-  std::vector<std::string> records_closed;      // run ids whose records now say "interrupted" (reaper.h)
-  std::vector<std::string> errors;
 };
 
 class Engine {

@@ -4,27 +4,6 @@
 
 namespace lazyagent {
 
-const char* category_name(EvalCategory c) {
-  switch (c) {
-    case EvalCategory::kPassed: return "passed";
-    case EvalCategory::kFailed: return "failed";
-    case EvalCategory::kRefused: return "refused";
-    case EvalCategory::kInfraError: return "infra_error";
-    case EvalCategory::kFlaky: return "flaky";
-  }
-  return "infra_error";
-}
-
-bool category_from_name(const std::string& name, EvalCategory* out) {
-  for (EvalCategory c : kAllCategories) {
-    if (name == category_name(c)) {
-      *out = c;
-      return true;
-    }
-  }
-  return false;
-}
-
 TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) {
   TaskVerdict v;
   int infra_left = policy.infra_retries;
@@ -39,30 +18,36 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
         v.final = r.error();
         return v;
       }
-      v.attempts.push_back({"infra_error", r.error().message, ""});
+      const Category c = category_of(r.error());
+      v.attempts.push_back({category_name(c == Category::kNone ? Category::kInfraError : c), r.error().message, ""});
       v.final = r.error();
-      // An isolation violation is a finding about the engine, never retried.
-      if (r.error().kind != ErrorKind::kIsolation && infra_left-- > 0) continue;
+      // An isolation violation is a finding about the engine, never retried,
+      // and it outranks an earlier test failure.
+      if (c == Category::kIsolationViolation) {
+        v.category = Category::kIsolationViolation;
+        return v;
+      }
+      if (infra_left-- > 0) continue;
       // A task whose tests already failed stays a test failure: the
       // infrastructure broke only on a rerun.
       if (last_failed) {
-        v.category = EvalCategory::kFailed;
+        v.category = Category::kFailed;
         v.final = std::move(*last_failed);
         return v;
       }
-      v.category = EvalCategory::kInfraError;
+      v.category = Category::kInfraError;
       return v;
     }
     const TestResult& t = *r;
     if (t.status == RunStatus::kRefused) {
       v.attempts.push_back({"refused", t.reason, t.run_id});
-      v.category = EvalCategory::kRefused;
+      v.category = Category::kRefused;
       v.final = std::move(r);
       return v;
     }
     if (t.tests_passed) {
       v.attempts.push_back({"passed", "", t.run_id});
-      v.category = failed_before ? EvalCategory::kFlaky : EvalCategory::kPassed;
+      v.category = failed_before ? Category::kFlaky : Category::kPassed;
       v.final = std::move(r);
       return v;
     }
@@ -71,7 +56,7 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
     last_failed = t;
     v.final = std::move(r);
     if (reruns_left-- > 0) continue;
-    v.category = EvalCategory::kFailed;
+    v.category = Category::kFailed;
     return v;
   }
 }

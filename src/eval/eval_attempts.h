@@ -6,8 +6,10 @@
 //   - an infrastructure failure (any Error from the pipeline: podman, the
 //     image, the seed, the planner) is retried `infra_retries` times; if it
 //     persists the task is `infra_error` (or `failed` when an earlier run of
-//     it already failed its tests), never a test failure; an isolation
-//     violation (kIsolation) is not retried;
+//     it already failed its tests), never a test failure;
+//   - an isolation violation (kIsolation: the effective config or a probe
+//     broke the policy) is `isolation_violation`: a finding about the
+//     engine, never retried, never re-run by a resumed eval;
 //   - a refused patch is `refused` (deterministic: never rerun);
 //   - failing tests are rerun up to `reruns` times; a pass on a rerun makes
 //     the task `flaky`, no pass leaves it `failed`;
@@ -24,15 +26,8 @@
 
 namespace lazyagent {
 
-enum class EvalCategory { kPassed, kFailed, kRefused, kInfraError, kFlaky };
-inline constexpr EvalCategory kAllCategories[] = {EvalCategory::kPassed, EvalCategory::kFailed,
-                                                  EvalCategory::kRefused, EvalCategory::kInfraError,
-                                                  EvalCategory::kFlaky};
-
-// "passed", "failed", "refused", "infra_error", "flaky".
-const char* category_name(EvalCategory c);
-// The inverse; false for an unknown name.
-bool category_from_name(const std::string& name, EvalCategory* out);
+// A task's category is the pipeline's Category (run_result.h): one type and
+// one string mapping for `test`, `run`, `eval` and the reports.
 
 struct AttemptPolicy {
   int reruns = 0;         // --rerun K: extra runs of a failing task
@@ -40,14 +35,14 @@ struct AttemptPolicy {
 };
 
 struct AttemptLog {
-  std::string outcome;  // "passed", "failed", "refused", "infra_error"
+  std::string outcome;  // a category name: "passed", "failed", "refused", "infra_error", ...
   std::string detail;   // the reason or the error message
   std::string run_id;
 };
 
 struct TaskVerdict {
   bool interrupted = false;
-  EvalCategory category = EvalCategory::kInfraError;
+  Category category = Category::kInfraError;
   Result<TestResult> final = Error{ErrorKind::kEngine, "no attempt ran"};  // the reported run
   std::vector<AttemptLog> attempts;
 };

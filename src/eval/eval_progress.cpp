@@ -12,7 +12,7 @@ std::string progress_bar(std::size_t done, std::size_t total, const CategoryCoun
   std::string s = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] ";
   const std::string d = std::to_string(done), t = std::to_string(total);
   s += std::string(t.size() > d.size() ? t.size() - d.size() : 0, ' ') + d + "/" + t + " ";
-  for (EvalCategory c : kAllCategories) s += std::string(" ") + category_name(c) + " " + std::to_string(counts[static_cast<int>(c)]);
+  for (Category c : kAllCategories) s += std::string(" ") + category_name(c) + " " + std::to_string(counts[static_cast<int>(c)]);
   return s;
 }
 
@@ -23,7 +23,7 @@ std::string progress_event_line(const EvalEvent& e, std::size_t done, std::size_
   }
   std::string s = where + category_name(e.row.category) + " (" + std::to_string(e.row.attempts) +
                   (e.row.attempts == 1 ? " attempt, " : " attempts, ") + std::to_string(e.row.ms) + " ms)";
-  if (!e.row.reason.empty() && e.row.category != EvalCategory::kPassed) s += ": " + e.row.reason;
+  if (!e.row.reason.empty() && e.row.category != Category::kPassed) s += ": " + e.row.reason;
   if (!e.row.changed.empty()) {
     s += " [ran again, changed:";
     for (const auto& part : e.row.changed) s += " " + part;

@@ -12,9 +12,10 @@
 
 namespace lazyagent {
 
-using CategoryCounts = std::array<std::size_t, 5>;  // indexed by EvalCategory
+using CategoryCounts = std::array<std::size_t, kCategoryCount>;  // indexed by Category
 
-// "[##########----------]  25/50  passed 20 failed 3 refused 2 infra_error 0 flaky 0"
+// "[##########----------]  25/50  passed 20 failed 3 refused 2 infra_error 0 flaky 0
+// isolation_violation 0"
 std::string progress_bar(std::size_t done, std::size_t total, const CategoryCounts& counts,
                          std::size_t bar_width = 24);
 

@@ -2,7 +2,7 @@
 
 #include "contract/runner_driver.h"
 #include "util/digest.h"
-#include "pipeline/provenance.h"
+#include "store/provenance.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
 

@@ -21,7 +21,7 @@
 
 #include "pipeline/agent_run.h"
 #include "util/elapsed.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "pipeline/sandbox_run.h"
 #include "contract/seed_snapshot.h"
 #include "util/terminal_text.h"
@@ -423,7 +423,10 @@ ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const
   row.id = task.id;
   row.skipped = true;
   if (!category_from_name(e.value("category", ""), &row.category)) return out;
-  if (row.category == EvalCategory::kInfraError) return out;  // retried, not changed
+  // An infra_error is run again (the engine may have flaked); every other
+  // category is a verdict, an isolation violation included: a finding about
+  // the engine that a re-run must not wash out.
+  if (row.category == Category::kInfraError) return out;
   out.changed = changed_parts(e.contains("key") ? e["key"] : json(), key);
   if (!out.changed.empty()) return out;
   row.attempts = e.contains("attempts") && e["attempts"].is_array() ? static_cast<int>(e["attempts"].size()) : 1;

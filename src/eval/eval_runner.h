@@ -46,7 +46,7 @@
 #include "engine/engine.h"
 #include "pipeline/run_events.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 

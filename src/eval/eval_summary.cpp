@@ -48,7 +48,7 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     for (const auto& part : it->second->changed) s.changed[part].push_back(id);
     if (it->second->suspicious) {
       s.suspicious.push_back(id);
-      if (it->second->category == EvalCategory::kPassed) s.suspicious_passed.push_back(id);
+      if (it->second->category == Category::kPassed) s.suspicious_passed.push_back(id);
     }
   }
   return s;
@@ -60,7 +60,7 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   };
   nlohmann::json j = {{"total", s.total}};
   std::size_t finished = 0;
-  for (EvalCategory c : kAllCategories) {
+  for (Category c : kAllCategories) {
     j[category_name(c)] = group(s.ids(c));
     finished += s.ids(c).size();
   }
@@ -97,7 +97,7 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
     o << "\n";
   };
   o << "category     count  tasks\n";
-  for (EvalCategory c : kAllCategories) row(category_name(c), s.ids(c));
+  for (Category c : kAllCategories) row(category_name(c), s.ids(c));
   if (!s.skipped.empty()) row("(skipped)", s.skipped);
   if (!s.not_run.empty()) row("(not run)", s.not_run);
   for (const auto& [part, ids] : s.changed) row("(changed: " + part + ")", ids);
@@ -126,7 +126,10 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
 }
 
 int eval_exit_code(const EvalSummary& s) {
-  if (!s.ids(EvalCategory::kInfraError).empty() || !s.not_run.empty()) return 5;
+  if (!s.ids(Category::kInfraError).empty() || !s.ids(Category::kIsolationViolation).empty() ||
+      !s.not_run.empty()) {
+    return 5;
+  }
   return 0;
 }
 

@@ -17,7 +17,7 @@ namespace lazyagent {
 
 struct EvalRow {
   std::string id;
-  EvalCategory category = EvalCategory::kInfraError;
+  Category category = Category::kInfraError;
   bool skipped = false;  // finished by an earlier run with the same --out
   int attempts = 1;
   long ms = 0;
@@ -38,7 +38,7 @@ struct ResourceTotals {
 
 struct EvalSummary {
   std::size_t total = 0;                           // tasks in the file
-  std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(5);
+  std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(kCategoryCount);
   std::vector<std::string> skipped;                // resumed, not rerun
   std::vector<std::string> not_run;                // interrupted before their verdict
   // Tasks run again because their resume key changed, per part ("seed",
@@ -54,7 +54,7 @@ struct EvalSummary {
   std::map<std::string, std::size_t> patch_formats;  // tasks per patch_format
   std::size_t added = 0, removed = 0;                 // lines, over every task's proven change
   ResourceTotals resources;
-  const std::vector<std::string>& ids(EvalCategory c) const { return by_category[static_cast<int>(c)]; }
+  const std::vector<std::string>& ids(Category c) const { return by_category[static_cast<int>(c)]; }
 };
 
 // Rows in task-file order; `task_ids` is every task's id in that order (so a
@@ -66,8 +66,9 @@ nlohmann::json summary_to_json(const EvalSummary& s);
 // category | count | tasks (ids listed up to `max_ids`, then "+N more").
 std::string summary_table(const EvalSummary& s, std::size_t max_ids = 8);
 
-// 0: every task has a verdict and none is infra_error; 5: some infra_error
-// (or a task without a verdict). Interruption is the caller's (128+N).
+// 0: every task has a verdict and none is infra_error or
+// isolation_violation; 5: some are (or a task has no verdict), as `test`
+// exits 5 for either. Interruption is the caller's (128+N).
 int eval_exit_code(const EvalSummary& s);
 
 }  // namespace lazyagent

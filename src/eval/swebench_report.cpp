@@ -1,6 +1,7 @@
 #include "eval/swebench_report.h"
 
 #include "contract/unified_diff.h"
+#include "pipeline/run_result.h"
 
 namespace lazyagent {
 
@@ -27,13 +28,13 @@ bool refused_as_empty(const json& r) {
   return false;
 }
 
-std::string category_of(const json& r) {
+std::string category_in(const json& r) {
   if (!r.is_object() || !r.contains("eval") || !r["eval"].is_object()) return "";
   return r["eval"].value("category", "");
 }
 
 json instance_report(const json& r) {
-  const std::string category = category_of(r);
+  const std::string category = category_in(r);
   const bool empty = refused_as_empty(r);
   const json triage = r.is_object() && r.contains("triage") ? r["triage"] : json();
   json inst = {
@@ -63,17 +64,21 @@ json instance_report(const json& r) {
 json swebench_report(const std::vector<std::string>& task_ids, const std::map<std::string, json>& results) {
   json instances = json::object();
   json completed = json::array(), resolved = json::array(), unresolved = json::array(), empty = json::array(),
-       errors = json::array(), incomplete = json::array();
+       errors = json::array(), incomplete = json::array(), isolation = json::array();
   for (const auto& id : task_ids) {
     const auto it = results.find(id);
     const json r = it == results.end() ? json() : it->second;
     json inst = instance_report(r);
-    const std::string category = inst["category"];
+    Category category = Category::kNone;
+    const bool known = category_from_name(inst["category"].get<std::string>(), &category);
     if (it == results.end()) {
       incomplete.push_back(id);
       errors.push_back(id);
-    } else if (category != "passed" && category != "failed" && category != "refused" && category != "flaky") {
-      errors.push_back(id);  // infra_error, or a file without a verdict
+    } else if (!known || category == Category::kInfraError || category == Category::kIsolationViolation) {
+      // No verdict on the patch: the engine failed, or broke the policy (a
+      // finding listed on its own too), or the file holds no category.
+      errors.push_back(id);
+      if (category == Category::kIsolationViolation) isolation.push_back(id);
     } else {
       completed.push_back(id);
       (inst["resolved"].get<bool>() ? resolved : unresolved).push_back(id);
@@ -90,6 +95,7 @@ json swebench_report(const std::vector<std::string>& task_ids, const std::map<st
       {"unresolved_instances", unresolved.size()},
       {"empty_patch_instances", empty.size()},
       {"error_instances", errors.size()},
+      {"isolation_violation_instances", isolation.size()},
       {"submitted_ids", task_ids},
       {"completed_ids", completed},
       {"incomplete_ids", incomplete},
@@ -97,6 +103,7 @@ json swebench_report(const std::vector<std::string>& task_ids, const std::map<st
       {"unresolved_ids", unresolved},
       {"empty_patch_ids", empty},
       {"error_ids", errors},
+      {"isolation_violation_ids", isolation},
       {"instances", instances},
   };
 }

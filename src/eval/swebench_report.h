@@ -18,7 +18,8 @@
 // "resolved" rests on the verdict alone). "resolved" is the task's eval
 // category `passed`: the same judgement as the summary, never a second one.
 // An instance is "completed" when it has a verdict (passed, failed, refused,
-// flaky), an "error" when it ended in infra_error or has no result file
+// flaky), an "error" when it ended in infra_error or isolation_violation
+// (the latter also listed as "isolation_violation_ids") or has no result file
 // (interrupted, never run), "empty_patch" when its patch was refused as
 // empty (a SWE-bench prediction with an empty model_patch). Pure.
 #pragma once

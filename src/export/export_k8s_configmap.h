@@ -36,7 +36,7 @@ struct K8sFile {
 };
 
 // The files the sandbox sees at /seed: the seed's regular files with the
-// patch applied, the way materialize_copy() writes the podman sandbox's
+// patch applied, the way write_seed_copy() writes the podman sandbox's
 // private copy (a patched file keeps 0755 if it was executable, else 0644;
 // new files are 0644). Sorted by path. Errors (kUsage): a symlink in the seed
 // (a ConfigMap cannot carry one), a path the kubelet refuses as an item path

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "contract/patch_contract.h"
-#include "pipeline/run_store.h"
+#include "util/atomic_file.h"
 #include "contract/seed_snapshot.h"
 
 namespace lazyagent {

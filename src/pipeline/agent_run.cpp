@@ -5,7 +5,7 @@
 #include <ctime>
 #include <sstream>
 
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "pipeline/sandbox_run.h"
 #include "pipeline/planner_run.h"
 #include "contract/planner_task.h"

@@ -28,7 +28,7 @@
 #include "config.h"
 #include "engine/engine.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "pipeline/sandbox_run.h"
 #include "pipeline/triage_run.h"
 

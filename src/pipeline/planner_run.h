@@ -20,7 +20,7 @@
 #include "contract/planner_task.h"
 #include "engine/engine.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "pipeline/run_result.h"
 
 namespace lazyagent {

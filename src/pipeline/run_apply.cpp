@@ -13,6 +13,7 @@
 
 #include "contract/change_set.h"
 #include "contract/diff_write.h"
+#include "pipeline/branch_commit.h"
 #include "util/digest.h"
 #include "util/git_process.h"
 #include "contract/patch_format.h"
@@ -169,6 +170,21 @@ Result<GitRun> git_ok(const std::string& dir, const std::vector<std::string>& ar
   return r;
 }
 
+// The user's git identity applies; lazyagent-oci@localhost when there is none.
+std::vector<std::string> identity_config(const std::string& repo) {
+  auto email = run_git(repo, {"config", "user.email"});
+  if (!email || email->exit_code != 0) return {"-c", "user.name=lazyagent-oci", "-c", "user.email=lazyagent-oci@localhost"};
+  return {};
+}
+
+std::string apply_commit_message(const json& rec, const std::string& id, const std::string& diff) {
+  return "lazyagent-oci: apply run " + id + "\n\nRun: " + id + "\nVerdict: " +
+         rec.value("category", rec.value("status", std::string("?"))) +
+         (rec.value("tests_passed", false) ? " (tests passed)" : " (tests did not pass; applied with --force)") +
+         "\nPatch-sha256: " + rec.value("patch_sha256", "") + "\nDiff-sha256: " + sha256_hex(diff) +
+         "\nSeed-sha256: " + rec.value("seed_sha256", "") + "\n";
+}
+
 }  // namespace
 
 StoredArtifacts load_stored_artifacts(const RunStore& store, const std::string& run_id, const json& record) {
@@ -296,6 +312,7 @@ Result<ApplyOutcome> apply_proven_change(const RunStore& store, const ApplyReque
     }
   }
   // 4. A branch first, if asked: nothing is written when it cannot be made.
+  if (req.switch_branch && req.branch.empty()) return usage_error("--switch needs --branch NAME");
   if (!req.branch.empty()) {
     if (snap->kind != SeedKind::kGit) return usage_error("--branch needs a git work tree; " + out.seed + " is not one");
     auto valid = run_git(out.seed, {"check-ref-format", "--branch", req.branch});
@@ -304,8 +321,24 @@ Result<ApplyOutcome> apply_proven_change(const RunStore& store, const ApplyReque
     auto exists = run_git(out.seed, {"rev-parse", "--verify", "--quiet", "refs/heads/" + req.branch});
     if (!exists) return exists.error();
     if (exists->exit_code == 0) return refused("branch " + req.branch + " already exists in " + out.seed + "; nothing was applied");
+    if (!req.switch_branch) {
+      // As `git branch NAME`: the branch is made beside the checkout, which
+      // stays as it is (branch_commit.h).
+      std::vector<BranchFile> files;
+      for (const FileChange& f : change.changes.files) {
+        files.push_back({f.path, f.op == FileOp::kDelete, f.content, f.mode});
+        out.applied.push_back(f.path);
+      }
+      auto commit = commit_on_new_branch(out.seed, req.branch, files, apply_commit_message(rec, id, proven->diff),
+                                         identity_config(out.seed));
+      if (!commit) return commit.error().context("committing on the new branch " + req.branch);
+      out.branch = req.branch;
+      out.commit = *commit;
+      return out;
+    }
     if (auto st = git_ok(out.seed, {"switch", "-q", "-c", req.branch}); !st) return st.error();
     out.branch = req.branch;
+    out.switched = true;
   }
   for (const FileChange& f : change.changes.files) {
     const std::string path = out.seed + "/" + f.path;
@@ -320,18 +353,9 @@ Result<ApplyOutcome> apply_proven_change(const RunStore& store, const ApplyReque
   std::vector<std::string> add = {"add", "-A", "--"};
   add.insert(add.end(), out.applied.begin(), out.applied.end());
   if (auto st = git_ok(out.seed, add); !st) return st.error();
-  std::vector<std::string> commit;
-  auto email = run_git(out.seed, {"config", "user.email"});
-  if (!email || email->exit_code != 0) {
-    commit = {"-c", "user.name=lazyagent-oci", "-c", "user.email=lazyagent-oci@localhost"};
-  }
-  const std::string message = "lazyagent-oci: apply run " + id + "\n\nRun: " + id + "\nVerdict: " +
-                              rec.value("category", rec.value("status", std::string("?"))) +
-                              (rec.value("tests_passed", false) ? " (tests passed)" : " (tests did not pass; applied with --force)") +
-                              "\nPatch-sha256: " + rec.value("patch_sha256", "") + "\nDiff-sha256: " +
-                              sha256_hex(proven->diff) + "\nSeed-sha256: " + rec.value("seed_sha256", "") + "\n";
+  std::vector<std::string> commit = identity_config(out.seed);
   for (const char* a : {"commit", "-q", "-m"}) commit.push_back(a);
-  commit.push_back(message);
+  commit.push_back(apply_commit_message(rec, id, proven->diff));
   commit.push_back("--");
   commit.insert(commit.end(), out.applied.begin(), out.applied.end());
   if (auto st = git_ok(out.seed, commit); !st) return st.error();

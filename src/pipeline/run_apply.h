@@ -14,11 +14,16 @@
 //   3. the diff is read and applied (diff_apply.h) to the tree's files; each
 //      result must hash to the after_sha256 the record keeps, then is written
 //      (temp file + rename; deleted files unlinked; modes set);
-//   4. with --branch NAME (a git work tree only): a new branch is created
-//      before anything is written (an existing branch name is refused), and
-//      the changed paths are committed with a message naming the run id,
-//      its verdict and the patch and diff hashes. The user's git config,
-//      identity and hooks apply (lazyagent-oci@localhost when no identity).
+//   4. with --branch NAME (a git work tree only; an existing branch name is
+//      refused): as `git branch NAME`, the branch is created beside the
+//      checkout with one commit holding the change over HEAD, and HEAD, the
+//      index and the work tree are left as they are (branch_commit.h; `git
+//      switch NAME` takes it). With --switch too, the branch is created and
+//      switched to before anything is written, the files are written and
+//      the changed paths committed there (the user's hooks run). The
+//      message names the run id, its verdict and the patch and diff hashes;
+//      the user's git config and identity apply (lazyagent-oci@localhost
+//      when no identity).
 // Records from before diffs were stored have no diff artifact: `diff` then
 // rebuilds it from the stored whole-file patch and the seed directory, if
 // the seed's files the patch touches still match the manifest.
@@ -29,9 +34,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/provenance.h"
+#include "store/provenance.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 
@@ -52,6 +57,7 @@ struct ApplyRequest {
   std::string run_id;
   std::string seed;    // "" = the record's
   std::string branch;  // "" = no branch, no commit
+  bool switch_branch = false;  // --switch: switch to the branch and write the work tree
   bool force = false;  // apply a run that did not pass
 };
 
@@ -60,6 +66,7 @@ struct ApplyOutcome {
   std::vector<std::string> applied;  // paths written or deleted
   std::string branch;
   std::string commit;                // the new commit's id
+  bool switched = false;             // the checkout is on `branch` (--switch)
 };
 
 // Refusals are kPatch errors whose message names what differs (exit 1 in

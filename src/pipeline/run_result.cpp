@@ -2,8 +2,8 @@
 
 #include <ctime>
 
-#include "pipeline/ownership.h"
-#include "pipeline/provenance.h"
+#include "store/ownership.h"
+#include "store/provenance.h"
 
 namespace lazyagent {
 
@@ -34,6 +34,16 @@ const char* category_name(Category c) {
     case Category::kIsolationViolation: return "isolation_violation";
   }
   return "";
+}
+
+bool category_from_name(const std::string& name, Category* out) {
+  for (Category c : kAllCategories) {
+    if (name == category_name(c)) {
+      *out = c;
+      return true;
+    }
+  }
+  return false;
 }
 
 Category category_of(const Error& e) {

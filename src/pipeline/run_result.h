@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "contract/patch_contract.h"
+#include "util/progress.h"
 #include "util/result.h"
 #include "contract/test_report.h"
 #include "contract/verdict.h"
@@ -33,6 +34,13 @@ const char* status_name(RunStatus s);
 
 enum class Category { kNone, kPassed, kFailed, kFlaky, kRefused, kInfraError, kIsolationViolation };
 const char* category_name(Category c);  // "" for kNone
+// The inverse: false for "" and for an unknown name.
+bool category_from_name(const std::string& name, Category* out);
+// Every category a finished run or eval task can have, in report order.
+inline constexpr Category kAllCategories[] = {Category::kPassed,  Category::kFailed,     Category::kRefused,
+                                              Category::kInfraError, Category::kFlaky,
+                                              Category::kIsolationViolation};
+inline constexpr std::size_t kCategoryCount = static_cast<std::size_t>(Category::kIsolationViolation) + 1;
 
 // The category of a run that an Error ended: isolation_violation, infra_error
 // (engine failures and their timeouts), or none (usage, planner, signal).
@@ -40,9 +48,6 @@ Category category_of(const Error& e);
 // Engine failures worth one retry in a fresh sandbox: kEngine and kTimeout.
 // An isolation violation (kIsolation) is a finding, never retried.
 bool is_infra_error(const Error& e);
-
-// "==> step" lines and notes ("reaped 2 container(s) ..."); may be empty.
-using ProgressFn = std::function<void(const std::string&)>;
 
 struct StepTiming {
   std::string step;

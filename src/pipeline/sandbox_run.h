@@ -41,7 +41,7 @@
 #include "util/result.h"
 #include "pipeline/run_events.h"
 #include "pipeline/run_result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 

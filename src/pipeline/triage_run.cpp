@@ -1,7 +1,7 @@
 #include "pipeline/triage_run.h"
 
 #include "util/digest.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "contract/runner_driver.h"
 #include "contract/test_report.h"
 #include "policy/sandbox_policy.h"

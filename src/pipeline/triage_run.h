@@ -31,7 +31,7 @@
 #include "contract/test_report.h"
 #include "engine/engine.h"
 #include "util/result.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "pipeline/sandbox_run.h"
 
 namespace lazyagent {

@@ -63,20 +63,24 @@ def ns():
   if len(f)>1 and f[0]in("search","domain"):S[:]=f[1:]
  return n
 def lo(h):return h.startswith("127.")or h=="::1"
+N=[];G=[]
+for t in sys.argv[2].split():
+ l,_,a=t.partition("=")
+ if l=="lookup":N.append(a)
+ else:G.append((l,a))
+Z=(N or["kubernetes.default"])[0]
 for l,f in(("gateway",gw4),("gateway6",gw6),("dns",ns)):
  try:v=f()
  except OSError:R.append((l,"file","-","unreadable"));continue
  for h in v:
   if lo(h):R.append((l,"any",h,"loopback"));continue
   for p in((53,)if l=="dns"else(22,53,80,443,6443,10250)):tcp(l,h,p)
-  if l=="gateway":udp(l,h,"example.com")
+  if l=="gateway":udp(l,h,Z)
   if l=="dns":
-   for n in["example.com","kubernetes.default"]+["kubernetes.default."+d for d in S[:4]]:udp("lookup",h,n,n+"@"+h)
-for t in sys.argv[2].split():
- l,_,a=t.partition("=");h,_,p=a.rpartition(":");h=h.strip("[]");tcp(l,h,int(p))
- if p=="53":udp(l,h,"example.com")
-for h,p in(("1.1.1.1",53),("1.1.1.1",80),("1.1.1.1",443),("2606:4700:4700::1111",443),("2606:4700:4700::1111",53)):tcp("external",h,p)
-udp("external","1.1.1.1","example.com");udp("external","2606:4700:4700::1111","example.com")
+   for n in N+["kubernetes.default"]+["kubernetes.default."+d for d in S[:4]]:udp("lookup",h,n,n+"@"+h)
+for l,a in G:
+ h,_,p=a.rpartition(":");h=h.strip("[]");tcp(l,h,int(p))
+ if p=="53":udp(l,h,Z)
 def wait(d):
  while P:
   r=d-time.monotonic()

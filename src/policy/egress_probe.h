@@ -11,19 +11,24 @@
 //             kubelet), and a DNS query over udp
 //   gateway6  the IPv6 default route's next hop (/proc/net/ipv6_route), tcp
 //   dns       every nameserver in /etc/resolv.conf (the cluster DNS) on tcp
-//   lookup    DNS queries over udp to each nameserver, for example.com,
-//             kubernetes.default and kubernetes.default.<search domain>
-//             (what getaddrinfo would ask; sent by the probe itself, so that
-//             each is bounded without a thread: in the local cluster's
-//             gVisor pod python could not start one); an address in an
-//             answer is then tried on tcp 443 ("lookup:NAME")
-//   external  1.1.1.1 on tcp 53/80/443 and a udp DNS query; the same on
-//             2606:4700:4700::1111 (IPv6)
+//   lookup    DNS queries over udp to each nameserver, for the names the
+//             engine passes ("lookup=NAME": the package mirror's host, which
+//             this machine resolves anyway), kubernetes.default and
+//             kubernetes.default.<search domain> (what getaddrinfo would ask;
+//             sent by the probe itself, so that each is bounded without a
+//             thread: in the local cluster's gVisor pod python could not
+//             start one); an address in an answer is then tried on tcp 443
+//             ("lookup:NAME")
 //   <label>   targets the engine passes ("api=10.96.0.1:443": the Kubernetes
 //             API's addresses, which the sandbox's environment does not hold;
-//             the config's k8s.egress_probe_targets), on tcp; one on port 53
-//             also gets a udp DNS query (the cluster DNS: the sandbox pod's
-//             own resolv.conf names only 127.0.0.1, dnsPolicy None)
+//             "external=ADDR:443": the package mirror's addresses, the only
+//             hosts outside this machine that it may reach, read from its apt
+//             sources; the config's k8s.egress_probe_targets), on tcp; one on
+//             port 53 also gets a udp DNS query (the cluster DNS: the sandbox
+//             pod's own resolv.conf names only 127.0.0.1, dnsPolicy None)
+// The probe never aims at any other address: no public resolver, no
+// well-known host. What is outside this machine is represented by the package
+// mirror alone, which every machine that installs packages reaches anyway.
 // Outcomes: "connected", "refused" (a reset or ICMP port-unreachable: a host
 // answered), "answered" (a udp reply), "resolved:ADDRS" (a DNS answer with
 // addresses) count as reached;

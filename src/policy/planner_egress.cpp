@@ -1,9 +1,9 @@
 #include "policy/planner_egress.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <sstream>
+
+#include "util/ip_address.h"
 
 namespace lazyagent {
 
@@ -12,31 +12,11 @@ using nlohmann::ordered_json;
 
 namespace {
 
-// HOST:PORT -> {host without brackets, port}; false when not that shape.
-bool split_planner_hp(const std::string& hp, std::string* host, std::string* port) {
-  const auto colon = hp.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  *host = hp.substr(0, colon);
-  *port = hp.substr(colon + 1);
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
-  return !port->empty();
-}
-
-bool is_ipv4(const std::string& h) {
-  in_addr a{};
-  return inet_pton(AF_INET, h.c_str(), &a) == 1;
-}
-
-bool is_ipv6(const std::string& h) {
-  in6_addr a{};
-  return inet_pton(AF_INET6, h.c_str(), &a) == 1;
-}
-
 // The probe prints [v6]:port and v4:port; compare in that form.
 std::string probe_form(const std::string& hp) {
   std::string host, port;
-  if (!split_planner_hp(hp, &host, &port)) return hp;
-  return (is_ipv6(host) ? "[" + host + "]" : host) + ":" + port;
+  if (!split_host_port(hp, &host, &port)) return hp;
+  return (is_ipv6_address(host) ? "[" + host + "]" : host) + ":" + port;
 }
 
 }  // namespace
@@ -46,24 +26,12 @@ std::string planner_egress_probe_script() {
          egress_probe_shell();
 }
 
-std::string planner_egress_entry_problem(const std::string& hp) {
-  std::string host, port;
-  if (!split_planner_hp(hp, &host, &port)) return "expected HOST:PORT, got '" + hp + "'";
-  const bool bracketed = hp.front() == '[';
-  if (bracketed ? !is_ipv6(host) : !is_ipv4(host)) {
-    return "'" + host +
-           "' is not an IP address: a NetworkPolicy allows addresses, not names; give the provider's address "
-           "(IPv6 in brackets), e.g. from `getent ahosts " + host + "`";
-  }
-  return "";
-}
-
 ordered_json planner_egress_rules(const std::vector<std::string>& allowed) {
   ordered_json rules = ordered_json::array();
   for (const auto& hp : allowed) {
     std::string host, port;
-    if (!split_planner_hp(hp, &host, &port)) continue;
-    const std::string cidr = host + (is_ipv6(host) ? "/128" : "/32");
+    if (!split_host_port(hp, &host, &port)) continue;
+    const std::string cidr = host + (is_ipv6_address(host) ? "/128" : "/32");
     rules.push_back({{"to", {{{"ipBlock", {{"cidr", cidr}}}}}},
                      {"ports", {{{"protocol", "TCP"}, {"port", std::stoi(port)}}}}});
   }

@@ -34,10 +34,6 @@ std::string planner_egress_probe_script();
 // or [IPv6] address): one rule per entry, ipBlock /32 (/128) and TCP port.
 nlohmann::ordered_json planner_egress_rules(const std::vector<std::string>& allowed);
 
-// "" if `hp` is a HOST:PORT a NetworkPolicy can allow (an IP address, not
-// a name), else why not.
-std::string planner_egress_entry_problem(const std::string& hp);
-
 struct PlannerEgressVerdict {
   bool enforced = false;
   std::vector<std::string> findings;  // what was reached besides the allowed, or why the probe says nothing

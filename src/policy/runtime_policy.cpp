@@ -40,7 +40,7 @@ const std::vector<std::string>& policy_items() {
   return items;
 }
 
-RuntimeGuarantees runtime_guarantees(const std::string& runtime) {
+RuntimeGuarantees runtime_guarantees(const std::string& runtime, const std::vector<std::string>& host_gaps) {
   RuntimeGuarantees g;
   g.runtime = runtime;
   for (const auto& item : policy_items()) {
@@ -48,6 +48,7 @@ RuntimeGuarantees runtime_guarantees(const std::string& runtime) {
     if (runtime == kRuntimeRunc) enforced = true;
     else if (runtime == kRuntimeRunsc) enforced = !contains(runsc_gaps(), item);
     else enforced = contains(orchestrator_items(), item);
+    if (contains(host_gaps, item)) enforced = false;
     (enforced ? g.enforced : g.not_enforced).push_back(item);
   }
   return g;
@@ -86,14 +87,45 @@ Status check_policy_acceptable(const Config& config) {
                      "--accept-weaker-policy (or engine.accept_weaker_policy: true)");
 }
 
+namespace {
+
+// "memory (limits.memory_mib: 512)" for a host gap's message.
+std::string gap_with_value(const Config& config, const std::string& item) {
+  const std::string key = config_key_for(item);
+  std::string value;
+  if (item == "memory") value = std::to_string(config.limits.memory_mib) + " MiB";
+  else if (item == "pids") value = std::to_string(config.limits.pids);
+  else if (item == "cpu") {
+    value = std::to_string(config.limits.cpus);
+    value.erase(value.find_last_not_of('0') + 1);
+    if (!value.empty() && value.back() == '.') value.pop_back();
+  }
+  return item + (key.empty() ? "" : " (" + key + ": " + value + ")");
+}
+
+}  // namespace
+
+Status check_host_gaps(const Config& config, const std::vector<std::string>& host_gaps, const std::string& reason) {
+  if (host_gaps.empty() || config.engine.accept_weaker_policy) return ok_status();
+  std::string all;
+  for (const auto& g : host_gaps) all += (all.empty() ? "" : ", ") + gap_with_value(config, g);
+  return usage_error("this host's podman cannot enforce the sandbox's " + all + " limit" +
+                     (host_gaps.size() == 1 ? "" : "s") + " (" + reason +
+                     "); still enforced: the nofile and nproc rlimits, the tmpfs sizes, the timeout and the output "
+                     "cap. Refused before any container exists: accept the weaker policy with "
+                     "--accept-weaker-policy (or engine.accept_weaker_policy: true), or use root's podman or a "
+                     "cgroup v2 host with the controllers delegated");
+}
+
 json effective_policy_json(const SandboxPolicy& policy, const std::string& runtime,
                            bool weaker_policy_accepted) {
   json j = policy_to_json(policy);
-  const RuntimeGuarantees g = runtime_guarantees(runtime);
+  const RuntimeGuarantees g = runtime_guarantees(runtime, policy.host_gaps);
   j["runtime"] = runtime;
   j["enforced"] = g.enforced;
   j["not_enforced"] = g.not_enforced;
   j["weaker_policy_accepted"] = weaker_policy_accepted && !g.not_enforced.empty();
+  if (!policy.host_gaps.empty()) j["not_enforced_reason"] = policy.host_gaps_reason;
   return j;
 }
 

@@ -43,8 +43,10 @@ const std::vector<std::string>& policy_items();
 
 // Which items `runtime` ("runc" or "runsc") enforces. An unknown runtime
 // enforces nothing the engine does (only the orchestrator's own timeout and
-// output cap), so that a mistake never overstates the policy.
-RuntimeGuarantees runtime_guarantees(const std::string& runtime);
+// output cap), so that a mistake never overstates the policy. `host_gaps`:
+// items the host's podman cannot enforce under any runtime
+// (SandboxPolicy::host_gaps: rootless podman on cgroup v1).
+RuntimeGuarantees runtime_guarantees(const std::string& runtime, const std::vector<std::string>& host_gaps = {});
 
 // The config key behind a policy item that a config can set ("memory" ->
 // "limits.memory_mib"), or "" when the item is not configurable.
@@ -58,8 +60,14 @@ std::vector<std::string> unenforceable_demands(const Config& config, const std::
 // config.engine.accept_weaker_policy is set.
 Status check_policy_acceptable(const Config& config);
 
+// kUsage error naming each host gap with its configured value and `reason`
+// (all of them, demanded or default: the sandbox's limits are never silently
+// dropped), unless config.engine.accept_weaker_policy is set.
+Status check_host_gaps(const Config& config, const std::vector<std::string>& host_gaps, const std::string& reason);
+
 // The `policy` field of results and records: policy_to_json() plus
-// `runtime`, `enforced`, `not_enforced` and `weaker_policy_accepted`.
+// `runtime`, `enforced`, `not_enforced` (the runtime's and the policy's
+// host_gaps) and `weaker_policy_accepted`; with host gaps, `not_enforced_reason`.
 nlohmann::json effective_policy_json(const SandboxPolicy& policy, const std::string& runtime,
                                      bool weaker_policy_accepted);
 

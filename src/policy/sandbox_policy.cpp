@@ -1,5 +1,6 @@
 #include "policy/sandbox_policy.h"
 
+#include "util/colon_records.h"
 #include "util/digest.h"
 #include "policy/isolation_probe.h"
 
@@ -34,6 +35,26 @@ SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seco
   return p;
 }
 
+namespace {
+
+json policy_user_json(const UserNamespace& u) {
+  if (!u.enabled) {  // gVisor's own root; its Sentry is host uid 65534
+    return json{{"mode", "gvisor"}, {"uid_map", nullptr}, {"gid_map", nullptr}};
+  }
+  if (u.rootless) {  // root inside, a subordinate id of the service's user outside
+    return json{{"mode", "rootless_user_namespace"},
+                {"uid_map", userns_map_json(u)},  // as the rootless service sees it
+                {"gid_map", userns_map_json(u)},
+                {"host_uids", {u.outer_uid, u.outer_uid + u.size - 1}},
+                {"host_gids", {u.outer_gid, u.outer_gid + u.size - 1}}};
+  }
+  return json{{"mode", "user_namespace"},  // root inside, an unused high id outside
+              {"uid_map", userns_map_json(u)},
+              {"gid_map", userns_map_json(u)}};
+}
+
+}  // namespace
+
 json policy_to_json(const SandboxPolicy& p) {
   return json{
       {"image", p.image},
@@ -57,13 +78,7 @@ json policy_to_json(const SandboxPolicy& p) {
        }()},
       {"secrets", json::array()},
       {"user_mounts", json::array()},
-      {"user", p.userns.enabled
-                   ? json{{"mode", "user_namespace"},  // root inside, an unused high id outside
-                          {"uid_map", userns_map_json(p.userns)},
-                          {"gid_map", userns_map_json(p.userns)}}
-                   : json{{"mode", "gvisor"},  // gVisor's own root; its Sentry is host uid 65534
-                          {"uid_map", nullptr},
-                          {"gid_map", nullptr}}},
+      {"user", policy_user_json(p.userns)},
       {"seccomp",
        {{"profile", "oci/seccomp.json"},
         {"sha256", seccomp_profile_sha256(p.seccomp)},
@@ -80,13 +95,8 @@ std::vector<std::string> userns_collisions(const UserNamespace& u, const std::st
   // field `id_field` (and, for sub-id files, the count in the next field) of
   // each ':'-separated line.
   auto scan = [&](const char* file, const std::string& text, std::size_t id_field, bool ranges) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::istringstream l(line);
-      for (std::string x; std::getline(l, x, ':');) f.push_back(x);
-      if (f.size() <= id_field + (ranges ? 1 : 0) || f[0].empty() || f[0][0] == '#') continue;
+    for (const auto& f : colon_records(text)) {
+      if (f.size() <= id_field + (ranges ? 1 : 0)) continue;
       char* end = nullptr;
       const long long a = std::strtoll(f[id_field].c_str(), &end, 10);
       if (end == f[id_field].c_str()) continue;
@@ -119,6 +129,10 @@ std::vector<std::string> tmp_tmpfs_options(const SandboxPolicy& p) {
   return {"rw", "nosuid", "nodev", "noexec", "size=" + std::to_string(p.tmp_tmpfs_bytes),
           "mode=1777"};
 }
+
+namespace {
+std::string runner_script();
+}  // namespace
 
 std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes,
                                          const std::string& egress_targets) {
@@ -153,10 +167,36 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   // Needs only sh, cp, mkdir, rm, head, tail, wc, cat, sleep and /proc. Before the
   // test starts, the isolation probe (isolation_probe.h) prints what this
   // process really gets.
-  static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir +
-                                    "/ && mkdir -p " + kScratchDir + " && cd " + kWorkDir +
-                                    " || exit 125\n" +
-                                    isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
+  static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir + "/ && " +
+                                    runner_script();
+  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
+  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
+          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+}
+
+std::vector<std::string> session_command(const std::string& command, std::int64_t output_bytes,
+                                         const std::string& egress_targets) {
+  // The working copy is already at /work (the session's, bind-mounted):
+  // nothing to copy, the same probe and capture as a test run.
+  static const std::string script = runner_script();
+  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
+  return {"/bin/sh", "-c", script, "lazyagent-session", command,
+          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+}
+
+std::vector<std::string> sandbox_argv(const SandboxRequest& req) {
+  const std::string targets = egress_targets_arg(req.policy);
+  return req.work_copy_path.empty() ? sandbox_command(req.test_command, req.policy.log_bytes, targets)
+                                    : session_command(req.test_command, req.policy.log_bytes, targets);
+}
+
+namespace {
+
+// The part of the sandbox's script after the seed copy: scratch dir, cd
+// into /work, the isolation probe, the capped capture (sandbox_command).
+std::string runner_script() {
+  return std::string("mkdir -p ") + kScratchDir + " && cd " + kWorkDir + " || exit 125\n" +
+         isolation_probe_shell() + R"sh(ub=; command -v stdbuf >/dev/null 2>&1 && ub="stdbuf -o0"
 t=/tmp/.lazyagent-tail.$$
 { exec 5>"$t" 6<"$t" 7<"$t" && rm -f "$t"; } || exit 125
 exec 4>&1
@@ -172,10 +212,9 @@ exec 4>&1
   case "$rc" in ''|*[!0-9]*) exit 125;; esac
   exit "$rc"; } 4>&- 5>&- 6<&- 7<&-
 )sh";
-  const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
-  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
-          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
 }
+
+}  // namespace
 
 std::string egress_targets_arg(const SandboxPolicy& p) {
   std::string all;
@@ -195,6 +234,12 @@ json build_create_spec(const SandboxRequest& req) {
   const SandboxPolicy& p = req.policy;
   json mounts = json::array({tmpfs_mount(kWorkDir, work_tmpfs_options(p)),
                              tmpfs_mount(kTmpDir, tmp_tmpfs_options(p))});
+  if (!req.work_copy_path.empty()) {  // a session: its working copy is /work, kept between commands
+    mounts[0] = json{{"destination", kWorkDir},
+                     {"type", "bind"},
+                     {"source", req.work_copy_path},
+                     {"options", {"bind", "rw", "nosuid", "nodev"}}};
+  }
   if (!req.seed_copy_path.empty()) {
     mounts.push_back(json{{"destination", kSeedMount},
                           {"type", "bind"},
@@ -206,7 +251,7 @@ json build_create_spec(const SandboxRequest& req) {
   json spec = json{
       {"name", req.name},
       {"image", p.image},
-      {"command", sandbox_command(req.test_command, p.log_bytes, egress_targets_arg(p))},
+      {"command", sandbox_argv(req)},
       {"entrypoint", json::array()},
       {"work_dir", "/"},
       {"hostname", p.hostname},

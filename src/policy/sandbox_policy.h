@@ -62,6 +62,11 @@ struct UserNamespace {
   // "stat(...): permission denied" at create); there the sandbox's root is
   // gVisor's own, and the Sentry runs on the host as uid 65534.
   bool enabled = true;
+  // A user's rootless podman (engine/podman/rootless_host.h): host_id is the
+  // service's id 1, its first subordinate id, which is host id outer_uid
+  // (outer_gid for groups). The result reports the outer ranges.
+  bool rootless = false;
+  std::int64_t outer_uid = 0, outer_gid = 0;
 };
 
 struct SandboxPolicy {
@@ -78,6 +83,13 @@ struct SandboxPolicy {
   std::int64_t timeout_seconds = 120;
   std::string hostname = "sandbox";
   UserNamespace userns;
+  // Items the host's podman cannot enforce whatever the runtime ("memory",
+  // "pids", "cpu" for rootless podman on cgroup v1), and why: set by the
+  // engine (rootless_host.h); refused unless the weaker policy is accepted,
+  // then listed as not enforced (runtime_policy.h). The verifier does not
+  // demand them in the OCI spec.
+  std::vector<std::string> host_gaps;
+  std::string host_gaps_reason;
   // Addresses the egress probe tries beyond what it finds itself
   // ("label=host:port", egress_probe.h): the engine's (Kubernetes: the API).
   std::vector<std::string> egress_probe_targets;
@@ -133,6 +145,11 @@ inline constexpr const char* kOutputCutMarker = "[lazyagent-oci: output cut";
 std::vector<std::string> sandbox_command(const std::string& test_command,
                                          std::int64_t output_bytes,
                                          const std::string& egress_targets = "");
+// A session's command (session.h): the same probe and capture, run in the
+// working copy the engine bind-mounts at /work (no seed copy, no tmpfs there).
+// argv = {"/bin/sh", "-c", script, "lazyagent-session", command, HEAD, TAIL, TARGETS}.
+std::vector<std::string> session_command(const std::string& command, std::int64_t output_bytes,
+                                         const std::string& egress_targets = "");
 // The policy's egress_probe_targets as sandbox_command's TARGETS.
 std::string egress_targets_arg(const SandboxPolicy& p);
 
@@ -142,10 +159,16 @@ struct SandboxRequest {
   std::map<std::string, std::string> labels;
   std::string seed_copy_path;             // host path of the private copy ("" = upload)
   std::string seccomp_profile_path;       // host path of policy.seccomp, written for podman to read
+  // A session's working copy (host path), bind-mounted read-write at /work in
+  // place of the tmpfs; the container runs session_command(test_command).
+  std::string work_copy_path;
   std::string test_command;
   std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
   std::string cgroup_parent;              // "" = podman's default (cgroup_usage.h: why a run has its own)
 };
+
+// What the sandbox's process runs: sandbox_command, or session_command for a session.
+std::vector<std::string> sandbox_argv(const SandboxRequest& req);
 
 // libpod SpecGenerator JSON for POST /libpod/containers/create. Field names
 // were checked against podman 4.3.1, which silently ignores unknown ones.

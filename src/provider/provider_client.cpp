@@ -14,7 +14,7 @@
 
 #include "util/elapsed.h"
 #include "util/http_transfer.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -64,10 +64,7 @@ bool is_ipv4_loopback(const std::string& host) {
   return parts == 4;
 }
 
-bool is_local_host(std::string host) {
-  host = lower(host);
-  return host == "localhost" || host == "[::1]" || host == "host.containers.internal" || is_ipv4_loopback(host);
-}
+bool is_local_host(const std::string& host) { return is_loopback_host(host) || lower(host) == "host.containers.internal"; }
 
 // finish_reason, the provider's model name and the token usage, whatever the
 // reply's content. Usage is informative: a malformed count reads as 0 rather
@@ -88,6 +85,11 @@ void read_reply_meta(const json& j, const json& choice, ChatReply* reply) {
 }
 
 }  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  const std::string h = lower(host);
+  return h == "localhost" || h == "[::1]" || is_ipv4_loopback(h);
+}
 
 Status validate_base_url(const std::string& url) {
   // Echo the URL only up to any query (where keys like ?api_key= live), and
@@ -148,22 +150,6 @@ Status validate_base_url(const std::string& url) {
                   "network unencrypted)");
   }
   return ok_status();
-}
-
-const char* response_format_name(ResponseFormat f) {
-  switch (f) {
-    case ResponseFormat::kJsonSchema: return "json_schema";
-    case ResponseFormat::kJsonObject: return "json_object";
-    case ResponseFormat::kNone: return "none";
-  }
-  return "none";
-}
-
-std::optional<ResponseFormat> parse_response_format(std::string_view name) {
-  for (ResponseFormat f : {ResponseFormat::kJsonSchema, ResponseFormat::kJsonObject, ResponseFormat::kNone}) {
-    if (name == response_format_name(f)) return f;
-  }
-  return std::nullopt;
 }
 
 std::string redact(const std::string& text, const std::string& secret) {

@@ -43,4 +43,11 @@ std::string Sha256::hex() {
   return to_hex(md, len);
 }
 
+std::string short_digest(std::string_view digest) {
+  const std::size_t colon = digest.find(':');
+  const std::string_view algo = colon == std::string_view::npos ? std::string_view() : digest.substr(0, colon + 1);
+  const std::string_view hex = colon == std::string_view::npos ? digest : digest.substr(colon + 1);
+  return std::string(algo) + std::string(hex.substr(0, 12));
+}
+
 }  // namespace lazyagent

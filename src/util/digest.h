@@ -10,6 +10,11 @@ namespace lazyagent {
 // Lower-case hex sha256 of the bytes.
 std::string sha256_hex(std::string_view bytes);
 
+// "sha256:" plus the first 12 hex digits of an image digest (or an id's
+// first 12 hex digits when it has no algorithm prefix): enough to tell
+// images apart, as `podman images` shows them.
+std::string short_digest(std::string_view digest);
+
 // The same hash fed in pieces, for content streamed from disk (a seed file is
 // never held whole in memory to be hashed).
 class Sha256 {

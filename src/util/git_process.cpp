@@ -38,13 +38,15 @@ struct GitPipeFd {
 
 }  // namespace
 
-Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, std::size_t max_out) {
+Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, std::size_t max_out,
+                       const std::vector<std::string>& extra_env) {
   std::vector<std::string> argv_s = {"git", "-C", dir, "-c", "core.fsmonitor=false", "-c", "safe.directory=" + dir};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_s = git_environment();
+  env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -26,7 +26,10 @@ struct GitRun {
 
 // Runs git in `dir` with `args`. An Error when git cannot be started or its
 // stdout passes `max_out` bytes; a non-zero exit is a GitRun to judge.
-Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, std::size_t max_out = 1 << 20);
+// `extra_env` ("NAME=value") is added after ours are dropped: the caller's
+// own, e.g. GIT_INDEX_FILE for a private index.
+Result<GitRun> run_git(const std::string& dir, const std::vector<std::string>& args, std::size_t max_out = 1 << 20,
+                       const std::vector<std::string>& extra_env = {});
 
 // stderr's last non-empty line, or "exit status N": for messages.
 std::string git_failure(const GitRun& r);

@@ -5,7 +5,7 @@
 
 #include <cctype>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 namespace lazyagent {
 

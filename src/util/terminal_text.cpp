@@ -19,16 +19,27 @@ void append_codepoint_escape(std::string& out, long cp) {
   out += buf;
 }
 
-}  // namespace
-
-std::string escape_for_terminal(std::string_view text) {
+// Walks `text` by code point: `each(out, cp, offset, piece)` with cp < 0 for
+// a byte that starts no valid UTF-8 sequence (then `piece` is that byte).
+template <typename Each>
+std::string by_code_point(std::string_view text, Each each) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     std::size_t len = 1;
     const long cp = decode_utf8(text, i, len);
+    each(out, cp, i, text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string escape_for_terminal(std::string_view text) {
+  return by_code_point(text, [&](std::string& out, long cp, std::size_t i, std::string_view piece) {
     if (cp < 0) {
-      append_hex_byte(out, static_cast<unsigned char>(text[i]));
+      append_hex_byte(out, static_cast<unsigned char>(piece[0]));
     } else if (cp == '\n' || cp == '\t') {
       out.push_back(static_cast<char>(cp));
     } else if (cp == '\r') {
@@ -42,27 +53,16 @@ std::string escape_for_terminal(std::string_view text) {
     } else if (is_control_char(cp) || is_format_control(cp)) {  // C1 (C0/DEL above)
       append_codepoint_escape(out, cp);
     } else {
-      out.append(text.substr(i, len));
+      out.append(piece);
     }
-    i += len;
-  }
-  return out;
+  });
 }
 
 std::string to_valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t len = 1;
-    const long cp = decode_utf8(text, i, len);
-    if (cp < 0) {
-      append_utf8(out, 0xfffd);
-    } else {
-      out.append(text.substr(i, len));
-    }
-    i += len;
-  }
-  return out;
+  return by_code_point(text, [](std::string& out, long cp, std::size_t, std::string_view piece) {
+    if (cp < 0) append_utf8(out, 0xfffd);
+    else out.append(piece);
+  });
 }
 
 std::string tail_utf8(std::string_view s, std::size_t max, bool& cut) {
@@ -86,6 +86,11 @@ std::string trim_space(std::string_view text) {
   const auto b = text.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";
   return std::string(text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1));
+}
+
+std::string without_trailing_cr(std::string_view line) {
+  while (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return std::string(line);
 }
 
 }  // namespace lazyagent

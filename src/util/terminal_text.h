@@ -29,4 +29,9 @@ std::string tail_utf8(std::string_view text, std::size_t max_bytes, bool& cut);
 // Without leading and trailing spaces, tabs and line breaks.
 std::string trim_space(std::string_view text);
 
+// A log line without the carriage returns that end it (a CRLF line, or a
+// progress line that ends in '\r'): the line ending, not its text. A CR
+// inside the line stays, for escape_for_terminal to show.
+std::string without_trailing_cr(std::string_view line);
+
 }  // namespace lazyagent

@@ -247,6 +247,10 @@ class Fixture:
         self.env = dict(os.environ)
         self.env["PATH"] = bindir + ":" + self.env.get("PATH", "/usr/bin:/bin")
         self.env["XDG_STATE_HOME"] = os.path.join(self.tmp, "state")
+        # scripts/demo.sh links lazyagent-oci into /usr/local/bin; here into
+        # a directory of the check's own (the machine may be shared).
+        self.env["LAZYAGENT_LINK_DIR"] = os.path.join(self.tmp, "link")
+        os.makedirs(self.env["LAZYAGENT_LINK_DIR"])
         config = open(os.path.join(repo, "config/lazyagent.yaml"), encoding="utf-8").read()
         config = re.sub(r"(?m)^seed: .*$", "seed: " + os.path.join(repo, "seed"), config)
         for old, new in zip(["CODING_AGENT_BASE_URL", "CODING_AGENT_MODEL", "CODING_AGENT_API_KEY"], self.names):

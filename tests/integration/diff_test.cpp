@@ -209,6 +209,10 @@ TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives th
   CliResult tampered = run_cli({state.path()}, {"diff", id});
   CHECK(tampered.exit_code == 1);
   CHECK(tampered.err.find("the stored diff hashes to") != std::string::npos);
+  // --json says the exit code the process exits with (issue 28).
+  CliResult tampered_json = run_cli({state.path()}, {"diff", id, "--json"});
+  CHECK(tampered_json.exit_code == 1);
+  CHECK(json_out(tampered_json)["exit_code"] == 1);
   CliResult verify = run_cli({state.path()}, {"verify", id, "--json"});
   CHECK(verify.exit_code == 1);
   CHECK(json::parse(verify.out)["mismatches"][0]["part"] == "diff");
@@ -245,19 +249,48 @@ TEST_CASE("apply: refuses a failed run and a changed tree, creates a branch and 
   CHECK(changed.exit_code == 1);
   CHECK(changed.err.find("changed: test_calculator.py") != std::string::npos);
   CHECK(changed.err.find("new: extra.py") != std::string::npos);
+  CliResult changed_json = run_cli({state.path()}, {"apply", id, "--json"});
+  CHECK(changed_json.exit_code == 1);
+  CHECK(json_out(changed_json)["exit_code"] == 1);
+  CHECK(json_out(changed_json)["error_kind"] == "patch");
   CHECK(read_file(repo + "/calculator.py").find("return a - b") != std::string::npos);
   put(repo + "/test_calculator.py", original);
   fs::remove(repo + "/extra.py");
 
+  // --branch alone is `git branch`: the branch is made beside the checkout,
+  // which stays on main with its files untouched (issue 28).
+  const std::string main_head = sh("git -C " + repo + " rev-parse HEAD");
   CliResult applied = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/fix-add", "--json"});
   INFO(applied.out << applied.err);
   REQUIRE(applied.exit_code == 0);
   const json a = json::parse(applied.out);
   CHECK(a["applied"] == json::array({"calculator.py"}));
   CHECK(a["branch"] == "lazyagent/fix-add");
+  CHECK(a.value("switched", true) == false);
+  CHECK(sh("git -C " + repo + " rev-parse --abbrev-ref HEAD") == "main\n");
+  CHECK(sh("git -C " + repo + " rev-parse HEAD") == main_head);
+  CHECK(read_file(repo + "/calculator.py").find("return a - b") != std::string::npos);
+  CHECK(sh("git -C " + repo + " status --porcelain") == "");
+  CHECK(sh("git -C " + repo + " rev-parse lazyagent/fix-add") == a["commit"].get<std::string>() + "\n");
+  CHECK(sh("git -C " + repo + " rev-parse lazyagent/fix-add~1") == main_head);
+  CHECK(sh("git -C " + repo + " show lazyagent/fix-add:calculator.py").find("return a + b") != std::string::npos);
+  CHECK(sh("git -C " + repo + " diff --name-only main lazyagent/fix-add") == "calculator.py\n");
+  CHECK(sh("git -C " + repo + " log -1 --format=%B lazyagent/fix-add").find("Run: " + id) != std::string::npos);
+  CliResult human = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/fix-add-2"});
+  CHECK(human.exit_code == 0);
+  CHECK(human.out.find("your checkout and work tree are unchanged: `git switch lazyagent/fix-add-2` takes the change\n") !=
+        std::string::npos);
+  CHECK(run_cli({state.path()}, {"apply", id, "--switch"}).exit_code == 2);  // --switch needs --branch
+
+  // --switch: switched to the new branch, the files written and committed there.
+  CliResult switched = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/fix-add-switched", "--switch", "--json"});
+  INFO(switched.out << switched.err);
+  REQUIRE(switched.exit_code == 0);
+  const json sw = json::parse(switched.out);
+  CHECK(sw.value("switched", false) == true);
   CHECK(read_file(repo + "/calculator.py").find("return a + b") != std::string::npos);
-  CHECK(sh("git -C " + repo + " rev-parse --abbrev-ref HEAD") == "lazyagent/fix-add\n");
-  CHECK(sh("git -C " + repo + " rev-parse HEAD") == a["commit"].get<std::string>() + "\n");
+  CHECK(sh("git -C " + repo + " rev-parse --abbrev-ref HEAD") == "lazyagent/fix-add-switched\n");
+  CHECK(sh("git -C " + repo + " rev-parse HEAD") == sw["commit"].get<std::string>() + "\n");
   const std::string message = sh("git -C " + repo + " log -1 --format=%B");
   CHECK(message.find("Run: " + id) != std::string::npos);
   CHECK(message.find("Verdict: passed") != std::string::npos);

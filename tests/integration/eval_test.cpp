@@ -138,7 +138,7 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   // A --report that is not swebench:PATH is a usage error, before anything runs.
   Spawned bad_report = eval_cli({state.path()}, {"eval", tasks, "--out", out, "--report", "junit:x.xml"});
   CHECK(bad_report.result.exit_code == 2);
-  CHECK(bad_report.result.err.find("--report: expected swebench:PATH, got 'junit:x.xml'") != std::string::npos);
+  CHECK(bad_report.result.err.find("--report: expected swebench:PATH or html:PATH, got 'junit:x.xml'") != std::string::npos);
   const json s2 = json::parse(second.result.out);
   CHECK(ids_of(s2["skipped"]) == std::vector<std::string>{"fix-inline", "fix-file", "wrong", "refused"});
   CHECK(ids_of(s2["passed"]) == std::vector<std::string>{"fix-inline", "fix-file"});

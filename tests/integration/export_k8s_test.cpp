@@ -95,7 +95,7 @@ lazyagent::ExportInput export_input(const std::string& seed, const std::string& 
                                     const std::string& ns) {
   auto config = lazyagent::load_config_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
   REQUIRE(config.ok());
-  auto snap = lazyagent::snapshot_seed(seed);
+  auto snap = lazyagent::snapshot_seed_source(seed, lazyagent::SeedConfig{});
   REQUIRE(snap.ok());
   lazyagent::ContractLimits limits;
   limits.allow = config->allow;

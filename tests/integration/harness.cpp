@@ -166,7 +166,7 @@ std::vector<std::string> containers_with_label(const std::string& label) {
 }
 
 std::string hash_tree(const std::string& dir) {
-  auto snap = lazyagent::snapshot_seed(dir);
+  auto snap = lazyagent::snapshot_seed_source(dir, lazyagent::SeedConfig{});
   return snap ? snap->sha256 : "unreadable: " + snap.error().message;
 }
 

@@ -13,7 +13,7 @@
 //     ```diff block, the planner (this build's binary, in an image of its own
 //     built from the project's planner image) validates it, the orchestrator
 //     applies and proves it;
-//   - `diff RUN_ID` gives it back, and `apply RUN_ID --branch` commits it.
+//   - `diff RUN_ID` gives it back, and `apply RUN_ID --branch --switch` commits it.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -229,7 +229,7 @@ TEST_CASE("a real project: run, with the scripted provider replying with the dif
   put(work.path() + "/proven.diff", d.out);
   CHECK(sh("git -C " + ply.repo + " apply --check " + work.path() + "/proven.diff 2>&1; echo $?") == "0\n");
 
-  CliResult a = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/ply-yacc-fix", "--json"});
+  CliResult a = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/ply-yacc-fix", "--switch", "--json"});
   INFO(a.out << a.err);
   REQUIRE(a.exit_code == 0);
   CHECK(read_file(ply.yacc_path()).find(kRight) != std::string::npos);

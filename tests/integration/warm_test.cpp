@@ -217,3 +217,37 @@ TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[w
   CHECK(spare_dirs(state) == 0);
   CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
 }
+
+TEST_CASE("warm: a spare made by `warm` is claimed with engine.warm 0, under another spelling of the seed path",
+          "[warm]") {
+  // Issue 28: `warm --seed seed --count 2`, then `test`: no spare was claimed
+  // (only engine.warm > 0 claimed), and `seed`, `../seed` and `/abs/seed/`
+  // were three scopes.
+  TempDir state, io;
+  const std::string config = std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml";
+  REQUIRE(read_file(config).find("\n  warm:") == std::string::npos);  // engine.warm: the default, 0 (only commented)
+  CliResult made = run_cli({state.path()}, {"warm", "--seed", seed_dir() + "/", "--config", config, "--json"});
+  INFO(made.err);
+  REQUIRE(made.exit_code == 0);
+  const json listed = spares_of(state);
+  REQUIRE(listed.size() == 1);
+  const std::string other_spelling = std::string(LAZYAGENT_SOURCE_DIR) + "/examples/../seed";
+  CliResult r = run_cli({state.path()}, {"test", "--seed", other_spelling, "--patch", io.file("fix.json", fixing_patch()),
+                                         "--config", config, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const json j = json_out(r);
+  REQUIRE(j.contains("warm"));
+  CHECK(j["warm"]["spare"] == listed[0]["name"].get<std::string>().substr(std::string("lazyagent-spare-").size()));
+  CHECK(r.err.find("==> warm: claimed spare ") != std::string::npos);
+  CHECK(j["status"] == "passed");
+  CHECK(j.value("removal", "") != "deferred");  // engine.warm 0: the run removes its sandbox itself
+  CHECK(container_gone(j["sandbox_id"]));
+  CHECK(spares_of(state).empty());  // nothing refilled: engine.warm is 0
+  // With no spare left, the next run is cold, as before.
+  CliResult cold = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", io.file("fix2.json", fixing_patch()),
+                                            "--config", config, "--json"});
+  REQUIRE(cold.exit_code == 0);
+  CHECK_FALSE(json_out(cold).contains("warm"));
+  reap_and_check(state);
+}

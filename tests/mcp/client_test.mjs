@@ -90,8 +90,9 @@ try {
   // 2. tools/list
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  check(JSON.stringify(names) === JSON.stringify(["list_sandboxes", "run_task", "show_run", "show_task", "test_patch"]),
-    "tools/list: the five tools", names);
+  check(JSON.stringify(names) === JSON.stringify(["list_sandboxes", "run_task", "session_close", "session_diff", "session_exec",
+    "session_open", "session_prove", "session_read_file", "session_write_file", "show_run", "show_task", "test_patch"]),
+    "tools/list: the five tools and the seven session tools", names);
   const tp = tools.find((t) => t.name === "test_patch");
   check(JSON.stringify(tp?.inputSchema?.required) === JSON.stringify(["seed", "patch"]), "tools/list: test_patch requires seed and patch", tp);
 

@@ -26,7 +26,7 @@
 #include <thread>
 
 #include "attack_common.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 using nlohmann::json;
 using namespace it;

@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <thread>
 
@@ -47,6 +49,14 @@ std::string debian_mirror_host() {
 // The npm registry's host from `npm config get registry`.
 std::string npm_registry_host() {
   return trim(sh("npm config get registry 2>/dev/null | sed -E 's#https?://##; s#/.*##'"));
+}
+
+// The host's CA bundle (what this machine trusts, a middlebox's CA
+// included): $SSL_CERT_FILE, else Debian's bundle.
+std::string host_ca_bundle() {
+  const char* f = std::getenv("SSL_CERT_FILE");
+  std::ifstream in(f != nullptr && *f != 0 ? f : "/etc/ssl/certs/ca-certificates.crt", std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 // The host's first global IPv4 address (not the podman bridges').
@@ -132,6 +142,41 @@ via_proxy("http-gateway", b"GET http://%s:%d/ HTTP/1.1\r\nHost: %s\r\nConnection
 via_proxy("connect-host-internal", b"CONNECT host.containers.internal:%d HTTP/1.1\r\n\r\n" % port)
 direct("direct-gateway", gateway, port)
 direct("direct-host", host, port)
+# A relay the set-up starts inside its own container (127.0.0.1, where
+# no_proxy would send a tool): to the proxy it is one more client, and to
+# anything else it has no route.
+import threading
+def relay(upstream):
+    ls = socket.socket(); ls.bind(("127.0.0.1", 0)); ls.listen(1)
+    def run():
+        c, _ = ls.accept()
+        try:
+            u = socket.create_connection(upstream, timeout=3)
+        except OSError as e:
+            c.sendall(b"relay-no-route:" + (os.strerror(e.errno) if e.errno else type(e).__name__).replace(" ", "_").encode())
+            c.close(); return
+        c.settimeout(5); u.settimeout(5)
+        try:
+            u.sendall(c.recv(4096)); c.sendall(u.recv(4096))
+        except OSError:
+            pass
+        c.close(); u.close()
+    threading.Thread(target=run, daemon=True).start()
+    return ls.getsockname()[1]
+def via_relay(name, upstream, request):
+    try:
+        s = socket.create_connection(("127.0.0.1", relay(upstream)), timeout=5)
+        s.sendall(request)
+        data = s.recv(200)
+        s.close()
+        say(name, data.split(b"\r\n")[0].decode("ascii", "replace").replace(" ", "_") if data else "closed")
+    except OSError as e:
+        say(name, "error:" + type(e).__name__)
+if proxy:
+    ph, pp = proxy.split("//")[1].rstrip("/").rsplit(":", 1)
+    via_relay("relay-connect-unlisted", (ph, int(pp)), b"CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n" % (unlisted.encode(), unlisted.encode()))
+    via_relay("relay-http-host-header", (ph, int(pp)), b"GET http://%s/ HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (unlisted.encode(), listed.encode()))
+via_relay("relay-direct-host", (host, port), b"GET / HTTP/1.0\r\n\r\n")
 try:
     socket.getaddrinfo(unlisted, 443)
     say("dns-unlisted", "resolved")
@@ -199,6 +244,7 @@ TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Hos
     REQUIRE(b.exit_code == 0);
     CHECK(probe_outcome(b.err, "direct-gateway") == "connected");
     CHECK(probe_outcome(b.err, "dns-unlisted") == "resolved");
+    CHECK(probe_outcome(b.err, "relay-direct-host") == "closed");  // the relay reached the host's listener
     CHECK(listener.accepted() >= 1);
     remove_image(json_out(b)["image"]);
   }
@@ -215,6 +261,9 @@ TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Hos
   CHECK(probe_outcome(b.err, "connect-host-internal") == "HTTP/1.1_403_Forbidden");
   CHECK(probe_outcome(b.err, "direct-gateway") == "blocked:Network_is_unreachable");
   CHECK(probe_outcome(b.err, "direct-host") == "blocked:Network_is_unreachable");
+  CHECK(probe_outcome(b.err, "relay-connect-unlisted") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "relay-http-host-header") == "HTTP/1.1_403_Forbidden");
+  CHECK(probe_outcome(b.err, "relay-direct-host") == "relay-no-route:Network_is_unreachable");
   CHECK(probe_outcome(b.err, "dns-unlisted") == "failed");
   CHECK(probe_outcome(b.err, "dns-listed") == "failed");  // names resolve on the proxy's side only
   CHECK(listener.accepted() == before);
@@ -252,13 +301,20 @@ TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Hos
 TEST_CASE("egress allow-list: apt from the Debian mirror through the proxy, the npm registry listed works") {
   const std::string registry = npm_registry_host();
   const std::string mirror = debian_mirror_host();
+  const std::string ca = host_ca_bundle();
   REQUIRE(!registry.empty());
   REQUIRE(!mirror.empty());
+  REQUIRE(!ca.empty());
+  // The registry over HTTPS, its certificate verified against the host's
+  // trust store, given to the set-up explicitly as an input (README,
+  // Egress: a network whose middlebox re-signs TLS needs its CA there).
   EgressProject p("environment:\n"
                   "  setup: [\"apt-get update\", \"apt-get install -y --no-install-recommends hello\", \"hello\",\n"
-                  "          \"python3 -c 'import urllib.request as u; print(u.urlopen(\\\"https://" + registry +
-                  "/\\\", timeout=30).status)'\"]\n"
+                  "          \"SSL_CERT_FILE=/lazyagent-env/host-ca.pem python3 -c 'import urllib.request as u; "
+                  "print(u.urlopen(\\\"https://" + registry + "/\\\", timeout=30).status)'\"]\n"
+                  "  inputs: [host-ca.pem]\n"
                   "  egress: [" + mirror + ", " + registry + "]\n");
+  put(p.seed + "/host-ca.pem", ca);
   CliEnv env;
   TempDir state;
   env.state_dir = state.path();
@@ -299,4 +355,33 @@ TEST_CASE("egress allow-list: the npm registry unlisted is refused, and the fail
   CHECK(error.find("403") != std::string::npos);  // the step's own output: the proxy's answer
   CHECK(egress_leftovers().empty());
   CHECK(sh("podman images --filter label=io.lazyagent.role=environment -q | sort") == images_before);
+}
+
+TEST_CASE("egress allow-list: a Go set-up from Debian packages through the proxy, then built offline") {
+  const std::string mirror = debian_mirror_host();
+  REQUIRE(!mirror.empty());
+  TempDir dir;
+  const std::string seed = dir.path() + "/seed";
+  fs::create_directories(seed);
+  put(seed + "/go.mod", "module example.com/hello\n\ngo 1.19\n");
+  put(seed + "/main.go", "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from go\") }\n");
+  const std::string config = dir.file(
+      "env.yaml", "seed: " + seed + "\nallow: [main.go]\nenvironment:\n"
+      "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go\",\n"
+      "          \"cd /lazyagent-env && GOFLAGS=-mod=mod GOPROXY=off go run .\"]\n"
+      "  inputs: [go.mod, main.go]\n"
+      "  egress: [" + mirror + "]\n");
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+  const auto b = run_cli(env, {"env", "build", "--config", config, "--rebuild", "--json"}, 1200);
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find("  | hello from go") != std::string::npos);
+  const json egress = json_out(b)["egress"];
+  CHECK(egress["reached"].dump().find("\"" + mirror + ":80\"") != std::string::npos);
+  CHECK(egress["denied"].empty());
+  CHECK(egress["probe"] == "enforced");
+  CHECK(egress_leftovers().empty());
+  remove_image(json_out(b)["image"]);
 }

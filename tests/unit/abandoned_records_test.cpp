@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/ownership.h"
-#include "pipeline/provenance.h"
-#include "pipeline/reaper.h"
-#include "pipeline/run_store.h"
+#include "store/ownership.h"
+#include "store/provenance.h"
+#include "store/store_sweep.h"
+#include "store/run_store.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;

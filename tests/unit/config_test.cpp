@@ -235,7 +235,7 @@ TEST_CASE("unknown keys are errors naming the full key path and the valid keys",
   CHECK(error_of("sed: ../seed") ==
         "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions)");
   CHECK(error_of("limits: {memory: 5}") ==
         "cfg.yaml: limits.memory: unknown key (valid keys: memory_mib, pids, cpus, nofile, nproc, "
         "work_tmpfs_mib, tmp_tmpfs_mib, log_bytes)");
@@ -274,7 +274,7 @@ TEST_CASE("all errors are reported, one per line", "[config]") {
         "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'\n"
         "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions)");
 }
 
 TEST_CASE("YAML syntax errors report line and column", "[config]") {

@@ -25,13 +25,13 @@ const std::string kHead =
 // A podman sandbox (network none, an empty resolv.conf): every attempt fails at once.
 const std::string kPodman =
     "lazyagent-probe: egress_runner=python3\n"
-    "lazyagent-probe: egress=external tcp 1.1.1.1:53 unreachable\n"
-    "lazyagent-probe: egress=external tcp 1.1.1.1:80 unreachable\n"
-    "lazyagent-probe: egress=external tcp 1.1.1.1:443 unreachable\n"
-    "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
-    "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:53 unreachable\n"
-    "lazyagent-probe: egress=external udp 1.1.1.1:53 unreachable\n"
-    "lazyagent-probe: egress=external udp [2606:4700:4700::1111]:53 unreachable\n"
+    "lazyagent-probe: egress=external tcp 192.0.2.80:53 unreachable\n"
+    "lazyagent-probe: egress=external tcp 192.0.2.80:80 unreachable\n"
+    "lazyagent-probe: egress=external tcp 192.0.2.80:443 unreachable\n"
+    "lazyagent-probe: egress=external tcp [2001:db8::80]:443 unreachable\n"
+    "lazyagent-probe: egress=external tcp [2001:db8::80]:53 unreachable\n"
+    "lazyagent-probe: egress=external udp 192.0.2.80:53 unreachable\n"
+    "lazyagent-probe: egress=external udp [2001:db8::80]:53 unreachable\n"
     "lazyagent-probe: egress_done=7 0ms\n"
     "lazyagent-probe: end\n";
 
@@ -44,13 +44,13 @@ const std::string kBridge =
     "lazyagent-probe: egress=gateway udp 10.244.91.1:53 refused\n"
     "lazyagent-probe: egress=dns any 127.0.0.1 loopback\n"
     "lazyagent-probe: egress=dns tcp 10.255.255.53:53 timeout\n"
-    "lazyagent-probe: egress=lookup udp example.com@10.255.255.53 resolved:93.184.215.14\n"
+    "lazyagent-probe: egress=lookup udp mirror.example@10.255.255.53 resolved:192.0.2.14\n"
     "lazyagent-probe: egress=lookup udp kubernetes.default@10.255.255.53 answered\n"
     "lazyagent-probe: egress=api tcp 192.0.2.2:6443 timeout\n"
     "lazyagent-probe: egress=config udp 10.96.0.10:53 answered\n"
-    "lazyagent-probe: egress=external tcp 1.1.1.1:443 timeout\n"
-    "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
-    "lazyagent-probe: egress=lookup:example.com tcp 93.184.215.14:443 timeout\n"
+    "lazyagent-probe: egress=external tcp 192.0.2.80:443 timeout\n"
+    "lazyagent-probe: egress=external tcp [2001:db8::80]:443 unreachable\n"
+    "lazyagent-probe: egress=lookup:mirror.example tcp 192.0.2.14:443 timeout\n"
     "lazyagent-probe: egress_done=13 2004ms\n"
     "lazyagent-probe: end\n";
 
@@ -60,7 +60,7 @@ const std::string kDropped =
     "lazyagent-probe: egress=gateway tcp 10.244.91.1:22 timeout\n"
     "lazyagent-probe: egress=gateway udp 10.244.91.1:53 timeout\n"
     "lazyagent-probe: egress=lookup udp kubernetes.default@10.255.255.53 timeout\n"
-    "lazyagent-probe: egress=external tcp [2606:4700:4700::1111]:443 unreachable\n"
+    "lazyagent-probe: egress=external tcp [2001:db8::80]:443 unreachable\n"
     "lazyagent-probe: egress=dns any 127.0.0.1 loopback\n"
     "lazyagent-probe: egress_done=5 1002ms\n"
     "lazyagent-probe: end\n";
@@ -84,9 +84,9 @@ TEST_CASE("egress probe: every attempt blocked in a podman sandbox, each target 
   REQUIRE(r.egress.attempts.size() == 7);
   CHECK(r.egress.attempts[0].target == "external");
   CHECK(r.egress.attempts[0].proto == "tcp");
-  CHECK(r.egress.attempts[0].address == "1.1.1.1:53");
+  CHECK(r.egress.attempts[0].address == "192.0.2.80:53");
   CHECK(r.egress.attempts[0].outcome == "unreachable");
-  CHECK(r.egress.attempts[3].address == "[2606:4700:4700::1111]:443");
+  CHECK(r.egress.attempts[3].address == "[2001:db8::80]:443");
   CHECK(probe_violations(r, SandboxPolicy{}).empty());
   CHECK(probe_violations(r, SandboxPolicy{}, "runc", true).empty());
   const auto j = probe_to_json(r, {});
@@ -94,7 +94,7 @@ TEST_CASE("egress probe: every attempt blocked in a podman sandbox, each target 
   CHECK(j["egress"]["reached"].empty());
   CHECK(j["egress"]["attempts"][6] == nlohmann::json({{"target", "external"},
                                                       {"proto", "udp"},
-                                                      {"address", "[2606:4700:4700::1111]:53"},
+                                                      {"address", "[2001:db8::80]:53"},
                                                       {"outcome", "unreachable"}}));
   CHECK_FALSE(j.contains("not_observable"));
 }
@@ -107,7 +107,7 @@ TEST_CASE("egress probe: on a CNI that does not enforce NetworkPolicy every reac
       "egress reached: gateway tcp 10.244.91.1:53 (refused)",
       "egress reached: gateway tcp 10.244.91.1:10250 (connected)",
       "egress reached: gateway udp 10.244.91.1:53 (refused)",
-      "egress reached: lookup udp example.com@10.255.255.53 (resolved:93.184.215.14)",
+      "egress reached: lookup udp mirror.example@10.255.255.53 (resolved:192.0.2.14)",
       "egress reached: lookup udp kubernetes.default@10.255.255.53 (answered)",
       "egress reached: config udp 10.96.0.10:53 (answered)"};
   // The egress rule (networkpolicy, runtimeclass): the interface is allowed, the reached targets are not.

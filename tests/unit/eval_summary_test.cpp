@@ -40,17 +40,17 @@ Result<TestResult> infra() { return engine_error("podman said 500: boom"); }
 TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
   Script s{{pass()}};
   TaskVerdict v = run_attempts(s.fn(), {});
-  CHECK(v.category == EvalCategory::kPassed);
+  CHECK(v.category == Category::kPassed);
   CHECK(s.calls == 1);
 
   s = Script{{fail(), pass()}};  // no reruns asked: a failure is final
   v = run_attempts(s.fn(), {0, 1});
-  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(v.category == Category::kFailed);
   CHECK(s.calls == 1);
 
   s = Script{{fail("r-1"), fail("r-2"), pass("r-3")}};
   v = run_attempts(s.fn(), {2, 1});
-  CHECK(v.category == EvalCategory::kFlaky);
+  CHECK(v.category == Category::kFlaky);
   CHECK(s.calls == 3);
   REQUIRE(v.final.ok());
   CHECK(v.final->run_id == "r-3");
@@ -60,37 +60,47 @@ TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
 
   s = Script{{fail(), fail(), fail()}};
   v = run_attempts(s.fn(), {2, 1});
-  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(v.category == Category::kFailed);
   CHECK(s.calls == 3);
 
   Result<TestResult> refused = result(RunStatus::kRefused, false, "r-x");
   s = Script{{refused}};
   v = run_attempts(s.fn(), {3, 1});
-  CHECK(v.category == EvalCategory::kRefused);
+  CHECK(v.category == Category::kRefused);
   CHECK(s.calls == 1);  // a refusal is deterministic: never rerun
 
   s = Script{{infra(), pass()}};
   v = run_attempts(s.fn(), {0, 1});
-  CHECK(v.category == EvalCategory::kPassed);  // the retry is not a rerun: not flaky
+  CHECK(v.category == Category::kPassed);  // the retry is not a rerun: not flaky
   CHECK(s.calls == 2);
 
   s = Script{{infra(), infra(), pass()}};
   v = run_attempts(s.fn(), {5, 1});
-  CHECK(v.category == EvalCategory::kInfraError);
+  CHECK(v.category == Category::kInfraError);
   CHECK(s.calls == 2);
   REQUIRE_FALSE(v.final.ok());
   CHECK(v.final.error().message == "podman said 500: boom");
 
   s = Script{{fail("r-1"), infra(), infra()}};  // broke only on the rerun: still a test failure
   v = run_attempts(s.fn(), {1, 1});
-  CHECK(v.category == EvalCategory::kFailed);
+  CHECK(v.category == Category::kFailed);
   CHECK(v.final->run_id == "r-1");
 
   // An isolation violation is a finding about the engine: never retried.
   s = Script{{Error{ErrorKind::kIsolation, "the isolation probe inside the sandbox found: eth0"}, pass()}};
   v = run_attempts(s.fn(), {0, 1});
-  CHECK(v.category == EvalCategory::kInfraError);
+  CHECK(v.category == Category::kIsolationViolation);
   CHECK(s.calls == 1);
+  REQUIRE(v.attempts.size() == 1);
+  CHECK(v.attempts[0].outcome == "isolation_violation");
+
+  // ... and it outranks a test failure seen before it on a rerun.
+  s = Script{{fail("r-1"), Error{ErrorKind::kIsolation, "the effective config has a network"}}};
+  v = run_attempts(s.fn(), {1, 1});
+  CHECK(v.category == Category::kIsolationViolation);
+  CHECK(s.calls == 2);
+  REQUIRE_FALSE(v.final.ok());
+  CHECK(v.final.error().kind == ErrorKind::kIsolation);
 
   s = Script{{Error{ErrorKind::kInterrupted, "interrupted by signal 2"}, pass()}};
   v = run_attempts(s.fn(), {3, 1});
@@ -100,19 +110,20 @@ TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
 
 TEST_CASE("eval summary: counts and ids per category, skipped and not run") {
   std::vector<EvalRow> rows = {
-      {"a", EvalCategory::kPassed, false, 1, 10, ""},
-      {"b", EvalCategory::kFailed, true, 1, 10, "tests failed"},
-      {"c", EvalCategory::kRefused, false, 1, 0, ""},
-      {"d", EvalCategory::kInfraError, false, 2, 5, "podman said 500"},
-      {"e", EvalCategory::kFlaky, false, 2, 20, ""},
-      {"f", EvalCategory::kPassed, true, 1, 10, ""},
+      {"a", Category::kPassed, false, 1, 10, ""},
+      {"b", Category::kFailed, true, 1, 10, "tests failed"},
+      {"c", Category::kRefused, false, 1, 0, ""},
+      {"d", Category::kInfraError, false, 2, 5, "podman said 500"},
+      {"e", Category::kFlaky, false, 2, 20, ""},
+      {"f", Category::kPassed, true, 1, 10, ""},
+      {"h", Category::kIsolationViolation, false, 1, 9, "the isolation probe found: eth0"},
   };
-  EvalSummary s = summarize({"a", "b", "c", "d", "e", "f", "g"}, rows);
+  EvalSummary s = summarize({"a", "b", "c", "d", "e", "f", "g", "h"}, rows);
   s.jobs = 2;
   s.wall_ms = 1234;
   nlohmann::json j = summary_to_json(s);
-  CHECK(j["total"] == 7);
-  CHECK(j["finished"] == 6);
+  CHECK(j["total"] == 8);
+  CHECK(j["finished"] == 7);
   CHECK(j["passed"] == nlohmann::json{{"count", 2}, {"ids", {"a", "f"}}});
   CHECK(j["failed"] == nlohmann::json{{"count", 1}, {"ids", {"b"}}});
   CHECK(j["refused"]["ids"] == nlohmann::json{"c"});
@@ -120,6 +131,7 @@ TEST_CASE("eval summary: counts and ids per category, skipped and not run") {
   CHECK(j["flaky"]["ids"] == nlohmann::json{"e"});
   CHECK(j["skipped"] == nlohmann::json{{"count", 2}, {"ids", {"b", "f"}}});
   CHECK(j["not_run"]["ids"] == nlohmann::json{"g"});
+  CHECK(j["isolation_violation"] == nlohmann::json{{"count", 1}, {"ids", {"h"}}});
   CHECK(eval_exit_code(s) == 5);
   CHECK(summary_table(s, 1) ==
         "category     count  tasks\n"
@@ -128,18 +140,26 @@ TEST_CASE("eval summary: counts and ids per category, skipped and not run") {
         "refused          1  c\n"
         "infra_error      1  d\n"
         "flaky            1  e\n"
+        "isolation_violation      1  h\n"
         "(skipped)        2  b, +1 more\n"
         "(not run)        1  g\n"
-        "total 7 task(s), 2 job(s), 1234 ms\n");
+        "total 8 task(s), 2 job(s), 1234 ms\n");
 
   EvalSummary clean = summarize({"a", "b"}, {rows[0], rows[1]});
   CHECK(eval_exit_code(clean) == 0);  // a failing test is a verdict, not an eval failure
+  // An isolation violation fails the eval as `test` fails for one (exit 5).
+  CHECK(eval_exit_code(summarize({"a", "h"}, {rows[0], rows[6]})) == 5);
 }
 
 TEST_CASE("eval progress: the bar and the plain lines") {
-  CHECK(progress_bar(5, 10, {3, 1, 1, 0, 0}, 10) ==
-        "[#####-----]  5/10  passed 3 failed 1 refused 1 infra_error 0 flaky 0");
-  EvalEvent e{EvalEvent::Kind::kFinished, {"t\x1b[2J", EvalCategory::kFailed, false, 2, 412, "tests failed: 1"}};
+  CategoryCounts counts{};
+  counts[static_cast<int>(Category::kPassed)] = 3;
+  counts[static_cast<int>(Category::kFailed)] = 1;
+  counts[static_cast<int>(Category::kRefused)] = 1;
+  counts[static_cast<int>(Category::kIsolationViolation)] = 1;
+  CHECK(progress_bar(6, 10, counts, 10) ==
+        "[######----]  6/10  passed 3 failed 1 refused 1 infra_error 0 flaky 0 isolation_violation 1");
+  EvalEvent e{EvalEvent::Kind::kFinished, {"t\x1b[2J", Category::kFailed, false, 2, 412, "tests failed: 1"}};
   CHECK(progress_event_line(e, 3, 50) == "eval: [3/50] t\\x1b[2J: failed (2 attempts, 412 ms): tests failed: 1");
   e.kind = EvalEvent::Kind::kSkipped;
   CHECK(progress_event_line(e, 4, 50) == "eval: [4/50] t\x1b[2J: skipped (failed in an earlier run)");
@@ -163,13 +183,17 @@ TEST_CASE("eval resume: only a result with a verdict under the same key is finis
   write("failed", resume_key_to_json(key));
   auto row = check().finished;
   REQUIRE(row.has_value());
-  CHECK(row->category == EvalCategory::kFailed);
+  CHECK(row->category == Category::kFailed);
   CHECK(row->skipped);
   CHECK(row->attempts == 2);
   CHECK(row->ms == 7);
   write("infra_error", resume_key_to_json(key));
   CHECK_FALSE(check().finished.has_value());  // infrastructure errors are retried
   CHECK(check().changed.empty());            // ... which is not a change
+  write("isolation_violation", resume_key_to_json(key));
+  row = check().finished;  // a finding about the engine: never run again as if it had flaked
+  REQUIRE(row.has_value());
+  CHECK(row->category == Category::kIsolationViolation);
   for (auto [part, edit] : std::vector<std::pair<std::string, ResumeKey>>{
            {"seed", {"seed-2", "patch-1", "config-1", "sha256:image-1"}},
            {"patch", {"seed-1", "patch-2", "config-1", "sha256:image-1"}},
@@ -191,13 +215,13 @@ TEST_CASE("eval resume: only a result with a verdict under the same key is finis
 TEST_CASE("eval summary: tasks run again are listed per changed part") {
   std::vector<EvalRow> rows(3);
   rows[0].id = "a";
-  rows[0].category = EvalCategory::kPassed;
+  rows[0].category = Category::kPassed;
   rows[0].changed = {"seed"};
   rows[1].id = "b";
-  rows[1].category = EvalCategory::kFailed;
+  rows[1].category = Category::kFailed;
   rows[1].changed = {"seed", "config"};
   rows[2].id = "c";
-  rows[2].category = EvalCategory::kPassed;
+  rows[2].category = Category::kPassed;
   rows[2].skipped = true;
   const EvalSummary s = summarize({"a", "b", "c"}, rows);
   const nlohmann::json j = summary_to_json(s);
@@ -212,12 +236,12 @@ TEST_CASE("eval summary: tasks run again are listed per changed part") {
 TEST_CASE("eval summary: suspicious tasks and those of them that passed, in JSON and the table") {
   std::vector<EvalRow> rows(3);
   rows[0].id = "honest";
-  rows[0].category = EvalCategory::kPassed;
+  rows[0].category = Category::kPassed;
   rows[1].id = "forged";
-  rows[1].category = EvalCategory::kPassed;
+  rows[1].category = Category::kPassed;
   rows[1].suspicious = true;
   rows[2].id = "exits";
-  rows[2].category = EvalCategory::kFailed;
+  rows[2].category = Category::kFailed;
   rows[2].suspicious = true;
   const EvalSummary s = summarize({"honest", "forged", "exits"}, rows);
   const nlohmann::json j = summary_to_json(s);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 namespace fake {
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/kubeconfig.h"

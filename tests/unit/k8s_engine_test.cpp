@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/k8s/k8s_engine.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/sandbox_policy.h"
 
 using namespace lazyagent;

@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "config.h"
 #include "engine/k8s/k8s_engine.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/planner_egress.h"
 #include "unit_tmp.h"
 

@@ -12,7 +12,9 @@ TEST_CASE("CONTAINER_HOST chooses the socket like podman does") {
   REQUIRE_FALSE(ssh.ok());
   CHECK(ssh.error().kind == ErrorKind::kUsage);
   CHECK(ssh.error().message.rfind("CONTAINER_HOST=ssh://core@host/run/podman/podman.sock: only unix://", 0) == 0);
-  CHECK_FALSE(resolve_podman_socket(nullptr, 1000, nullptr).ok());
+  // No XDG_RUNTIME_DIR (a `su -` login): the path a user session would use.
+  CHECK(*resolve_podman_socket(nullptr, 1000, nullptr) == "/run/user/1000/podman/podman.sock");
+  CHECK(*resolve_podman_socket(nullptr, 1000, "") == "/run/user/1000/podman/podman.sock");
 }
 
 TEST_CASE("API versions below 4 are refused with advice") {

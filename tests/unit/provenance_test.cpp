@@ -8,7 +8,7 @@
 
 #include "util/digest.h"
 #include "contract/patch_contract.h"
-#include "pipeline/provenance.h"
+#include "store/provenance.h"
 #include "unit_tmp.h"
 
 using namespace lazyagent;
@@ -131,7 +131,7 @@ TEST_CASE("the seed hash is recomputed from the manifest exactly as the snapshot
     std::ofstream(t.path + "/pkg/x.txt") << "x";
   }
   ::symlink("calculator.py", (t.path + "/link").c_str());
-  auto snap = snapshot_seed(t.path);
+  auto snap = snapshot_seed_source(t.path, SeedConfig{});
   REQUIRE(snap.ok());
   const json m = seed_manifest(*snap);
   CHECK(m.size() == 4);

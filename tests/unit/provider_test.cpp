@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "provider/provider_client.h"
 #include "provider/provider_stub.h"
 

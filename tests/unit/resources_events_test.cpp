@@ -95,13 +95,13 @@ TEST_CASE("the create request names the run's cgroup parent only when given") {
 TEST_CASE("eval totals resources: CPU summed, peaks the largest, unavailable counted apart") {
   EvalRow a, b, c;
   a.id = "a";
-  a.category = EvalCategory::kPassed;
+  a.category = Category::kPassed;
   a.resources = {{"available", true}, {"cpu_ms", 1200}, {"memory_peak_bytes", 100}, {"pids_peak", 4}, {"tmpfs_peak_bytes", 9}};
   b.id = "b";
-  b.category = EvalCategory::kFailed;
+  b.category = Category::kFailed;
   b.resources = {{"available", true}, {"cpu_ms", 300}, {"memory_peak_bytes", 500}, {"pids_peak", 2}, {"tmpfs_peak_bytes", nullptr}};
   c.id = "c";
-  c.category = EvalCategory::kPassed;
+  c.category = Category::kPassed;
   c.resources = {{"available", false}, {"reason", "Kubernetes: ..."}};
   const EvalSummary s = summarize({"a", "b", "c"}, {a, b, c});
   const json j = summary_to_json(s)["resources"];

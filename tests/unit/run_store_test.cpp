@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pipeline/ownership.h"
-#include "pipeline/run_store.h"
+#include "store/ownership.h"
+#include "store/run_store.h"
 #include "policy/sandbox_policy.h"
 #include "contract/seed_snapshot.h"
 #include "unit_tmp.h"
@@ -76,7 +76,7 @@ TEST_CASE("seed snapshot: no symlink following, special files refused, copy with
   std::ofstream(seed + "/calculator.py") << "def add(a, b):\n    return a - b\n";
   std::ofstream(seed + "/pkg/x.py") << "x = 1\n";
   fs::create_symlink("/etc/passwd", seed + "/link");
-  auto snap = snapshot_seed(seed);
+  auto snap = snapshot_seed_source(seed, SeedConfig{});
   REQUIRE(snap.ok());
   CHECK(snap->entries.size() == 4);
   const std::string h1 = snap->sha256;
@@ -86,12 +86,14 @@ TEST_CASE("seed snapshot: no symlink following, special files refused, copy with
   patch.files.push_back({"pkg/new.py", "y = 2\n"});
   CHECK(changed_paths(*snap, patch) == std::vector<std::string>{"calculator.py", "pkg/new.py"});
   CHECK(check_patch_against_seed(*snap, patch).empty());
-  REQUIRE(materialize_copy(*snap, patch, t.path + "/copy").ok());
+  REQUIRE(write_seed_copy(*snap, {{"calculator.py", patch.files[0].content, 0644, false}, {"pkg/new.py", "y = 2\n", 0644, false}},
+                        t.path + "/copy")
+              .ok());
   std::ifstream in(t.path + "/copy/calculator.py");
   std::string content((std::istreambuf_iterator<char>(in)), {});
   CHECK(content == "def add(a, b):\n    return a + b\n");
   CHECK(fs::is_symlink(t.path + "/copy/link"));
-  CHECK(snapshot_seed(seed)->sha256 == h1);  // the user's seed is untouched
+  CHECK(snapshot_seed_source(seed, SeedConfig{})->sha256 == h1);  // the user's seed is untouched
 
   Patch through;
   through.files.push_back({"link", "x"});
@@ -100,7 +102,7 @@ TEST_CASE("seed snapshot: no symlink following, special files refused, copy with
   CHECK(f[0].code == "through_symlink");
 
   mkfifo((seed + "/fifo").c_str(), 0600);
-  auto refused = snapshot_seed(seed);
+  auto refused = snapshot_seed_source(seed, SeedConfig{});
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message.find("special file") != std::string::npos);
 }

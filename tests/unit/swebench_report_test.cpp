@@ -76,6 +76,20 @@ TEST_CASE("swebench report: an empty model_patch, a refused patch, an infra erro
   CHECK(r["unresolved_instances"] == 2);
 }
 
+TEST_CASE("swebench report: an isolation violation is named as one, an error instance, never resolved") {
+  json broke = {{"error", "the isolation probe inside the sandbox found: eth0"},
+                {"error_kind", "isolation"},
+                {"eval", {{"category", "isolation_violation"}}}};
+  json infra = {{"error", "podman went away"}, {"eval", {{"category", "infra_error"}}}};
+  const json r = swebench_report({"broke", "infra"}, {{"broke", broke}, {"infra", infra}});
+  CHECK(r["instances"]["broke"]["category"] == "isolation_violation");
+  CHECK(r["instances"]["broke"]["resolved"] == false);
+  CHECK(r["isolation_violation_ids"] == json({"broke"}));
+  CHECK(r["isolation_violation_instances"] == 1);
+  CHECK(r["error_ids"] == json({"broke", "infra"}));
+  CHECK(r["completed_instances"] == 0);
+}
+
 TEST_CASE("swebench report: a flaky task is completed but not resolved, malformed triage lists give empty lists") {
   json flaky = result_file("completed", "flaky", json{{"available", true}, {"fixed", "not a list"}, {"flaky", {"test_x", 7}}});
   const json r = swebench_report({"f"}, {{"f", flaky}});

@@ -6,6 +6,9 @@
 #include "contract/runner_driver.h"
 #include "engine/podman/warm_spares.h"
 #include "policy/sandbox_policy.h"
+#include "unit_tmp.h"
+
+#include <filesystem>
 
 using namespace lazyagent;
 
@@ -89,4 +92,43 @@ TEST_CASE("warm spare listing: claimed by rename, expiry and ids from labels", "
   CHECK(s.claimed);
   CHECK(s.run_id == "r-20261204-1-x");
   CHECK(spare_json(s, 1699999990)["expires_in"] == 10);
+}
+
+TEST_CASE("warm spare scope: one seed directory is one scope however its path is spelled", "[unit][warm]") {
+  // `warm --seed seed`, a config's `seed: ../seed` and `--seed /abs/seed/`
+  // made three scopes: a spare made under one was neither claimed nor
+  // discarded under another (issue 28).
+  Tmp tmp;
+  namespace fs = std::filesystem;
+  fs::create_directories(tmp.path + "/project/seed");
+  fs::create_directories(tmp.path + "/project/config");
+  fs::create_directory_symlink(tmp.path + "/project/seed", tmp.path + "/link");
+  const std::string real = fs::canonical(tmp.path + "/project/seed").string();
+  const std::vector<std::string> spellings = {tmp.path + "/project/seed", tmp.path + "/project/seed/",
+                                              tmp.path + "/project/config/../seed", tmp.path + "/project/./seed//",
+                                              tmp.path + "/link"};
+  Config config;
+  config.test_command = "python3 -m unittest -v";
+  SpareRecipe r = recipe_for(config);
+  const RunStore store(tmp.path + "/store");
+  r.scope = real;
+  const std::string key = spare_key(r), label = spare_scope_label(store, r);
+  for (const auto& s : spellings) {
+    INFO(s);
+    CHECK(canonical_scope(s) == real);
+    r.scope = s;
+    CHECK(spare_key(r) == key);
+    CHECK(spare_scope_label(store, r) == label);
+  }
+  // Relative to the working directory, as `--seed seed` is.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(tmp.path + "/project");
+  CHECK(canonical_scope("seed") == real);
+  CHECK(canonical_scope("config/../seed/") == real);
+  fs::current_path(cwd);
+  // A directory that does not exist (yet) still has one spelling.
+  CHECK(canonical_scope(tmp.path + "/none/./x/") == tmp.path + "/none/x");
+  r.scope = tmp.path + "/project/other";
+  fs::create_directories(r.scope);
+  CHECK(spare_key(r) != key);
 }

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {

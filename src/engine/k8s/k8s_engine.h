@@ -47,7 +47,7 @@
 #include "engine/engine.h"
 #include "export/export_k8s.h"
 #include "engine/k8s/k8s_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 
@@ -115,6 +115,18 @@ PodEnd pod_end(const nlohmann::json& pod);
 // have been added. One sentence per difference, with its JSON path.
 std::vector<std::string> k8s_stored_violations(const nlohmann::json& sent, const nlohmann::json& stored);
 
+// The label selector of every object of one run (io.lazyagent.run=<run id>).
+std::string k8s_run_selector(const std::string& run_id);
+
+// One Job of one run with the objects it needs (ConfigMaps, NetworkPolicies:
+// created after the Job, owned by it), as a Container (k8s_job.cpp).
+// `paused`: the Job is created with parallelism 0, verified, then started
+// (the sandbox); otherwise it is created at start (the planner).
+using K8sObjects = std::vector<std::pair<const K8sKind*, nlohmann::ordered_json>>;
+std::unique_ptr<Sandbox> make_k8s_job(K8sClient& k8s, const K8sRunSettings& s, const std::string& run_id,
+                                      const char* role, K8sObjects objects, nlohmann::ordered_json job, bool paused,
+                                      const SandboxPolicy& policy, const K8sDocuments& d);
+
 // Jobs, pods, ConfigMaps and NetworkPolicies carrying io.lazyagent.run in
 // `ns` whose owner is gone (all: every one).
 Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
@@ -122,7 +134,7 @@ Result<ReapReport> reap_k8s(K8sClient& k8s, const std::string& ns, bool all);
 class K8sEngine : public Engine {
  public:
   // `store`: the run store whose records of dead runs reap() closes as
-  // interrupted (reaper.h), as the podman engine's does; none, none closed.
+  // interrupted (store_sweep.h), as the podman engine's does; none, none closed.
   K8sEngine(std::unique_ptr<K8sClient> client, K8sRunSettings settings, std::optional<RunStore> store = std::nullopt);
 
   const char* name() const override { return "k8s"; }

@@ -2,10 +2,13 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -146,29 +149,110 @@ json CgroupWatch::figures() const {
   return r;
 }
 
-void remove_cgroup_dirs(const std::string& root, const std::string& parent) {
+namespace {
+
+// The directories of `parent` in every hierarchy, children first: the order
+// rmdir needs (a cgroup with a child cannot be removed).
+std::vector<std::string> cgroup_dirs_of(const std::string& root, const std::string& parent) {
   const std::string layout = cgroup_layout(root);
-  if (layout.empty()) return;
-  std::vector<std::string> bases;
+  std::vector<std::string> bases, out;
   if (layout == "v1") {
     for (const auto& h : cg_subdirs(root)) bases.push_back(root + "/" + h + parent);
-  } else {
+  } else if (layout == "v2") {
     bases.push_back(root + parent);
   }
-  // conmon may still be in <parent>/conmon for a moment after its container
-  // is removed (a cgroup with a process in it cannot be removed): a few tries.
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    bool left = false;
-    for (const auto& b : bases) {
-      if (!cg_is_dir(b)) continue;
-      for (const auto& d : cg_subdirs(b)) (void)::rmdir((b + "/" + d).c_str());
-      if (::rmdir(b.c_str()) != 0 && errno == EBUSY) left = true;
-    }
-    if (!left) return;
+  for (const auto& b : bases) {
+    if (!cg_is_dir(b)) continue;
+    for (const auto& d : cg_subdirs(b)) out.push_back(b + "/" + d);
+    out.push_back(b);
+  }
+  return out;
+}
+
+// One pass of rmdir over `dirs`; true when none of them is left.
+bool rmdir_all(const std::vector<std::string>& dirs) {
+  bool left = false;
+  for (const auto& d : dirs) {
+    if (::rmdir(d.c_str()) != 0 && errno != ENOENT) left = true;
+  }
+  return !left;
+}
+
+}  // namespace
+
+bool remove_cgroup_dirs(const std::string& root, const std::string& parent, int wait_ms) {
+  const std::vector<std::string> dirs = cgroup_dirs_of(root, parent);
+  // conmon, and the `podman container cleanup` it starts, may still be in
+  // <parent>/conmon for a moment after its container is removed (a cgroup
+  // with a process in it cannot be removed): a few tries.
+  for (int waited = 0;; waited += 25) {
+    if (rmdir_all(dirs)) return true;
+    if (waited >= wait_ms) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
 }
 
-void CgroupWatch::remove_dirs() const { remove_cgroup_dirs(root_, parent_); }
+void remove_cgroup_dirs_later(const std::string& root, const std::string& parent) {
+  const std::vector<std::string> dirs = cgroup_dirs_of(root, parent);
+  if (dirs.empty()) return;
+  // Everything the child touches is made before fork(): after it, in a
+  // process with threads, only async-signal-safe calls are allowed.
+  std::vector<const char*> paths;
+  for (const auto& d : dirs) paths.push_back(d.c_str());
+  const pid_t child = ::fork();
+  if (child < 0) return;  // the reaper's sweep removes them instead
+  if (child > 0) {
+    int status = 0;
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    return;
+  }
+  // The child: a grandchild of its own session does the work, so that this
+  // process never waits for it and it holds none of its descriptors (a
+  // caller reading our stdout to its end must not wait for it either).
+  ::setsid();
+  if (::fork() != 0) ::_exit(0);
+  ::syscall(SYS_close_range, 0U, ~0U, 0U);
+  for (int i = 0; i < kLateRemovalSeconds * 10; ++i) {
+    bool left = false;
+    for (const char* d : paths) {
+      if (::rmdir(d) != 0 && errno != ENOENT) left = true;
+    }
+    if (!left) break;
+    const struct timespec tenth = {0, 100 * 1000 * 1000};
+    ::nanosleep(&tenth, nullptr);
+  }
+  ::_exit(0);
+}
+
+std::vector<std::string> remove_orphan_cgroups(const std::string& root, const std::set<std::string>& live,
+                                               int min_age_seconds) {
+  std::set<std::string> names;
+  const std::string layout = cgroup_layout(root);
+  std::vector<std::string> tops;
+  if (layout == "v1") {
+    for (const auto& h : cg_subdirs(root)) tops.push_back(root + "/" + h + "/lazyagent");
+  } else if (layout == "v2") {
+    tops.push_back(root + "/lazyagent");
+  }
+  const std::time_t now = std::time(nullptr);
+  for (const auto& top : tops) {
+    for (const auto& n : cg_subdirs(top)) {
+      if (live.count(n)) continue;
+      struct stat st {};
+      if (::stat((top + "/" + n).c_str(), &st) != 0 || now - st.st_mtime < min_age_seconds) continue;
+      names.insert(n);
+    }
+  }
+  std::vector<std::string> removed;
+  for (const auto& n : names) {
+    if (remove_cgroup_dirs(root, run_cgroup_parent(n), 0)) removed.push_back(n);
+  }
+  return removed;
+}
+
+void CgroupWatch::remove_dirs() const {
+  if (!remove_cgroup_dirs(root_, parent_)) remove_cgroup_dirs_later(root_, parent_);
+}
 
 }  // namespace lazyagent

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -51,9 +52,26 @@ std::string cgroup_layout(const std::string& root);
 
 // Removes the (empty) cgroup directories of `parent` in every hierarchy
 // under `root`: the run's own cgroup, once its sandbox is gone (a cgroup still
-// holding a process is left: rmdir refuses it). The reaper calls it for runs
-// whose owner died before their sandbox's remove step.
-void remove_cgroup_dirs(const std::string& root, const std::string& parent);
+// holding a process is left: rmdir refuses it), trying for up to `wait_ms`.
+// True when none is left. The reaper calls it for runs whose owner died
+// before their sandbox's remove step.
+bool remove_cgroup_dirs(const std::string& root, const std::string& parent, int wait_ms = 500);
+
+// When the quick tries were not enough (under load, conmon's `podman
+// container cleanup` can linger in <parent>/conmon for seconds): a detached
+// process of its own session, holding no descriptor of ours, keeps trying for
+// up to kLateRemovalSeconds and exits; this process does not wait for it.
+inline constexpr int kLateRemovalSeconds = 60;
+void remove_cgroup_dirs_later(const std::string& root, const std::string& parent);
+
+// The reaper's sweep: every /lazyagent/<name> cgroup, in every hierarchy,
+// whose name is not in `live` (the runs and spares that still have a
+// container) and that has not changed for `min_age_seconds`, removed if it
+// is empty (rmdir refuses one that holds a process). Returns the names
+// removed. Catches what a run killed before its clean-up left, whichever run
+// store it used.
+std::vector<std::string> remove_orphan_cgroups(const std::string& root, const std::set<std::string>& live,
+                                               int min_age_seconds);
 
 // The result's `resources` when nothing can be measured: {"available":
 // false, "reason": ...}. Never a made-up figure.
@@ -74,7 +92,8 @@ class CgroupWatch {
   // After stop(): {"available": true, "source": ..., "cpu_ms", ...,
   // "notes": [...]}, or unavailable with the reason.
   nlohmann::json figures() const;
-  // Removes the run's (now empty) cgroup directories in every hierarchy.
+  // Removes the run's (now empty) cgroup directories in every hierarchy;
+  // what conmon still holds is left to remove_cgroup_dirs_later.
   void remove_dirs() const;
 
  private:

@@ -4,9 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
-#include <ifaddrs.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,12 +12,14 @@
 #include <map>
 
 #include "util/digest.h"
-#include "pipeline/ownership.h"
+#include "util/terminal_text.h"
+#include "store/ownership.h"
 #include "engine/podman/egress_proxy.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/tar_writer.h"
 #include "policy/setup_egress_probe.h"
+#include "util/package_mirrors.h"
 
 namespace lazyagent {
 namespace {
@@ -227,31 +226,15 @@ json setup_container_spec(const EnvironmentConfig& env, const std::string& base,
 
 namespace {
 
-// What the set-up's egress probe tries directly: the default network's
-// gateway and this machine's own IPv4 addresses (loopback aside: the
-// container's own).
-std::vector<std::string> probe_targets(PodmanClient& podman) {
+// What the set-up's egress probe tries directly: this machine's own IPv4
+// addresses (the podman gateway among them; loopback aside: the container's
+// own), from host_probe_targets (package_mirrors.h), at most 8.
+std::vector<std::string> probe_targets() {
   std::vector<std::string> out;
-  if (auto r = podman.call("GET", "/networks/podman/json"); r && r->status == 200) {
-    const json j = json::parse(r->body, nullptr, false);
-    if (j.is_object() && j.contains("subnets") && j["subnets"].is_array()) {
-      for (const auto& sn : j["subnets"]) {
-        const std::string gw = sn.value("gateway", "");
-        if (!gw.empty() && gw.find(':') == std::string::npos) out.push_back(gw);
-      }
-    }
-  }
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) == 0) {
-    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-      char buf[INET_ADDRSTRLEN] = {};
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-      const std::string a = buf;
-      if (a.rfind("127.", 0) == 0 || std::find(out.begin(), out.end(), a) != out.end()) continue;
-      if (out.size() < 8) out.push_back(a);
-    }
-    ::freeifaddrs(list);
+  for (const auto& t : host_probe_targets()) {
+    const std::size_t eq = t.find('=');
+    const std::string a = t.substr(eq + 1, t.rfind(':') - eq - 1);
+    if (std::find(out.begin(), out.end(), a) == out.end() && out.size() < 8) out.push_back(a);
   }
   return out;
 }
@@ -297,7 +280,7 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     proxy = std::move(*started);
     attach_to_egress_network(&spec, proxy->network(), proxy->address());
     // The probe first, in the set-up's own container (setup_egress_probe.h).
-    spec["command"][2] = setup_egress_probe_shell(env.egress, probe_targets(podman)) + spec["command"][2].get<std::string>();
+    spec["command"][2] = setup_egress_probe_shell(env.egress, probe_targets()) + spec["command"][2].get<std::string>();
     progress("environment: egress allow-list (" + std::to_string(entries.size()) + " entr" +
              (entries.size() == 1 ? "y" : "ies") + ") through the proxy at " + proxy->address() + " on network " +
              proxy->network());
@@ -327,7 +310,8 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
   if (auto st = podman.start(box.id()); !st) return st.error().context("environment: starting the set-up");
 
   FollowedLog log;  // log_stream.h
-  log.line = [&](const std::string& l) {
+  log.line = [&](const std::string& raw) {
+    const std::string l = without_trailing_cr(raw);  // apt's and pip's CRLF and progress lines
     if (l.rfind(kEnvStepMarker, 0) == 0) {
       const std::size_t n = std::strtoul(l.c_str() + std::strlen(kEnvStepMarker), nullptr, 10);
       if (n >= 1 && n <= env.setup.size()) {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 namespace lazyagent {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "util/elapsed.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/sandbox_policy.h"
 
 extern char** environ;

@@ -1,18 +1,43 @@
 #include "engine/podman/podman_client.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 namespace lazyagent {
 namespace {
 
 using nlohmann::json;
+
+// LAZYAGENT_PODMAN_CALL_LOG, read once per process; "" when unset.
+const std::string& call_log_path() {
+  static const std::string path = [] {
+    const char* p = std::getenv("LAZYAGENT_PODMAN_CALL_LOG");
+    return std::string(p ? p : "");
+  }();
+  return path;
+}
+
+// One line per call, appended with O_APPEND (whole lines from many threads).
+void log_call(const std::string& socket, const TransferRequest& t, long status, long ms) {
+  const std::string& file = call_log_path();
+  if (file.empty()) return;
+  const std::string prefix = std::string("http://d") + kApiPrefix;
+  const std::string path = t.url.rfind(prefix, 0) == 0 ? t.url.substr(prefix.size()) : t.url;
+  const std::string line =
+      json{{"method", t.method}, {"path", path}, {"status", status}, {"ms", ms}, {"socket", socket}}.dump() + "\n";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  (void)!::write(fd, line.data(), line.size());
+  ::close(fd);
+}
 
 }  // namespace
 
@@ -32,8 +57,9 @@ Result<std::string> resolve_podman_socket(const char* container_host, unsigned u
   if (xdg_runtime_dir && *xdg_runtime_dir) {
     return std::string(xdg_runtime_dir) + "/podman/podman.sock";
   }
-  return usage_error("cannot find podman's socket: XDG_RUNTIME_DIR is not set; set "
-                     "CONTAINER_HOST=unix:///path/to/podman.sock");
+  // No systemd user session (a `su -` login): where scripts/setup-rootless.sh
+  // puts the user's service, as a user session would.
+  return "/run/user/" + std::to_string(uid) + "/podman/podman.sock";
 }
 
 Status check_api_version(const std::string& version) {
@@ -77,6 +103,16 @@ Error PodmanClient::transport_error(const TransferReply& x, const std::string& w
   return engine_error(what + " via " + socket_path_ + ": " + x.curl_error());
 }
 
+TransferReply PodmanClient::send(const TransferRequest& t) {
+  if (call_log_path().empty()) return http_transfer(curl_, t);
+  const auto t0 = std::chrono::steady_clock::now();
+  TransferReply x = http_transfer(curl_, t);
+  const long ms = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+  log_call(socket_path_, t, x.ok() ? x.status : 0, ms);
+  return x;
+}
+
 Result<HttpResponse> PodmanClient::call(const std::string& method, const std::string& path,
                                         const std::string& body, const RequestOptions& opts) {
   TransferRequest t;
@@ -89,7 +125,7 @@ Result<HttpResponse> PodmanClient::call(const std::string& method, const std::st
   t.timeout_ms = opts.timeout_ms;
   t.max_body = opts.max_body;
   t.interruptible = opts.interruptible;
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, method + " " + path, opts.timeout_ms);
   HttpResponse resp;
   resp.status = x.status;
@@ -262,11 +298,29 @@ Result<bool> PodmanClient::secret_exists(const std::string& name) {
   return true;
 }
 
-Status PodmanClient::secret_create(const std::string& name, const std::string& value) {
+Status PodmanClient::secret_create(const std::string& name, const std::string& value,
+                                   const std::map<std::string, std::string>& labels) {
   RequestOptions opts;
   opts.content_type = "application/octet-stream";
-  auto r = call("POST", "/secrets/create?name=" + url_escape(name), value, opts);
+  std::string path = "/secrets/create?name=" + url_escape(name);
+  if (!labels.empty()) path += "&labels=" + url_escape(nlohmann::json(labels).dump());
+  auto r = call("POST", path, value, opts);
   return expect(r, {200, 201}, "creating secret " + name);
+}
+
+Result<std::map<std::string, std::string>> PodmanClient::secret_labels(const std::string& name) {
+  auto r = call("GET", "/secrets/" + url_escape(name) + "/json");
+  if (r && r->status == 404) return usage_error("no podman secret named " + name + "; run `lazyagent-oci configure`");
+  if (auto st = expect(r, {200}, "inspecting secret " + name); !st) return st.error();
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  std::map<std::string, std::string> out;
+  const nlohmann::json::json_pointer at("/Spec/Labels");
+  if (j.is_object() && j.contains(at) && j[at].is_object()) {
+    for (const auto& [k, v] : j[at].items()) {
+      if (v.is_string()) out[k] = v.get<std::string>();
+    }
+  }
+  return out;
 }
 
 Status PodmanClient::secret_delete(const std::string& name) {
@@ -309,7 +363,7 @@ Status PodmanClient::export_filesystem(const std::string& id, int fd) {
     }
     return true;
   };
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (x.stopped && write_errno != 0) return engine_error(what + ": writing the stream: " + std::strerror(write_errno));
   if (!x.ok()) return transport_error(x, what, 0);
   if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
@@ -334,7 +388,7 @@ Status PodmanClient::stream_get(const std::string& path, const std::function<voi
     on_chunk(std::string_view(data, len));
     return true;
   };
-  TransferReply x = http_transfer(curl_, t);
+  TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, what, timeout_ms);
   if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
   return ok_status();

@@ -4,12 +4,20 @@
 // libcurl's CURLOPT_UNIX_SOCKET_PATH (through http_transfer.h). One curl
 // handle is reused for every call, so the connection stays open between steps. Every failure carries
 // podman's own message: "podman said 404: no such container".
+//
+// The call log: with LAZYAGENT_PODMAN_CALL_LOG=FILE in the environment, every
+// request any client in the process sends is appended to FILE as one JSON
+// line {"method","path","status","ms","socket"} once it is answered (status 0:
+// no answer). It shows where a run's time goes, and a test keeps the list of
+// calls a cold and a warm `test` make (STYLE.md 20: a hot path has a call
+// budget), so an expensive call added to the run path fails a test.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +33,8 @@ inline constexpr const char* kApiPrefix = "/v4.0.0/libpod";
 
 // Where podman listens: CONTAINER_HOST (unix:///path) like podman itself,
 // else /run/podman/podman.sock for root, $XDG_RUNTIME_DIR/podman/podman.sock
-// rootless. Pure: the caller passes the environment in.
+// rootless, else /run/user/UID/podman/podman.sock (no user session: where
+// scripts/setup-rootless.sh puts it). Pure: the caller passes the environment in.
 Result<std::string> resolve_podman_socket(const char* container_host, unsigned uid,
                                           const char* xdg_runtime_dir);
 
@@ -98,7 +107,12 @@ class PodmanClient {
 
   // Podman secrets (values are never returned by podman, nor logged here).
   Result<bool> secret_exists(const std::string& name);
-  Status secret_create(const std::string& name, const std::string& value);
+  // `labels` are stored with it, readable by anyone who can list secrets
+  // (configure records the provider's HOST:PORT there, never the URL).
+  Status secret_create(const std::string& name, const std::string& value,
+                       const std::map<std::string, std::string>& labels = {});
+  // A secret's labels; an error naming it when there is no such secret.
+  Result<std::map<std::string, std::string>> secret_labels(const std::string& name);
   Status secret_delete(const std::string& name);  // a missing secret is an error
   Result<nlohmann::json> secret_list();
 
@@ -126,6 +140,8 @@ class PodmanClient {
   Status expect(const Result<HttpResponse>& r, std::initializer_list<long> ok_statuses,
                 const std::string& what);
   Error transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const;
+  // Every request goes through here: http_transfer, then the call log.
+  TransferReply send(const TransferRequest& t);
 
   std::string socket_path_;
   std::string wait_interval_ = "5ms";

@@ -12,15 +12,18 @@
 #include "engine/podman/cgroup_usage.h"
 #include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
-#include "pipeline/ownership.h"
+#include "engine/podman/planner_allowlist.h"
+#include "store/ownership.h"
 #include "policy/planner_policy.h"
 #include "policy/policy_verifier.h"
-#include "pipeline/reaper.h"
+#include "engine/podman/podman_reaper.h"
 #include "engine/podman/runtime_engine.h"
+#include "engine/podman/service_facts.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/tar_writer.h"
 #include "engine/podman/warm_spares.h"
+#include "util/package_mirrors.h"
 
 namespace lazyagent {
 
@@ -123,13 +126,12 @@ class PodmanSandbox : public Sandbox {
     if (warm_.is_null()) {
       if (auto st = podman_.init(id); !st) return st;
     }
-    if (auto st = verify_sandbox_container(podman_, req_, id); !st) return st;
+    auto inspect = verify_sandbox_container(podman_, req_, id);
+    if (!inspect) return inspect.error();
     // Where conmon will write the exit code (exit_file.h); "" = podman's wait.
-    if (auto inspect = podman_.inspect(id); inspect) {
-      const json& state = (*inspect)["State"];
-      const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
-      if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
-    }
+    const json& state = (*inspect)["State"];
+    const std::string dir = state.is_object() ? conmon_exit_dir(state.value("ConmonPid", 0L)) : "";
+    if (!dir.empty()) exit_file_ = dir + "/" + inspect->value("Id", id);
     return ok_status();
   }
 
@@ -228,7 +230,17 @@ class PodmanPlanner : public Container {
   std::string id() const override { return container_.id(); }
 
   Status create() override {
-    auto created = podman_.create(build_planner_spec(req_));
+    json spec = build_planner_spec(req_);
+    if (req_.network == "allowlist") {  // planner_allowlist.h
+      auto origin = planner_allowlist_origin(podman_, req_.base_url_secret);
+      if (!origin) return origin.error();
+      auto labels = req_.labels;
+      labels["io.lazyagent.role"] = "egress-proxy";
+      auto proxy = attach_planner_allowlist(podman_, *origin, "lazyagent-egress-" + req_.name, labels, &spec);
+      if (!proxy) return proxy.error();
+      proxy_ = std::move(*proxy);
+    }
+    auto created = podman_.create(spec);
     if (!created) return created.error();
     container_.hold(created->id);
     if (auto st = podman_.put_archive(created->id, kTaskDir, task_tar_); !st) {
@@ -242,10 +254,17 @@ class PodmanPlanner : public Container {
   Result<ContainerLogs> logs(std::size_t max_bytes) override {
     return demuxed_logs(podman_, container_.id(), max_bytes);
   }
-  Status remove() override { return container_.remove_now(); }
+  Status remove() override {
+    Status st = container_.remove_now();
+    if (proxy_) {
+      if (auto gone = proxy_->remove(); !gone && st) st = gone;
+    }
+    return st;
+  }
 
  private:
   PodmanClient& podman_;
+  std::unique_ptr<EgressProxy> proxy_;  // provider.network: allowlist; removed after the planner
   ScopedContainer container_;
   PlannerRequest req_;
   std::string task_tar_;
@@ -306,7 +325,8 @@ Result<std::string> digest_of(PodmanClient& podman, const std::string& image, co
 void merge(ReapReport& into, ReapReport&& r) {
   using List = std::vector<std::string> ReapReport::*;
   for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
-                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::errors}) {
+                 &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::cgroups_removed,
+                 &ReapReport::errors, &ReapReport::spares_left}) {
     (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
   }
 }
@@ -316,21 +336,39 @@ void merge(ReapReport& into, ReapReport&& r) {
 PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner,
                            RunStore store, std::string runtime)
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
-      runtime_(std::move(runtime)) {}
+      runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())) {}
 
-Status PodmanEngine::check_policy(const Config& config) const { return check_policy_acceptable(config); }
+Status PodmanEngine::check_policy(const Config& config) const {
+  if (auto st = check_policy_acceptable(config); !st) return st;
+  // The mapping this service can give (subordinate ids), then its limits.
+  SandboxPolicy scratch = policy_from_config(config, 0);
+  if (auto st = adapt_policy_to_host(host_, &scratch); !st) return st;
+  return check_host_gaps(config, host_.gaps, host_.gaps_reason);
+}
+
+// The egress probe's targets on podman: this machine's own addresses (the
+// host's, the podman bridge's gateway), the first a sandbox that found a
+// route would reach; nothing outside it (egress_probe.h).
+void PodmanEngine::adapt_policy(SandboxPolicy* policy) const {
+  (void)adapt_policy_to_host(host_, policy);
+  if (policy->egress_probe_targets.empty()) policy->egress_probe_targets = host_probe_targets();
+}
 
 json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config) const {
   return effective_policy_json(policy, config.engine.runtime, config.engine.accept_weaker_policy);
 }
 
 Status PodmanEngine::check(const ProgressFn& progress) {
-  if (auto st = check_engine_runtime(*sandbox_, runtime_); !st) return st;
+  if (auto st = check_engine_runtime(*sandbox_, runtime_, store_); !st) return st;
   if (planner_) {
     if (auto v = planner_->ping(); !v) return v.error();
   }
   auto reaped = reap(false);
   if (!reaped) return reaped.error();
+  // The reaper's listing already showed the spares: a run claims one when
+  // there is one, whatever engine.warm says, at no extra podman call when
+  // there is none.
+  spares_left_ = !reaped->spares_left.empty();
   if (!reaped->removed.empty() && progress) {
     progress("reaped " + std::to_string(reaped->removed.size()) + " container(s) left by crashed runs");
   }
@@ -346,18 +384,24 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
   r.runtime = spec.config->engine.runtime;
   r.command_for = spec.command_for;
   r.image_digest = spec.image_digest;
-  r.scope = spec.config->seed;
+  r.scope = canonical_scope(spec.config->seed);
   r.ttl_seconds = spec.config->engine.warm_ttl_seconds;
   return r;
 }
 
 Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec& spec) {
-  if (spec.config->engine.warm > 0 && spec.command_for && !spec.image_digest.empty()) {
+  if ((spec.config->engine.warm > 0 || spares_left_) && spec.command_for && !spec.image_digest.empty() &&
+      spec.session_copy.empty()) {
     auto warm = claim_warm(spec);
     if (!warm) return warm.error();
     if (*warm) return std::move(*warm);
+    spares_left_ = false;  // none usable: the next sandbox of this process is made cold without asking
   }
-  const std::string dir = store_.work_dir() + "/" + spec.run_id;
+  // A session's command keeps its files next to the session's copy, out of
+  // the reaper's work/ (session_store.h); a run's are under work/.
+  const std::string dir = spec.session_copy.empty()
+                              ? store_.work_dir() + "/" + spec.run_id
+                              : spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/run-" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return engine_error("creating " + dir + ": " + std::strerror(errno));
@@ -376,29 +420,39 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   std::string unmeasured;
   if (req.runtime != kRuntimeRunc) {
     unmeasured = "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  } else if (host_.rootless) {
+    unmeasured = "rootless podman: a run's cgroup parent is not set, so its figures are not read";
   } else if (cgroup_manager() != "cgroupfs") {
     unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
                  "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
   } else {
     req.cgroup_parent = run_cgroup_parent(spec.run_id);
   }
+  if (!spec.session_copy.empty()) {
+    req.seed_copy_path.clear();
+    req.work_copy_path = spec.session_copy;
+  }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
-  if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  // A session's copy is already there, owned by the sandbox's root (session.h).
+  if (spec.session_copy.empty()) {
+    if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
+  }
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
-  // at /seed), as host root owned it before; the run directory stays 0700.
-  if (req.policy.userns.enabled) {
-    const auto id = req.policy.userns.host_id;
-    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st.error();
+  // at /seed), as host root owned it before (rootless: may read it); the run
+  // directory stays 0700. A session's copy was handed over when it was opened.
+  if (spec.session_copy.empty()) {
+    if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st.error();
   }
   if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
+// Asked once per process, and then only when the service restarted (service_facts.h).
 const std::string& PodmanEngine::cgroup_manager() {
   if (!cgroup_manager_) {
-    auto info = sandbox_->info();
-    cgroup_manager_ = info ? info->value("/host/cgroupManager"_json_pointer, std::string("unknown")) : "unknown";
+    auto facts = service_facts(*sandbox_, store_);
+    cgroup_manager_ = facts ? facts->cgroup_manager : "unknown";
   }
   return *cgroup_manager_;
 }

@@ -3,9 +3,10 @@
 //
 //   check     ping, API version, the sandbox service's runtime
 //             (runtime_engine.h); containers and private copies of dead
-//             runs reaped (reaper.h)
+//             runs reaped (podman_reaper.h)
 //   copy      seed + patch written to work/<run>/seed under the run store
-//             (mode 0700), owned by the user namespace's root, plus the
+//             (mode 0700), owned by the user namespace's root (rootless:
+//             readable by it, rootless_host.h), plus the
 //             seccomp profile podman reads at create
 //   create    POST containers/create with the policy's request (sandbox_policy.h)
 //   verify    init, then inspect + the OCI spec podman generated, checked by
@@ -23,8 +24,9 @@
 
 #include "engine/engine.h"
 #include "engine/podman/podman_client.h"
+#include "engine/podman/rootless_host.h"
 #include "engine/podman/warm_spares.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 
 namespace lazyagent {
 
@@ -37,10 +39,13 @@ class PodmanEngine : public Engine {
 
   PodmanClient& sandbox_client() { return *sandbox_; }
   PodmanClient& planner_client() { return planner_ ? *planner_ : *sandbox_; }
+  const RootlessHost& host() const { return host_; }
 
   const char* name() const override { return "podman"; }
   Status check_policy(const Config& config) const override;
-  void adapt_policy(SandboxPolicy*) const override {}
+  // A rootless service: the sandbox's ids in its user's subordinate range,
+  // the host's gaps (rootless_host.h) recorded in the policy.
+  void adapt_policy(SandboxPolicy* policy) const override;
   nlohmann::json policy_json(const SandboxPolicy& policy, const Config& config) const override;
 
   Status check(const ProgressFn& progress) override;
@@ -66,10 +71,13 @@ class PodmanEngine : public Engine {
 
   std::unique_ptr<PodmanClient> sandbox_, planner_;
   bool defer_removals_ = false;
+  // The start's reaper saw unclaimed spares of this run store (check()).
+  bool spares_left_ = false;
   std::vector<DeferredRemoval> deferred_;
   RunStore store_;
   std::string runtime_;
   std::optional<std::string> cgroup_manager_;
+  RootlessHost host_;  // whose service the sandboxes run on (read once, cheaply)
 };
 
 }  // namespace lazyagent

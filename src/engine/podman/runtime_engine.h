@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "engine/podman/podman_client.h"
+#include "store/run_store.h"
 #include "util/result.h"
 
 namespace lazyagent {
@@ -35,7 +36,8 @@ Result<std::string> resolve_runtime_socket(const std::string& runtime, const Eng
 // an error saying what to run when it does not answer, and (for runsc) an
 // error when it runs another runtime than `runtime`. For runc the runtime is
 // not asked here: the verifier refuses any container whose OCIRuntime is not
-// the one its result names, before it starts.
-Status check_engine_runtime(PodmanClient& podman, const std::string& runtime);
+// the one its result names, before it starts; runsc's answer is cached in the
+// store's state directory until the service restarts (service_facts.h).
+Status check_engine_runtime(PodmanClient& podman, const std::string& runtime, const RunStore& store);
 
 }  // namespace lazyagent

@@ -1,5 +1,7 @@
 #include "engine/podman/warm_spares.h"
 
+#include "engine/podman/rootless_host.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -15,7 +17,7 @@
 #include "contract/runner_driver.h"
 #include "contract/seed_snapshot.h"
 #include "engine/podman/cgroup_usage.h"
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 #include "policy/policy_verifier.h"
 #include "policy/runtime_policy.h"
 #include "util/digest.h"
@@ -121,10 +123,7 @@ Status make_spare_dir(const std::string& dir, const SandboxRequest& req) {
   if (::mkdir(req.seed_copy_path.c_str(), 0755) != 0) {
     return engine_error("creating " + req.seed_copy_path + ": " + std::strerror(errno));
   }
-  if (req.policy.userns.enabled) {
-    const auto id = req.policy.userns.host_id;
-    if (auto st = chown_tree(req.seed_copy_path, id, id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(req.seed_copy_path, req.policy.userns); !st) return st;
   return write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump());
 }
 
@@ -141,8 +140,20 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   req.runtime = recipe.runtime;
   // Its own cgroup parent, as a run's (cgroup_usage.h): the resources a run in
   // it used are read there. Named by the spare's directory, work/spare-<id>.
-  if (req.runtime == kRuntimeRunc) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
+  // A rootless service cannot make it (mkdir under /sys/fs/cgroup: EACCES).
+  if (req.runtime == kRuntimeRunc && !req.policy.userns.rootless) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
   return req;
+}
+
+std::string canonical_scope(const std::string& seed_dir) {
+  if (seed_dir.empty()) return seed_dir;
+  std::error_code ec;
+  const fs::path real = fs::canonical(seed_dir, ec);
+  if (!ec) return real.string();
+  fs::path p = fs::absolute(seed_dir, ec).lexically_normal();
+  std::string out = p.string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 std::string spare_key(const SpareRecipe& recipe) {
@@ -151,19 +162,38 @@ std::string spare_key(const SpareRecipe& recipe) {
                     {"seccomp", recipe.policy.seccomp},
                     {"image_digest", recipe.image_digest},
                     {"runtime", recipe.runtime},
-                    {"scope", recipe.scope}};
+                    {"scope", canonical_scope(recipe.scope)}};
   return sha256_hex(key.dump()).substr(0, 32);
 }
 
-Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id) {
+std::string spare_scope_label(const RunStore& store, const SpareRecipe& recipe) {
+  return sha256_hex(store.work_dir() + "\n" + canonical_scope(recipe.scope)).substr(0, 32);
+}
+
+Result<json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id) {
   auto inspect = podman.inspect(id);
   if (!inspect) return inspect.error();
   const std::string spec_path = inspect->value("StaticDir", "") + "/config.json";
-  std::ifstream f(spec_path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json spec = json::parse(ss.str(), nullptr, false);
-  if (!f || spec.is_discarded()) {
+  std::string text;
+  bool read = false;
+  if (req.policy.userns.rootless) {
+    // Rootless, podman gives userdata to the sandbox's root (a subordinate
+    // id): read it from inside the service's user namespace (rootless_host.h).
+    const json& state = (*inspect)["State"];
+    const long conmon = state.is_object() ? state.value("ConmonPid", 0L) : 0L;
+    auto got = read_in_service_userns(conmon, spec_path, 4 << 20);
+    if (!got) return got.error().context("verifying the sandbox");
+    text = std::move(*got);
+    read = true;
+  } else {
+    std::ifstream f(spec_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+    read = static_cast<bool>(f);
+  }
+  json spec = json::parse(text, nullptr, false);
+  if (!read || spec.is_discarded()) {
     return engine_error("verifying the sandbox: cannot read the OCI spec podman generated at " + spec_path +
                         " (lazyagent-oci must run on the podman host)");
   }
@@ -172,7 +202,7 @@ Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
     return engine_error("the sandbox podman created does not match the policy, refusing to start it: " +
                         describe_violations(violations));
   }
-  return ok_status();
+  return std::move(*inspect);
 }
 
 std::string spare_store_label(const RunStore& store) { return sha256_hex(store.work_dir()).substr(0, 16); }
@@ -195,7 +225,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   auto labels = owner_labels(current_owner(), kRoleSpare, kSpareDirPrefix + spare_id);
   const std::string nonce = random_nonce();
   labels[kLabelSpareKey] = spare_key(recipe);
-  labels[kLabelSpareScope] = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
+  labels[kLabelSpareScope] = spare_scope_label(store, recipe);
   labels[kLabelSpareStore] = spare_store_label(store);
   labels[kLabelSpareNonce] = nonce;
   labels[kLabelSpareExpires] = std::to_string(static_cast<long>(std::time(nullptr)) + recipe.ttl_seconds);
@@ -218,7 +248,7 @@ Result<std::string> make_spare(PodmanClient& podman, const RunStore& store, cons
   if (!reply) return reply.error().context("making a warm spare");
   undo.id = reply->id;
   if (auto st = podman.init(reply->id); !st) return st.error().context("making a warm spare");
-  if (auto st = verify_sandbox_container(podman, req, reply->id); !st) return st.error().context("making a warm spare");
+  if (auto v = verify_sandbox_container(podman, req, reply->id); !v) return v.error().context("making a warm spare");
   undo.keep = true;
   return req.name;
 }
@@ -234,7 +264,7 @@ Result<std::vector<SpareInfo>> usable_spares(PodmanClient& podman, const RunStor
   auto spares = list_spares(podman, &store);
   if (!spares) return spares.error();
   const std::string key = spare_key(recipe);
-  const std::string scope = sha256_hex(store.work_dir() + "\n" + recipe.scope).substr(0, 32);
+  const std::string scope = spare_scope_label(store, recipe);
   const std::time_t now = std::time(nullptr);
   std::vector<SpareInfo> out;
   for (const auto& s : *spares) {
@@ -274,9 +304,7 @@ Status fill_spare(const std::string& dir, const SeedSnapshot& seed, const std::v
   const std::string fill = dir + "/fill", mounted = dir + "/seed";
   if (auto st = remove_tree(fill); !st) return st;
   if (auto st = write_seed_copy(seed, writes, fill); !st) return st;
-  if (policy.userns.enabled) {
-    if (auto st = chown_tree(fill, policy.userns.host_id, policy.userns.host_id); !st) return st;
-  }
+  if (auto st = hand_copy_to_sandbox(fill, policy.userns); !st) return st;
   struct stat st {};
   if (::stat(fill.c_str(), &st) == 0) ::chmod(mounted.c_str(), st.st_mode & 07777);
   std::error_code ec;

@@ -25,7 +25,7 @@
 // of policy, image, config or runtime changes it. The nonce of a claimed
 // spare becomes the run's (runner_driver.h: fresh per spare, never reused).
 //
-// Leftovers (reaper.h): an unclaimed spare past its expiry, a claimed one
+// Leftovers (podman_reaper.h): an unclaimed spare past its expiry, a claimed one
 // whose run's owner is gone, and a spare directory with no container are
 // removed by the next start; `reap` removes every unclaimed spare.
 #pragma once
@@ -40,7 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/podman/podman_client.h"
-#include "pipeline/run_store.h"
+#include "store/run_store.h"
 #include "contract/seed_snapshot.h"
 #include "policy/sandbox_policy.h"
 #include "util/result.h"
@@ -63,11 +63,19 @@ struct SpareRecipe {
   // The command the sandbox runs for a report nonce (runner_driver.h).
   std::function<std::string(const std::string& nonce)> command_for;
   std::string image_digest;
-  std::string scope;  // the seed directory: spares of one project
+  std::string scope;  // the seed directory: spares of one project (canonical_scope)
   long ttl_seconds = 600;
 };
 
 std::string spare_key(const SpareRecipe& recipe);
+
+// The seed directory as a scope: its real path (symlinks, `..`, `.` and a
+// trailing `/` resolved), so `seed`, `../x/seed` and `/abs/seed/` name one
+// scope; the lexically normal absolute path when it cannot be resolved.
+std::string canonical_scope(const std::string& seed_dir);
+
+// The spare-scope label of `recipe`'s spares in `store` (canonical_scope).
+std::string spare_scope_label(const RunStore& store, const SpareRecipe& recipe);
 
 // The request a spare's container was (or is) made from: `dir` is its
 // work/spare-<id> directory, `labels` what it carries.
@@ -86,7 +94,9 @@ struct SpareInfo {
 // Inspect + the OCI spec podman generated for container `id`, checked
 // against `req` by the policy verifier (policy_verifier.h); any difference
 // is an error naming it. The container must be created (and `init`ed).
-Status verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req, const std::string& id);
+// Returns the inspect it checked, so that the caller asks podman once.
+Result<nlohmann::json> verify_sandbox_container(PodmanClient& podman, const SandboxRequest& req,
+                                                const std::string& id);
 
 // A spare as podman's container listing shows it.
 SpareInfo spare_from_listing(const nlohmann::json& container);

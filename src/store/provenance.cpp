@@ -1,4 +1,4 @@
-#include "pipeline/provenance.h"
+#include "store/provenance.h"
 
 #include "util/digest.h"
 

@@ -1,4 +1,4 @@
-#include "cli/interrupt.h"
+#include "util/interrupt.h"
 
 #include <csignal>
 #include <string>

@@ -14,7 +14,7 @@
 //                        is written, removed after the finished one. A run
 //                        killed with SIGKILL leaves it behind, so the reaper
 //                        finds the records to close as "interrupted" without
-//                        reading every record (reaper.h).
+//                        reading every record (store_sweep.h).
 //   tasks/<task-id>.json the planner task record (`task show`), atomic
 //   tasks/<task-id>.log  the planner's log (`task logs`), never the API key
 //   work/<run-id>/       the private seed copy of a running sandbox run; mode
@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/atomic_file.h"
 #include "util/result.h"
 
 namespace lazyagent {
@@ -69,8 +70,5 @@ class RunStore {
 // error, planner_error, interrupted. Anything else ("running", "planning", "")
 // is unfinished: its process is at work, or was killed before it could say.
 bool is_finished_status(const std::string& status);
-
-// Writes `data` to `path` atomically (temp + fsync + rename + dir fsync).
-Status write_file_atomic(const std::string& path, const std::string& data);
 
 }  // namespace lazyagent

@@ -1,4 +1,4 @@
-#include "pipeline/ownership.h"
+#include "store/ownership.h"
 
 #include <unistd.h>
 

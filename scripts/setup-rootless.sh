@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Makes an ordinary user ready to run lazyagent-oci on the user's own rootless
+# podman (README "Without root"). Run as root; idempotent.
+#
+#   scripts/setup-rootless.sh [--storage vfs|overlay] USER
+#       subordinate ids (/etc/subuid, /etc/subgid) if USER has none;
+#       /run/user/UID (XDG_RUNTIME_DIR: no systemd user session here);
+#       USER's podman configuration (runc, cgroupfs, file events; storage
+#       overlay for a user with no storage yet, see --storage);
+#       USER's podman service on /run/user/UID/podman/podman.sock (pid file
+#       /run/user/UID/lazyagent-podman.pid, log /run/user/UID/lazyagent-podman.log);
+#       the sandbox and planner images copied from root's storage
+#       (podman save | podman load as USER, skipped when already the same).
+#       The last line on stdout is the socket's unix:// address.
+#   scripts/setup-rootless.sh --stop USER
+#       stops USER's service and podman's pause process, by their pids.
+#
+# --storage: the storage driver of a user who has none yet. Default: overlay
+# (the kernel's native overlay inside the user namespace, kernel >= 5.13)
+# where the kernel has it, else vfs (what podman picks by itself here): vfs
+# copies the whole image for every container, which made a cold sandbox run
+# about 3x slower here (README "Without root").
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() { die "usage: $0 [--storage vfs|overlay] USER | $0 --stop USER"; }
+
+STORAGE="" STOP=0 STORAGE_DEFAULT=""
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --storage) STORAGE="$2"; shift 2 ;;
+    --stop) STOP=1; shift ;;
+    *) usage ;;
+  esac
+done
+[ $# -eq 1 ] || usage
+USER_NAME="$1"
+case "$STORAGE" in ''|vfs|overlay) ;; *) die "--storage must be vfs or overlay, got '$STORAGE'" ;; esac
+if [ -z "$STORAGE" ]; then
+  IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+  if [ "$kmaj" -gt 5 ] || { [ "$kmaj" -eq 5 ] && [ "${kmin%%[!0-9]*}" -ge 13 ]; }; then STORAGE=overlay; else STORAGE=vfs; fi
+  STORAGE_DEFAULT=1
+fi
+[ "$(id -u)" -eq 0 ] || die "run as root: it writes /etc/subuid and /run/user/UID, and reads root's images"
+USER_UID="$(id -u "$USER_NAME" 2>/dev/null)" || die "no such user: $USER_NAME"
+[ "$USER_UID" -ne 0 ] || die "$USER_NAME is root: root uses scripts/setup.sh"
+USER_GID="$(id -g "$USER_NAME")"
+USER_HOME="$(getent passwd "$USER_NAME" | cut -d: -f6)"
+RUNTIME_DIR="/run/user/$USER_UID"
+SOCK="$RUNTIME_DIR/podman/podman.sock"
+PID_FILE="$RUNTIME_DIR/lazyagent-podman.pid"
+LOG_FILE="$RUNTIME_DIR/lazyagent-podman.log"
+
+# as_user CMD...: CMD as USER, in /, with the environment a login would give.
+as_user() {
+  (cd / && runuser -u "$USER_NAME" -- env -i HOME="$USER_HOME" USER="$USER_NAME" LOGNAME="$USER_NAME" \
+    PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$RUNTIME_DIR" "$@")
+}
+
+# pid_of FILE PATTERN: the pid in FILE when that process's command line matches.
+pid_of() {
+  local pid
+  pid="$(cat "$1" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$2" || return 1
+  [ "$(stat -c %u "/proc/$pid")" = "$USER_UID" ] || return 1
+  printf '%s' "$pid"
+}
+
+# stop_pid PID: SIGTERM, up to 10 s, then SIGKILL.
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+
+if [ "$STOP" -eq 1 ]; then
+  step "stopping $USER_NAME's podman service"
+  note="not running"
+  if pid="$(pid_of "$PID_FILE" 'podman.*system service')"; then stop_pid "$pid"; note="stopped pid $pid"; fi
+  rm -f "$PID_FILE"
+  # podman's pause process holds the user namespace (rootless podman starts it).
+  if pid="$(pid_of "$RUNTIME_DIR/libpod/tmp/pause.pid" 'catatonit\|pause')"; then
+    stop_pid "$pid"
+    note="$note; pause process $pid stopped"
+  fi
+  step_done "$note"
+  exit 0
+fi
+
+step "subordinate ids of $USER_NAME"
+note=""
+for f in /etc/subuid /etc/subgid; do
+  touch "$f"
+  if grep -q "^\($USER_NAME\|$USER_UID\):" "$f"; then
+    note="$note $(basename "$f") $(grep -m1 "^\($USER_NAME\|$USER_UID\):" "$f" | cut -d: -f2,3)"
+    continue
+  fi
+  # The next free 65536 ids above every range in the file (at least 100000).
+  start="$(awk -F: 'BEGIN { n = 100000 } NF == 3 && $2 + $3 > n { n = $2 + $3 } END { print n }' "$f")"
+  if [ "$f" = /etc/subuid ]; then usermod --add-subuids "$start-$((start + 65535))" "$USER_NAME"
+  else usermod --add-subgids "$start-$((start + 65535))" "$USER_NAME"; fi
+  note="$note $(basename "$f") $start:65536 (added)"
+done
+step_done "${note# }"
+
+step "XDG_RUNTIME_DIR and $USER_NAME's podman configuration"
+install -d -m 0700 -o "$USER_UID" -g "$USER_GID" "$RUNTIME_DIR" "$RUNTIME_DIR/podman"
+conf_dir="$USER_HOME/.config/containers"
+as_user mkdir -p "$conf_dir"
+# runc: crun refuses hybrid cgroups; cgroupfs and file events: no systemd
+# user session. The sandbox sets its own rlimits (nofile, nproc).
+as_user sh -c "cat >'$conf_dir/containers.conf.tmp' && mv -f '$conf_dir/containers.conf.tmp' '$conf_dir/containers.conf'" <<'EOF'
+# Written by lazyagent-oci scripts/setup-rootless.sh; rerunning it rewrites this file.
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+note="wrote $conf_dir/containers.conf"
+if [ -n "$STORAGE" ]; then
+  # podman records the driver in its database at first use: set it before that.
+  # A user who has storage keeps its driver unless --storage asked otherwise.
+  if [ -d "$USER_HOME/.local/share/containers/storage" ]; then
+    current="$(as_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null || true)"
+    [ "$current" = "$STORAGE" ] || [ -n "${STORAGE_DEFAULT:-}" ] ||
+      die "$USER_NAME's storage already uses '$current': $0 --stop $USER_NAME, then as $USER_NAME \`podman system reset\`"
+  else
+    as_user sh -c "printf '[storage]\ndriver = \"%s\"\n' '$STORAGE' >'$conf_dir/storage.conf'"
+    note="$note; storage driver $STORAGE"
+  fi
+fi
+step_done "$note"
+
+step "$USER_NAME's podman service"
+if pid="$(pid_of "$PID_FILE" 'podman.*system service')" && socket_answers "$SOCK"; then
+  note="running (pid $pid)"
+else
+  [ -z "${pid:-}" ] || stop_pid "$pid"
+  [ -S "$SOCK" ] && rm -f "$SOCK"
+  printf '\n--- %s: starting podman system service\n' "$(date -u +%FT%TZ)" >>"$LOG_FILE"
+  chown "$USER_UID:$USER_GID" "$LOG_FILE"
+  # setsid: its own session, survives this script.
+  (cd / && exec setsid runuser -u "$USER_NAME" -- env -i HOME="$USER_HOME" USER="$USER_NAME" \
+    LOGNAME="$USER_NAME" PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$RUNTIME_DIR" \
+    podman --runtime runc system service --time=0 "unix://$SOCK" </dev/null >>"$LOG_FILE" 2>&1) &
+  launcher=$!
+  pid=""
+  for _ in $(seq 1 100); do
+    if socket_answers "$SOCK"; then break; fi
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 0.1
+  done
+  socket_answers "$SOCK" || { tail -n 20 "$LOG_FILE" >&2; die "$USER_NAME's podman service never answered on $SOCK"; }
+  # The podman process itself (runuser's child), for --stop.
+  pid="$(pgrep -P "$launcher" -f 'podman.*system service' | head -n1 || true)"
+  [ -n "$pid" ] || pid="$launcher"
+  echo "$pid" >"$PID_FILE"
+  note="started (pid $pid, log $LOG_FILE)"
+fi
+step_done "$note"
+
+step "images in $USER_NAME's storage"
+note=""
+for image in "$LAZYAGENT_SANDBOX_IMAGE" "$LAZYAGENT_PLANNER_IMAGE"; do
+  if ! want="$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null)"; then
+    [ "$image" = "$LAZYAGENT_SANDBOX_IMAGE" ] || { warn "root has no $image (run needs it): scripts/build-images.sh builds it"; continue; }
+    die "root has no $image: run scripts/build-images.sh first"
+  fi
+  have="$(as_user podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)"
+  if [ "$have" = "$want" ]; then note="$note $image present;"; continue; fi
+  t0="$(now)"
+  podman save "$image" | as_user podman load -q >/dev/null
+  note="$note $image loaded in $(elapsed "$t0");"
+done
+step_done "${note# }"
+
+echo "unix://$SOCK"

@@ -1,0 +1,237 @@
+// `lazyagent-oci session open|exec|close|list` (write, read, diff and prove
+// are in cmd_session_files.cpp): an agent's working copy in which every
+// command runs in a fresh sandbox (pipeline/session.h).
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli_args.h"
+#include "cli/session_command.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+Result<Config> session_config(const SessionRecord& rec) {
+  ProjectOptions p;
+  p.config = rec.config;
+  p.seed = rec.seed;
+  p.allow = rec.allow;
+  p.test_command = rec.test_command;
+  auto config = project_config(p, "session");
+  if (!config) return config.error();
+  if (auto st = use_environment(&*config, BackendOptions{}); !st) return st.error();
+  return config;
+}
+
+Result<SessionRecord> open_session_for(const ProjectOptions& project, const RunStore& store,
+                                       const ProgressFn& progress) {
+  ProjectOptions p = project;
+  auto config = project_config(p, "session open");
+  if (!config) return config.error();
+  std::error_code ec;
+  config->seed = std::filesystem::absolute(config->seed, ec).lexically_normal().string();
+  if (auto st = check_seed_dir(config->seed); !st) return st.error().context("session open");
+  if (auto st = use_environment(&*config, BackendOptions{}); !st) return st.error();
+  auto factory = engine_factory(BackendOptions{}, *config, store);
+  if (!factory) return factory.error();
+  const auto engine = (*factory)();
+  SessionOpen open;
+  open.config = *config;
+  open.config_path = chosen_config_path(p.config);
+  if (!open.config_path.empty()) open.config_path = std::filesystem::absolute(open.config_path, ec).string();
+  open.allow = p.allow;
+  open.test_command = p.test_command;
+  if (auto st = store.ensure(); !st) return st.error();
+  return open_session(open, *engine, SessionStore(store), progress);
+}
+
+Result<SessionContext> session_context(const std::string& id, const RunStore& store) {
+  auto rec = SessionStore(store).load(id);
+  if (!rec) return rec.error();
+  auto config = session_config(*rec);
+  if (!config) return config.error().context("session " + id);
+  auto factory = engine_factory(BackendOptions{}, *config, store);
+  if (!factory) return factory.error();
+  return SessionContext{std::move(*rec), std::move(*config), (*factory)()};
+}
+
+namespace {
+
+std::string age_text(std::int64_t seconds) {
+  if (seconds < 120) return std::to_string(seconds) + " s";
+  if (seconds < 7200) return std::to_string(seconds / 60) + " min";
+  return std::to_string(seconds / 3600) + " h";
+}
+
+int session_open(const std::vector<std::string>& args) {
+  ProjectOptions project;
+  bool as_json = false;
+  ArgParser p("session open", "[--seed DIR] [--allow PATH]... [--test-command CMD] [--config FILE] [--json]",
+              "Opens a session: a private working copy of the seed (never your tree) in which `session exec`\n"
+              "runs commands, each in a fresh sandbox under the sandbox policy (no network, no secrets,\n"
+              "read-only root, seccomp, no capabilities, limits), verified before it starts. Prints the\n"
+              "session id. The session lives in the run store until `session close`, or until `reap` after\n"
+              "its idle TTL or maximum age (config sessions.idle_ttl_seconds, sessions.max_age_seconds).");
+  add_project_options(p, &project);
+  p.flag("--json", &as_json, "print the session's record as one JSON object");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  const RunStore store = default_run_store();
+  auto rec = open_session_for(project, store, [](const std::string& s) { progress_line(s); });
+  if (!rec) return report_error(rec.error(), as_json, "no container was left");
+  if (as_json) {
+    std::cout << session_to_json(*rec).dump(2) << std::endl;
+  } else {
+    std::cout << rec->id << "\n";
+  }
+  return kExitPassed;
+}
+
+// The command after `--`: one word is a shell command as it stands; more
+// are words, each quoted for /bin/sh -c.
+std::string command_text(const std::vector<std::string>& words) {
+  if (words.size() == 1) return words[0];
+  std::string out;
+  for (const auto& w : words) {
+    std::string q = "'";
+    for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += (out.empty() ? "" : " ") + q + "'";
+  }
+  return out;
+}
+
+int session_exec(const std::vector<std::string>& args) {
+  std::string id;
+  long timeout = 0;
+  bool as_json = false;
+  ArgParser p("session exec", "ID [--timeout S] [--json] -- CMD...",
+              "Runs CMD in the session's working copy (/work) in a fresh sandbox container, which is removed\n"
+              "when CMD ends: nothing CMD starts outlives it. One word is a shell command (`-- 'make && make\n"
+              "test'`); more are quoted as words. The output (stdout and stderr as they came) is streamed and\n"
+              "capped at limits.log_bytes. Exit 0: CMD exited 0; 1: CMD failed or timed out (--json and\n"
+              "stderr say its exit code); 2: usage, unknown or expired session; 5: engine error.");
+  p.positional("ID", &id, true, "the session's id (`session open` printed it)");
+  p.integer("--timeout", &timeout, "S", "host-side deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
+  p.flag("--json", &as_json, "print {exit_code, output, truncated, timed_out, timings_ms, ...} as one JSON object");
+  std::vector<std::string> own = args, words;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      own.assign(args.begin(), args.begin() + static_cast<long>(i));
+      words.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+  }
+  if (auto done = parse_or_exit(p, own)) return *done;
+  if (words.empty()) return report_error(usage_error("session exec: no command: give it after `--`"), as_json);
+  const RunStore store = default_run_store();
+  auto s = session_context(id, store);
+  if (!s) return report_error(s.error(), as_json);
+  ExecRequest req;
+  req.command = command_text(words);
+  req.timeout_seconds = timeout ? timeout : s->config.timeouts.test_seconds;
+  const bool tty = ::isatty(STDOUT_FILENO);
+  if (!as_json) {
+    bool past_probe = false;
+    req.output = [past_probe, tty](const std::string& line) mutable {
+      if (!past_probe && line.rfind("lazyagent-probe: ", 0) == 0) return;
+      past_probe = true;
+      std::cout << (tty ? escape_for_terminal(line) : line) << "\n" << std::flush;
+    };
+  }
+  auto r = exec_in_session(id, s->config, req, *s->engine, SessionStore(store), nullptr);
+  if (!r) return report_error(r.error(), as_json, "its container was removed");
+  if (as_json) {
+    std::cout << exec_result_json(*r).dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
+  } else if (r->exit_code != 0 || r->timed_out) {
+    std::cerr << "lazyagent-oci: the command " << (r->timed_out ? "timed out and was killed" : "exited " + std::to_string(r->exit_code))
+              << " (" << r->ms << " ms)\n";
+  }
+  return r->exit_code == 0 && !r->timed_out ? kExitPassed : kExitFailed;
+}
+
+int session_close(const std::vector<std::string>& args) {
+  std::string id;
+  bool as_json = false;
+  ArgParser p("session close", "ID [--json]",
+              "Closes the session: waits for a command running in it, removes what a killed command left\n"
+              "(its container), then the working copy and the record.");
+  p.positional("ID", &id, true, "the session's id");
+  p.flag("--json", &as_json, "print {session_id, closed} as one JSON object");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  const RunStore store = default_run_store();
+  const SessionStore sessions(store);
+  auto rec = sessions.load(id);
+  if (!rec) return report_error(rec.error(), as_json);
+  auto config = load_config_or_default(rec->config);
+  if (!config) return report_error(config.error(), as_json);
+  auto factory = engine_factory(BackendOptions{}, *config, store);
+  if (!factory) return report_error(factory.error(), as_json);
+  if (auto st = close_session(id, *(*factory)(), sessions); !st) return report_error(st.error(), as_json);
+  if (as_json) {
+    std::cout << json{{"session_id", id}, {"closed", true}}.dump(2) << std::endl;
+  } else {
+    std::cout << "closed " << id << "\n";
+  }
+  return kExitPassed;
+}
+
+int session_list(const std::vector<std::string>& args) {
+  bool as_json = false;
+  ArgParser p("session list", "[--json]",
+              "Lists the open sessions of the run store: id, seed, commands run, age, and when each expires.");
+  p.flag("--json", &as_json, "print the records as one JSON array");
+  if (auto done = parse_or_exit(p, args)) return *done;
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  const json all = sessions_json(SessionStore(default_run_store()), now);
+  if (as_json) {
+    std::cout << all.dump(2) << std::endl;
+    return kExitPassed;
+  }
+  if (all.empty()) std::cout << "no open sessions\n";
+  for (const auto& s : all) {
+    std::cout << s.value("session_id", "") << "  " << escape_for_terminal(s.value("seed", "")) << "  "
+              << s.value("execs", 0) << " command(s)  opened " << age_text(now - s.value("created", now)) << " ago  "
+              << (s.contains("expired") ? "expired: " + s.value("expired", "")
+                                        : "expires in " + age_text(s.value("expires_in", std::int64_t{0})))
+              << "\n";
+  }
+  return kExitPassed;
+}
+
+void print_session_help() {
+  std::cout << "usage: lazyagent-oci session open|exec|write|read|diff|prove|close|list ...\n\n"
+               "An agent's working copy of a seed in which every command runs in a fresh sandbox\n"
+               "(no network, no secrets, limits, verified), read back as hostile input and proven\n"
+               "through the ordinary `test`. `lazyagent-oci session SUBCOMMAND --help` shows its options.\n\n"
+               "subcommands:\n"
+               "  open           make a session; prints its id\n"
+               "  exec           run a command in the session's working copy\n"
+               "  write          write a file into the working copy\n"
+               "  read           print a file of the working copy\n"
+               "  diff           the working copy's change as a unified diff, judged by the patch contract\n"
+               "  prove          prove the change through `test` (contract, sandbox, baseline, verdict)\n"
+               "  close          remove the session's copy and record\n"
+               "  list           the open sessions\n";
+}
+
+}  // namespace
+
+int cmd_session(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_session_help();
+    return args.empty() ? kExitUsage : kExitPassed;
+  }
+  const std::string sub = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (sub == "open") return session_open(rest);
+  if (sub == "exec") return session_exec(rest);
+  if (sub == "close") return session_close(rest);
+  if (sub == "list") return session_list(rest);
+  if (sub == "write" || sub == "read" || sub == "diff" || sub == "prove") return cmd_session_files(sub, rest);
+  return report_error(usage_error("session: unknown subcommand '" + sub + "' (see `lazyagent-oci session --help`)"), false);
+}
+
+}  // namespace lazyagent

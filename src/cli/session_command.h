@@ -1,0 +1,52 @@
+// What `lazyagent-oci session ...` and the MCP server's session_* tools
+// share (pipeline/session.h does the work): a session's config rebuilt from
+// its record, its engine, and the diff and prove steps as both call them.
+#pragma once
+
+#include <string>
+
+#include "cli/cli.h"
+#include "cli/mcp_server.h"
+#include "engine/engine.h"
+#include "pipeline/run_result.h"
+#include "pipeline/session.h"
+#include "pipeline/session_files.h"
+
+namespace lazyagent {
+
+// The most a `read` returns and a `write` takes: a patch's hard cap.
+inline constexpr std::size_t kSessionFileBytes = 4 * 1024 * 1024;
+
+// The config a session was opened with (its file and flags, from the record).
+Result<Config> session_config(const SessionRecord& rec);
+
+// Opens a session for the project `project` names (the same flags as `test`).
+Result<SessionRecord> open_session_for(const ProjectOptions& project, const RunStore& store,
+                                       const ProgressFn& progress);
+
+// The session's config and a podman engine for it.
+struct SessionContext {
+  SessionRecord record;
+  Config config;
+  std::unique_ptr<Engine> engine;
+};
+Result<SessionContext> session_context(const std::string& id, const RunStore& store);
+
+// The working copy against the seed at open (session_files.h), under the lock.
+Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store);
+
+// The session's change through the ordinary `test` (contract, fresh
+// sandbox, baseline, verdict): the result `test --json` prints. A session
+// with no change is a usage error.
+Result<TestResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress);
+
+// `session diff --json` / the session_diff tool.
+nlohmann::json session_diff_json(const std::string& id, const CopyDiff& d);
+
+// The MCP server's session_* tools (mcp_session_tools.cpp).
+std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Config& config);
+
+int cmd_session(const std::vector<std::string>& args);
+int cmd_session_files(const std::string& sub, const std::vector<std::string>& args);
+
+}  // namespace lazyagent

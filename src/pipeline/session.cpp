@@ -1,0 +1,287 @@
+#include "pipeline/session.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <ctime>
+
+#include "util/interrupt.h"
+#include "contract/seed_snapshot.h"
+#include "policy/isolation_probe.h"
+#include "policy/sandbox_policy.h"
+#include "util/elapsed.h"
+#include "util/terminal_text.h"
+
+namespace lazyagent {
+
+using nlohmann::json;
+
+namespace {
+
+std::int64_t session_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+// One command's container, from prepare to remove, each step timed. The
+// Sandbox removes itself on every path out (engine.h).
+class ExecSteps {
+ public:
+  ExecSteps(const SessionRecord& rec, const Config& config, const ExecRequest& req, Engine& engine,
+            const SessionStore& store, const ProgressFn& progress)
+      : rec_(rec), config_(config), req_(req), engine_(engine), store_(store), progress_(progress) {}
+
+  Result<ExecResult> run(const std::string& exec_id) {
+    const auto t0 = std::chrono::steady_clock::now();
+    res_.session_id = rec_.id;
+    res_.exec_id = exec_id;
+    config_.test_command = req_.command;
+    policy_ = policy_from_config(config_, req_.timeout_seconds);
+    engine_.adapt_policy(&policy_);
+    if (auto st = steps(); !st) {
+      if (sandbox_) (void)sandbox_->remove();
+      return st.error().context("session " + rec_.id + ", command " + exec_id).with_id("sandbox_id", res_.sandbox_id);
+    }
+    res_.ms = ms_since(t0);
+    return res_;
+  }
+
+ private:
+  using Step = Status (ExecSteps::*)();
+
+  Status steps() {
+    for (auto [name, fn] : std::initializer_list<std::pair<const char*, Step>>{{"copy", &ExecSteps::prepare},
+                                                                               {"create", &ExecSteps::create},
+                                                                               {"verify", &ExecSteps::verify},
+                                                                               {"run", &ExecSteps::start_and_wait},
+                                                                               {"logs", &ExecSteps::logs},
+                                                                               {"remove", &ExecSteps::remove}}) {
+      if (progress_) progress_(name);
+      const auto t = std::chrono::steady_clock::now();
+      Status st = (this->*fn)();
+      res_.timings.push_back({name, ms_since(t)});
+      if (!st) return st;
+      if (auto i = check_interrupted(); !i) return i;
+    }
+    return ok_status();
+  }
+
+  Status prepare() {
+    SandboxSpec spec;
+    spec.run_id = res_.exec_id;
+    spec.config = &config_;
+    spec.policy = policy_;
+    spec.session_copy = store_.work_dir(rec_.id);
+    spec.progress = progress_;
+    spec.output = req_.output;
+    auto sandbox = engine_.prepare_sandbox(spec);
+    if (!sandbox) return sandbox.error();
+    sandbox_ = std::move(*sandbox);
+    return ok_status();
+  }
+
+  Status create() {
+    if (auto st = sandbox_->create(); !st) return st.error().context("creating the sandbox");
+    res_.sandbox_id = sandbox_->id();
+    return ok_status();
+  }
+
+  Status verify() { return sandbox_->verify(); }
+
+  Status start_and_wait() {
+    if (auto st = sandbox_->start(); !st) return st;
+    auto exit = sandbox_->wait(static_cast<long>(req_.timeout_seconds) * 1000);
+    if (!exit) return exit.error();
+    res_.exit_code = exit->exit_code;
+    res_.timed_out = exit->timed_out;
+    return ok_status();
+  }
+
+  // The probe's block is judged as a test run's is; the rest is the output.
+  Status logs() {
+    auto logs = sandbox_->logs(static_cast<std::size_t>(policy_.log_bytes) + 4096);
+    if (!logs) return logs.error();
+    const ProbeReport probe = take_probe(to_valid_utf8(logs->combined), &res_.output);
+    std::vector<std::string> notes;
+    const auto violations = sandbox_->probe_violations(probe, res_.timed_out, &notes);
+    if (!violations.empty()) {
+      std::string all;
+      for (const auto& v : violations) all += (all.empty() ? "" : "; ") + v;
+      return Error{ErrorKind::kIsolation, "the isolation probe inside the sandbox found: " + all};
+    }
+    res_.truncated = logs->truncated || res_.output.find(kOutputCutMarker) != std::string::npos;
+    return ok_status();
+  }
+
+  Status remove() { return sandbox_->remove(); }
+
+  const SessionRecord& rec_;
+  Config config_;
+  const ExecRequest& req_;
+  Engine& engine_;
+  const SessionStore& store_;
+  const ProgressFn& progress_;
+  SandboxPolicy policy_;
+  std::unique_ptr<Sandbox> sandbox_;
+  ExecResult res_;
+};
+
+Status check_engine_supports_sessions(const Engine& engine) {
+  if (std::string(engine.name()) != "podman") {
+    return usage_error(std::string("sessions run on the podman backend only (the ") + engine.name() +
+                       " engine cannot bind-mount a working copy)");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+json exec_result_json(const ExecResult& r) {
+  json timings = json::object();
+  for (const auto& t : r.timings) timings[t.step] = t.ms;
+  return json{{"session_id", r.session_id}, {"exec_id", r.exec_id},     {"sandbox_id", r.sandbox_id},
+              {"exit_code", r.exit_code},   {"timed_out", r.timed_out}, {"output", r.output},
+              {"truncated", r.truncated},   {"timings_ms", timings},    {"ms", r.ms}};
+}
+
+Result<HeldSession> hold_session(const std::string& id, Engine* engine, const SessionStore& store) {
+  if (auto r = store.load(id); !r) return r.error();  // an unknown id says so before any lock file is made
+  auto lock = store.lock(id, true);
+  if (!lock) return lock.error();
+  auto rec = store.load(id);  // fresh, under the lock
+  if (!rec) return rec.error();
+  if (const std::string why = session_expiry(*rec, session_now()); !why.empty()) {
+    return usage_error("session " + id + " has expired (" + why + "): `lazyagent-oci reap` closes it; open another");
+  }
+  if (!rec->pending_exec.empty() && engine != nullptr) {
+    // Its process died mid-command: its container (owner dead) goes first.
+    if (auto reaped = engine->reap(false); !reaped) return reaped.error().context("reaping a killed command of session " + id);
+    rec->pending_exec.clear();
+    if (auto st = store.save(*rec); !st) return st.error();
+  }
+  return HeldSession{std::move(*lock), std::move(*rec)};
+}
+
+Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, const SessionStore& store,
+                                   const ProgressFn& progress) {
+  if (auto st = check_engine_supports_sessions(engine); !st) return st.error();
+  if (auto st = engine.check_policy(open.config); !st) return st.error();
+  if (progress) progress("engine");
+  if (auto st = engine.check(progress); !st) return st.error();
+  if (progress) progress("snapshot");
+  auto seed = snapshot_seed_source(open.config.seed, open.config.seed_options);
+  if (!seed) return seed.error().context("reading the seed");
+  SessionRecord rec;
+  rec.id = new_session_id();
+  rec.seed = open.config.seed;
+  rec.config = open.config_path;
+  rec.allow = open.allow;
+  rec.test_command = open.test_command;
+  rec.seed_sha256 = seed->sha256;
+  rec.created = rec.last_used = session_now();
+  rec.idle_ttl_seconds = open.config.sessions.idle_ttl_seconds;
+  rec.max_age_seconds = open.config.sessions.max_age_seconds;
+  SandboxPolicy policy = policy_from_config(open.config, open.config.timeouts.test_seconds);
+  engine.adapt_policy(&policy);
+  rec.host_id = policy.userns.enabled ? policy.userns.host_id : -1;
+  if (auto st = store.create(rec.id); !st) return st.error();
+  auto made = [&]() -> Status {
+    if (progress) progress("copy");
+    if (auto st = write_seed_copy(*seed, {}, store.base_dir(rec.id)); !st) return st;
+    if (auto st = write_seed_copy(*seed, {}, store.work_dir(rec.id)); !st) return st;
+    // The sandbox's root owns the working copy (it writes there); base/ stays host root's.
+    if (rec.host_id >= 0) {
+      if (auto st = chown_tree(store.work_dir(rec.id), rec.host_id, rec.host_id); !st) return st;
+    }
+    return store.save(rec);
+  }();
+  if (!made) {
+    (void)store.remove(rec.id);
+    return made.error().context("opening a session");
+  }
+  // The first command: the policy verified and probed before the agent's.
+  ExecRequest first;
+  first.command = "true";
+  first.timeout_seconds = 60;
+  auto probe = exec_in_session(rec.id, open.config, first, engine, store, progress);
+  if (!probe || probe->exit_code != 0) {
+    (void)store.remove(rec.id);
+    if (!probe) return probe.error().context("opening a session");
+    return engine_error("opening a session: `true` exited " + std::to_string(probe->exit_code) + " in the sandbox");
+  }
+  auto fresh = store.load(rec.id);
+  if (!fresh) return fresh.error();
+  return *fresh;
+}
+
+Result<ExecResult> exec_in_session(const std::string& id, const Config& config, const ExecRequest& req,
+                                   Engine& engine, const SessionStore& store, const ProgressFn& progress) {
+  if (auto st = check_engine_supports_sessions(engine); !st) return st.error();
+  auto held = hold_session(id, &engine, store);
+  if (!held) return held.error();
+  SessionRecord& rec = held->record;
+  const std::string exec_id = id + "-" + std::to_string(rec.execs + 1);
+  rec.execs += 1;
+  rec.last_used = session_now();
+  rec.pending_exec = exec_id;
+  if (auto st = store.save(rec); !st) return st.error();
+  ExecSteps steps(rec, config, req, engine, store, progress);
+  auto result = steps.run(exec_id);
+  // The container is gone (or the error says why not): nothing is in flight.
+  rec.pending_exec.clear();
+  rec.last_used = session_now();
+  if (auto st = store.save(rec); !st && result) return st.error();
+  return result;
+}
+
+Status close_session(const std::string& id, Engine& engine, const SessionStore& store) {
+  auto rec = store.load(id);
+  if (!rec) return rec.error();
+  auto lock = store.lock(id, true);
+  if (!lock) return lock.error();
+  auto fresh = store.load(id);
+  if (fresh && !fresh->pending_exec.empty()) {
+    if (auto reaped = engine.reap(false); !reaped) return reaped.error().context("closing session " + id);
+  }
+  return store.remove(id);
+}
+
+std::vector<std::string> reap_sessions(const SessionStore& store, std::int64_t now, std::vector<std::string>* errors) {
+  std::vector<std::string> closed;
+  for (const std::string& id : store.ids()) {
+    auto lock = store.lock(id, false);
+    if (!lock) continue;  // a command runs in it: not idle
+    std::string why;
+    if (auto rec = store.load(id); rec) {
+      why = session_expiry(*rec, now);
+    } else {
+      struct stat st {};
+      const std::string dir = store.session_dir(id);
+      if (::lstat(dir.c_str(), &st) == 0 && st.st_mtime < now - 60) why = "no record (a crash while it opened)";
+    }
+    if (why.empty()) continue;
+    if (auto st = store.remove(id); !st) {
+      if (errors) errors->push_back(st.error().message);
+      continue;
+    }
+    closed.push_back(id + " (" + why + ")");
+  }
+  return closed;
+}
+
+json sessions_json(const SessionStore& store, std::int64_t now) {
+  json out = json::array();
+  for (const std::string& id : store.ids()) {
+    auto rec = store.load(id);
+    if (!rec) continue;
+    json j = session_to_json(*rec);
+    if (const std::string why = session_expiry(*rec, now); !why.empty()) {
+      j["expired"] = why;
+    } else {
+      std::int64_t left = rec->idle_ttl_seconds - (now - rec->last_used);
+      left = std::min(left, rec->max_age_seconds - (now - rec->created));
+      j["expires_in"] = left;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace lazyagent

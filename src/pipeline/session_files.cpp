@@ -1,0 +1,242 @@
+#include "pipeline/session_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "contract/diff_write.h"
+#include "contract/patch_format.h"
+#include "contract/seed_snapshot.h"
+
+namespace lazyagent {
+
+namespace {
+
+class CopyFd {
+ public:
+  explicit CopyFd(int fd = -1) : fd_(fd) {}
+  CopyFd(CopyFd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  CopyFd& operator=(CopyFd&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  CopyFd(const CopyFd&) = delete;
+  ~CopyFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// The path's components, after the contract's path rules (no absolute path,
+// no "..", no control characters, ...); a usage error lists what is wrong.
+Result<std::vector<std::string>> copy_path_parts(const std::string& path) {
+  const auto findings = check_patch_path(path);
+  if (!findings.empty()) {
+    std::string why;
+    for (const auto& f : findings) why += (why.empty() ? "" : "; ") + f.message;
+    return usage_error("path " + display_path(path) + ": " + why);
+  }
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const auto slash = path.find('/', start);
+    parts.push_back(path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return parts;
+}
+
+std::string copy_errno_text(const std::string& what, const std::string& path) {
+  return what + " " + display_path(path) + " in the working copy: " + std::strerror(errno);
+}
+
+// The directory that holds the last of `parts`, walked from `root` with
+// O_NOFOLLOW at every step (a planted link is an error, never followed).
+// `make`: missing directories are created (0755, owned by uid/gid).
+Result<CopyFd> open_parent(const std::string& root, const std::vector<std::string>& parts, const std::string& path,
+                       bool make, long uid, long gid) {
+  CopyFd dir(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) return engine_error("opening the working copy " + root + ": " + std::strerror(errno));
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    const char* name = parts[i].c_str();
+    CopyFd next(::openat(dir.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (next.get() < 0 && errno == ENOENT && make) {
+      if (::mkdirat(dir.get(), name, 0755) != 0) return engine_error(copy_errno_text("making a directory for", path));
+      if (uid >= 0 && ::fchownat(dir.get(), name, static_cast<uid_t>(uid), static_cast<gid_t>(gid), AT_SYMLINK_NOFOLLOW) != 0) {
+        return engine_error(copy_errno_text("giving a directory to the sandbox for", path));
+      }
+      next = CopyFd(::openat(dir.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    if (next.get() < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) {
+        return usage_error("path " + display_path(path) + ": " + display_path(parts[i]) +
+                           " in the working copy is not a directory (a symlink is never followed)");
+      }
+      if (errno == ENOENT) return usage_error("path " + display_path(path) + ": no such file in the working copy");
+      return engine_error(copy_errno_text("opening", path));
+    }
+    dir = std::move(next);
+  }
+  return dir;
+}
+
+Status write_copy_bytes(int fd, const std::string& data, const std::string& path) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return engine_error(copy_errno_text("writing", path));
+    done += static_cast<std::size_t>(n);
+  }
+  return ok_status();
+}
+
+const char* copy_kind_word(SeedEntry::Kind k) {
+  return k == SeedEntry::Kind::kDir ? "a directory" : k == SeedEntry::Kind::kFile ? "a file" : "a symlink";
+}
+
+}  // namespace
+
+Result<std::string> read_copy_file(const std::string& root, const std::string& path, std::size_t max_bytes) {
+  auto parts = copy_path_parts(path);
+  if (!parts) return parts.error();
+  auto dir = open_parent(root, *parts, path, false, -1, -1);
+  if (!dir) return dir.error();
+  CopyFd fd(::openat(dir->get(), parts->back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ELOOP) return usage_error("path " + display_path(path) + " is a symlink in the working copy: not followed");
+    if (errno == ENOENT) return usage_error("path " + display_path(path) + ": no such file in the working copy");
+    return engine_error(copy_errno_text("opening", path));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return engine_error(copy_errno_text("reading", path));
+  if (!S_ISREG(st.st_mode)) {
+    return usage_error("path " + display_path(path) + " is not a regular file in the working copy (" +
+                       (S_ISDIR(st.st_mode) ? "a directory" : "a fifo, socket or device") + "): not read");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return usage_error("path " + display_path(path) + " is " + std::to_string(st.st_size) +
+                       " bytes, more than the " + std::to_string(max_bytes) + " a read returns");
+  }
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return engine_error(copy_errno_text("reading", path));
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) {  // it grew after fstat
+      return usage_error("path " + display_path(path) + " is more than the " + std::to_string(max_bytes) +
+                         " bytes a read returns");
+    }
+  }
+  return out;
+}
+
+Status write_copy_file(const std::string& root, const std::string& path, const std::string& content, long uid,
+                       long gid) {
+  auto parts = copy_path_parts(path);
+  if (!parts) return parts.error();
+  auto dir = open_parent(root, *parts, path, true, uid, gid);
+  if (!dir) return dir.error();
+  const char* name = parts->back().c_str();
+  struct stat st {};
+  if (::fstatat(dir->get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) return usage_error("path " + display_path(path) + " is a directory in the working copy");
+    if (::unlinkat(dir->get(), name, 0) != 0) return engine_error(copy_errno_text("replacing", path));
+  }
+  CopyFd fd(::openat(dir->get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return engine_error(copy_errno_text("creating", path));
+  if (auto s = write_copy_bytes(fd.get(), content, path); !s) return s;
+  if (uid >= 0 && ::fchown(fd.get(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
+    return engine_error(copy_errno_text("giving to the sandbox", path));
+  }
+  return ok_status();
+}
+
+Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
+                           std::size_t max_bytes) {
+  SeedConfig read;  // a plain directory walk: git never runs in a copy a sandbox wrote
+  read.source = "directory";
+  read.exclude = config.seed_options.exclude;
+  read.exclude.push_back(kSessionScratchName);
+  read.max_files = config.seed_options.max_files;
+  read.max_bytes = static_cast<std::int64_t>(max_bytes);
+  auto before = snapshot_seed_source(base, read);
+  if (!before) return before.error().context("reading the seed as it was at open");
+  auto after = snapshot_seed_source(work, read);
+  if (!after) return after.error().context("reading the working copy");
+
+  CopyDiff out;
+  std::map<std::string, const SeedEntry*> old_entries;
+  for (const auto& e : before->entries) old_entries[e.path] = &e;
+  std::vector<TextChange> changes;
+  auto content = [&](const SeedSnapshot& s, const SeedEntry& e) { return read_seed_file(s, e, max_bytes); };
+  auto link_finding = [&](const std::string& path, const std::string& what) {
+    out.findings.push_back({"symlink", path, "the working copy has " + what + " at " + display_path(path) +
+                                                 ": a patch cannot carry it"});
+  };
+  for (const auto& e : after->entries) {
+    auto it = old_entries.find(e.path);
+    const SeedEntry* old = it == old_entries.end() ? nullptr : it->second;
+    if (old) old_entries.erase(it);
+    if (old && old->kind == e.kind && old->sha256 == e.sha256 && old->mode == e.mode) continue;
+    if (e.kind == SeedEntry::Kind::kSymlink || (old && old->kind == SeedEntry::Kind::kSymlink)) {
+      link_finding(e.path, old ? std::string(copy_kind_word(e.kind)) + " where the seed has " + copy_kind_word(old->kind)
+                               : "a new symlink");
+      continue;
+    }
+    if (e.kind == SeedEntry::Kind::kDir) {
+      if (old && old->kind == SeedEntry::Kind::kFile) {  // a file became a directory: the file goes
+        auto was = content(*before, *old);
+        if (!was) return was.error();
+        changes.push_back({old->path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
+      }
+      continue;
+    }
+    TextChange c;
+    c.path = e.path;
+    c.new_mode = 0100000u | (e.mode & 0111 ? 0755u : 0644u);
+    auto now = content(*after, e);
+    if (!now) return now.error().context("reading the working copy");
+    c.new_content = std::move(*now);
+    if (old && old->kind == SeedEntry::Kind::kFile) {
+      auto was = content(*before, *old);
+      if (!was) return was.error();
+      c.old_content = std::move(*was);
+      c.old_mode = 0100000u | (old->mode & 0111 ? 0755u : 0644u);
+      c.op = FileOp::kModify;
+      if (c.old_content == c.new_content && c.old_mode == c.new_mode) continue;
+    } else {
+      c.op = FileOp::kCreate;
+    }
+    changes.push_back(std::move(c));
+  }
+  for (const auto& [path, old] : old_entries) {  // what the copy no longer has
+    if (old->kind == SeedEntry::Kind::kSymlink) {
+      link_finding(path, "no longer the seed's symlink");
+    } else if (old->kind == SeedEntry::Kind::kFile) {
+      auto was = content(*before, *old);
+      if (!was) return was.error();
+      changes.push_back({path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
+    }
+  }
+  for (const auto& c : changes) out.changed_paths.push_back(c.path);
+  out.diff = write_unified_diff(changes);
+  if (!out.diff.empty()) {
+    PatchCheck check = check_patch_text(out.diff, contract_limits(config));
+    out.findings.insert(out.findings.end(), check.findings.begin(), check.findings.end());
+  }
+  return out;
+}
+
+}  // namespace lazyagent

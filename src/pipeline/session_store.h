@@ -1,0 +1,106 @@
+// The sessions of the run store: an agent's working copies and what is known
+// of them, on disk so that a session outlives the process that opened it (the
+// MCP client reconnects, the CLI runs once per command).
+//
+// Layout under the run store (run_store.h), every directory 0700:
+//   sessions/<id>/session.json  the record (atomic writes): id, seed, config,
+//                               the flags given at open, created, last_used,
+//                               execs, the policy's limits
+//   sessions/<id>/base/         the seed as it was at open (write_seed_copy),
+//                               never mounted: what `diff` compares against
+//   sessions/<id>/work/         the working copy, owned by the sandbox's
+//                               mapped root, bind-mounted read-write at /work
+//                               into each command's container and nowhere else
+//   sessions/<id>/run-<exec>/   one command's engine files (seccomp profile),
+//                               removed with its container
+//   sessions/<id>/lock          flock'ed by whoever works on the session: one
+//                               command at a time, and close waits for it
+// Everything under work/ was written by a sandbox and is hostile to the host
+// (session_files.h reads it). Session ids are "s-" + a run id's tail.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "store/run_store.h"
+#include "util/result.h"
+
+namespace lazyagent {
+
+struct SessionRecord {
+  std::string id;
+  std::string seed;          // the user's seed (absolute): prove runs against it
+  std::string config;        // the config file ("" = built-in defaults)
+  std::vector<std::string> allow;  // --allow given at open (empty: the config's)
+  std::string test_command;  // --test-command given at open ("" = the config's)
+  std::string seed_sha256;   // of the seed at open
+  std::int64_t created = 0;  // unix seconds
+  std::int64_t last_used = 0;
+  std::int64_t idle_ttl_seconds = 0;  // sessions.* of the config at open
+  std::int64_t max_age_seconds = 0;
+  std::int64_t execs = 0;    // commands run so far
+  std::int64_t host_id = 0;  // the sandbox's mapped root on the host (owns work/)
+  // The command in flight ("" = none): set before its container is made,
+  // cleared after it is removed. Still set under a free lock: its process
+  // died mid-command, and its container may still run (session.h).
+  std::string pending_exec;
+};
+
+nlohmann::json session_to_json(const SessionRecord& r);
+Result<SessionRecord> session_from_json(const nlohmann::json& j);
+
+// Why the session has expired at `now` ("" = it has not): idle past its TTL,
+// or older than its maximum age. Pure.
+std::string session_expiry(const SessionRecord& r, std::int64_t now);
+
+// An flock on a session's lock file, released when destroyed.
+class SessionLock {
+ public:
+  SessionLock() = default;
+  explicit SessionLock(int fd) : fd_(fd) {}
+  SessionLock(SessionLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  SessionLock& operator=(SessionLock&& o) noexcept;
+  SessionLock(const SessionLock&) = delete;
+  SessionLock& operator=(const SessionLock&) = delete;
+  ~SessionLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+class SessionStore {
+ public:
+  explicit SessionStore(const RunStore& store) : dir_(store.dir() + "/sessions") {}
+  const std::string& dir() const { return dir_; }
+  std::string session_dir(const std::string& id) const { return dir_ + "/" + id; }
+  std::string base_dir(const std::string& id) const { return session_dir(id) + "/base"; }
+  std::string work_dir(const std::string& id) const { return session_dir(id) + "/work"; }
+
+  // Makes sessions/<id>/ (0700) for a new session.
+  Status create(const std::string& id) const;
+  Status save(const SessionRecord& r) const;
+  // The record; a usage error naming `session list` for an unknown id (or one
+  // that is not a session id at all).
+  Result<SessionRecord> load(const std::string& id) const;
+  // Every session directory's id, sorted (records may be missing: a crash at open).
+  std::vector<std::string> ids() const;
+  // Takes the session's lock; `wait` false: a busy session is an error.
+  Result<SessionLock> lock(const std::string& id, bool wait) const;
+  // Removes sessions/<id>/ without following a link (missing is fine).
+  Status remove(const std::string& id) const;
+
+ private:
+  std::string dir_;
+};
+
+// "s-20261205-061502-3fa9c1": a new session id.
+std::string new_session_id();
+
+// True for a name new_session_id could have made (letters, digits, '-', "s-" first).
+bool is_session_id(const std::string& id);
+
+}  // namespace lazyagent

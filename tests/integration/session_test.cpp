@@ -1,0 +1,232 @@
+// Sessions (pipeline/session.h) against the real podman service and the real
+// CLI: an agent works the demo bug to a proven fix, commands run under the
+// sandbox policy in containers that do not outlive them, the working copy is
+// read back as hostile input, and nothing is left after close, kill -9 and reap.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "harness.h"
+
+using nlohmann::json;
+using namespace it;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kFixed =
+    "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n\n\n"
+    "def multiply(a, b):\n    return a * b\n";
+
+struct Session {
+  CliEnv env;
+  std::string id;
+
+  Session(const CliEnv& e, std::vector<std::string> extra = {}) : env(e) {
+    std::vector<std::string> args = {"session", "open", "--seed", seed_dir(), "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_cli(env, args, 120);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    id = json_out(r).at("session_id").get<std::string>();
+    REQUIRE(id.rfind("s-", 0) == 0);
+  }
+  json exec(const std::string& command, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"session", "exec", id, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--");
+    args.push_back(command);
+    const CliResult r = run_cli(env, args, 180);
+    INFO(r.err);
+    REQUIRE((r.exit_code == 0 || r.exit_code == 1));
+    return json_out(r);
+  }
+  CliResult run(std::vector<std::string> args, int timeout_s = 180) const {
+    std::vector<std::string> all = {"session", args[0], id};
+    all.insert(all.end(), args.begin() + 1, args.end());
+    return run_cli(env, all, timeout_s);
+  }
+  std::string dir() const { return env.state_dir + "/lazyagent-oci/sessions/" + id; }
+};
+
+// The containers of a session's commands (named lazyagent-sandbox-<session>-<n>).
+std::string session_containers(const std::string& id) {
+  return sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " --format '{{.Names}}'");
+}
+
+bool wait_for_running(const std::string& id, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!sh("podman ps --filter name=lazyagent-sandbox-" + id + " --filter status=running -q").empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a session works the demo bug to a proven fix, and close leaves nothing", "[session]") {
+  TempDir state;
+  Session s({state.path()});
+  REQUIRE(fs::is_directory(s.dir() + "/work"));
+
+  const json failing = s.exec("python3 -m unittest -v");
+  CHECK(failing["exit_code"] == 1);
+  CHECK(failing["output"].get<std::string>().find("FAILED") != std::string::npos);
+  CHECK(failing["timed_out"] == false);
+  CHECK(session_containers(s.id).empty());  // the command's container went with it
+
+  TempDir io;
+  const CliResult w = s.run({"write", "calculator.py", io.file("fix.py", kFixed)});
+  INFO(w.err);
+  REQUIRE(w.exit_code == 0);
+  const CliResult rd = s.run({"read", "calculator.py"});
+  CHECK(rd.out == kFixed);
+
+  const json passing = s.exec("python3 -m unittest -v");
+  CHECK(passing["exit_code"] == 0);
+  CHECK(passing["output"].get<std::string>().find("OK") != std::string::npos);
+
+  const CliResult d = s.run({"diff", "--json"});
+  INFO(d.err);
+  REQUIRE(d.exit_code == 0);
+  const json diff = json_out(d);
+  CHECK(diff["changed_paths"] == json::array({"calculator.py"}));
+  CHECK(diff["diff"].get<std::string>().find("+    return a + b") != std::string::npos);
+  CHECK(diff["ok"] == true);
+
+  const CliResult p = s.run({"prove", "--json"}, 300);
+  INFO(p.err);
+  REQUIRE(p.exit_code == 0);
+  const json proven = json_out(p);
+  CHECK(proven["tests_passed"] == true);
+  CHECK(proven["changed_paths"] == json::array({"calculator.py"}));
+  // The proven run is an ordinary one: `diff RUN_ID` prints its change.
+  const CliResult rd2 = run_cli(s.env, {"diff", proven["run_id"].get<std::string>()});
+  CHECK(rd2.out.find("+    return a + b") != std::string::npos);
+
+  const json list = json::parse(run_cli(s.env, {"session", "list", "--json"}).out);
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["execs"] == 3);  // the check at open and two of ours
+
+  const CliResult c = s.run({"close"});
+  REQUIRE(c.exit_code == 0);
+  CHECK_FALSE(fs::exists(s.dir()));
+  CHECK(session_containers(s.id).empty());
+  CHECK(json::parse(run_cli(s.env, {"session", "list", "--json"}).out).empty());
+  const CliResult again = s.run({"exec", "--", "true"});
+  CHECK(again.exit_code == 2);
+  CHECK(again.err.find("no open session " + s.id) != std::string::npos);
+}
+
+TEST_CASE("nothing a session command starts runs during the next command or after close", "[session]") {
+  TempDir state;
+  Session s({state.path()});
+  // A daemon that appends to the copy every 100 ms, detached from the command.
+  const json started = s.exec("(while true; do echo tick >> ticks.txt; sleep 0.1; done) >/dev/null 2>&1 & "
+                              "sleep 0.5; echo started");
+  CHECK(started["exit_code"] == 0);
+  CHECK(session_containers(s.id).empty());
+  const std::string first = s.run({"read", "ticks.txt"}).out;
+  REQUIRE_FALSE(first.empty());  // positive control: it ran while its command did
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK(s.run({"read", "ticks.txt"}).out == first);  // and not after
+  const json next = s.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c 'sleep 0[.]1' || true");
+  CHECK(next["output"].get<std::string>().rfind("0\n", 0) == 0);
+  CHECK(s.run({"close"}).exit_code == 0);
+  CHECK(session_containers(s.id).empty());
+}
+
+TEST_CASE("a session command has no network and none of the CLI's secrets", "[session]") {
+  TempDir state;
+  CliEnv env{state.path(), {{"LAZYAGENT_TEST_SECRET", "s3cr3t-session-value-91"}}};
+  Session s(env);
+  const json r = s.exec(
+      "cat /proc/net/dev; env; cat /proc/1/environ | tr '\\0' '\\n'; "
+      "python3 -c \"import socket; s=socket.socket(); s.settimeout(3); s.connect(('10.88.0.1', 22))\" 2>&1 | tail -1");
+  const std::string out = r["output"];
+  CHECK(out.find("lo:") != std::string::npos);
+  CHECK(out.find("eth0") == std::string::npos);
+  CHECK(out.find("Network is unreachable") != std::string::npos);
+  CHECK(out.find("s3cr3t-session-value-91") == std::string::npos);
+  CHECK(out.find("LAZYAGENT_TEST_SECRET") == std::string::npos);
+  CHECK(s.run({"close"}).exit_code == 0);
+}
+
+TEST_CASE("a symlink, a FIFO and a 1 GiB sparse file planted in the copy do not make read, diff or prove escape, hang or grow", "[session]") {
+  TempDir state;
+  Session s({state.path()});
+  const json planted = s.exec(
+      "ln -s /etc/passwd link.py && ln -s /etc etcdir && mkfifo fifo.py && truncate -s 1G big.bin && "
+      "ln -sf /etc/passwd calculator.py && echo planted");
+  REQUIRE(planted["exit_code"] == 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const char* path : {"link.py", "etcdir/passwd", "fifo.py", "big.bin", "calculator.py"}) {
+    const CliResult r = s.run({"read", path}, 30);
+    INFO(path << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.find("root:x:0:0") == std::string::npos);
+  }
+  const CliResult d = s.run({"diff", "--json"}, 60);
+  CHECK(d.exit_code != 0);
+  CHECK(d.out.find("root:x:0:0") == std::string::npos);
+  CHECK(d.err.find("root:x:0:0") == std::string::npos);
+  const CliResult p = s.run({"prove", "--json"}, 60);
+  CHECK(p.exit_code != 0);
+  CHECK(p.out.find("root:x:0:0") == std::string::npos);
+  const long secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(secs < 60);
+  struct rusage ru {};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  CHECK(ru.ru_maxrss < 256 * 1024);  // KiB: no CLI held the 1 GiB file
+  // Taken away, the copy diffs again: the links and the FIFO were the problem.
+  CHECK(s.exec("rm -f link.py etcdir fifo.py big.bin calculator.py && echo 'def add(a, b):\n    return a + b' > calculator.py")["exit_code"] == 0);
+  const CliResult d2 = s.run({"diff", "--json"}, 60);
+  INFO(d2.err);
+  CHECK(d2.exit_code == 0);
+  CHECK(s.run({"close"}).exit_code == 0);
+}
+
+TEST_CASE("after kill -9 of the CLI mid-command, reap leaves no container and the session goes on", "[session]") {
+  TempDir state;
+  Session s({state.path()});
+  TempDir io;
+  const pid_t pid = spawn_cli(s.env, {"session", "exec", s.id, "--", "sleep 600"}, io.path());
+  REQUIRE(wait_for_running(s.id, 60));
+  kill(pid, SIGKILL);
+  wait_cli(pid, 10);
+  REQUIRE_FALSE(session_containers(s.id).empty());  // positive control: the command outlived its CLI
+  const CliResult r = run_cli(s.env, {"reap", "--json"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(session_containers(s.id).empty());
+  CHECK(s.exec("echo again")["exit_code"] == 0);
+  CHECK(s.run({"close"}).exit_code == 0);
+}
+
+TEST_CASE("two sessions do not see each other's files, and reap closes an idle one", "[session]") {
+  TempDir state, cfg;
+  const std::string config = cfg.file("c.yaml", "seed: " + seed_dir() + "\nsessions:\n  idle_ttl_seconds: 10\n");
+  Session a({state.path()});
+  Session b({state.path()}, {"--config", config});
+  CHECK(a.exec("echo mine > only_a.txt")["exit_code"] == 0);
+  const json seen = b.exec("ls -a; ls -a .. /; cat ../*/only_a.txt /work/../*/only_a.txt 2>&1; test ! -e only_a.txt");
+  CHECK(seen["exit_code"] == 0);
+  CHECK(seen["output"].get<std::string>().find("mine") == std::string::npos);
+  CHECK(seen["output"].get<std::string>().find(a.id) == std::string::npos);
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  const CliResult expired = b.run({"exec", "--", "true"});
+  CHECK(expired.exit_code == 2);
+  CHECK(expired.err.find("has expired") != std::string::npos);
+  const CliResult r = run_cli(a.env, {"reap", "--json"});
+  CHECK(json_out(r)["removed"].dump().find("session " + b.id) != std::string::npos);
+  CHECK_FALSE(fs::exists(b.dir()));
+  CHECK(fs::exists(a.dir()));  // not idle long enough (the default TTL)
+  CHECK(a.run({"close"}).exit_code == 0);
+}

@@ -1,0 +1,13 @@
+#include <catch2/catch.hpp>
+
+#include "util/digest.h"
+
+using namespace lazyagent;
+
+TEST_CASE("short_digest keeps 12 hex digits after the algorithm (env build printed `sha256:abcde`)") {
+  CHECK(short_digest("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef") ==
+        "sha256:0123456789ab");
+  CHECK(short_digest("0123456789abcdef0123") == "0123456789ab");
+  CHECK(short_digest("sha256:abc") == "sha256:abc");
+  CHECK(short_digest("") == "");
+}
