@@ -7,7 +7,7 @@
 # afterwards; a marker input gives them keys of their own, so no image of the
 # corpus tests is replaced.
 #
-# usage: scripts/bench-egress.sh [BINARY] [NAME...]   (NAME: pytest go cmake cargo)
+# usage: bench/egress_setup.sh [BINARY] [NAME...]   (NAME: pytest go cmake cargo)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="${1:-$here/../build/lazyagent-oci}"

@@ -57,7 +57,21 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(PodmanClient& podman, co
     return engine_error(what + ": podman did not make network " + name + " internal");
 
   // 2. The proxy container: the default bridge (its way out) and the network.
+  // host.containers.internal must name this machine on the default bridge:
+  // podman otherwise points it at the internal network's gateway, which has
+  // no address on the host (measured: squid answered 503 for a planner's
+  // provider there).
+  json hostadd = json::array();
+  if (auto r = podman.call("GET", "/networks/podman/json"); r && r->status == 200) {
+    const json j = json::parse(r->body, nullptr, false);
+    if (j.is_object() && j.contains("subnets") && j["subnets"].is_array() && !j["subnets"].empty() &&
+        j["subnets"][0].is_object()) {
+      const std::string gw = j["subnets"][0].value("gateway", "");
+      if (!gw.empty()) hostadd.push_back("host.containers.internal:" + gw);
+    }
+  }
   const json spec = {
+      {"hostadd", hostadd},
       {"image", image},
       {"name", name + "-proxy"},
       {"labels", labels},
