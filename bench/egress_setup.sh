@@ -15,7 +15,7 @@ shift || true
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(pytest go cmake cargo)
 mirror="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-  grep -Ev '^[[:space:]]*#' | grep -Eo 'https?://[^/ ]+' | head -n 1 | sed -E 's#https?://##')"
+  grep -Ev '^[[:space:]]*#' | grep -Eo 'https?://[^/ ]+' | head -n 1 | sed -E 's#https?://##' || true)"
 [ -n "$mirror" ] || { echo "no apt source found" >&2; exit 1; }
 setup_of() {
   case "$1" in
