@@ -4,6 +4,8 @@
 #   localhost/lazyagent-base:bookworm    debootstrap --variant=minbase + podman import
 #   localhost/lazyagent-sandbox:latest   images/sandbox/Containerfile (python3, user sandbox)
 #   localhost/lazyagent-planner:latest   ./Containerfile, once it exists (see build_planner)
+#   localhost/lazyagent-egress-proxy:latest  images/egress-proxy/Containerfile (squid), the
+#                                        allow-list proxy of environment.egress
 #   localhost/lazyagent-base:sid         the same debootstrap + import, Debian sid
 #   localhost/lazyagent-llama:sid        images/llama/Containerfile: llama.cpp's llama-server
 #                                        and python3-gguf (sid only), for the tests against a
@@ -22,7 +24,7 @@ usage() {
   cat <<EOF
 usage: $(basename "$0") [options]
 
-  --only base|sandbox|planner|planner-runtime|llama
+  --only base|sandbox|planner|planner-runtime|llama|egress-proxy
                                 build just this image (may be repeated);
                                 a missing local base is still built first;
                                 planner-runtime caches the planner's runtime
@@ -69,10 +71,10 @@ while [ $# -gt 0 ]; do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-[ ${#ONLY[@]} -gt 0 ] || ONLY=(base sandbox planner llama)
+[ ${#ONLY[@]} -gt 0 ] || ONLY=(base sandbox planner llama egress-proxy)
 for o in "${ONLY[@]}"; do
-  case "$o" in base|sandbox|planner|planner-runtime|llama) ;;
-    *) die "--only: unknown image '$o' (base|sandbox|planner|planner-runtime|llama)" ;; esac
+  case "$o" in base|sandbox|planner|planner-runtime|llama|egress-proxy) ;;
+    *) die "--only: unknown image '$o' (base|sandbox|planner|planner-runtime|llama|egress-proxy)" ;; esac
 done
 selected() { local o; for o in "${ONLY[@]}"; do [ "$o" = "$1" ] && return 0; done; return 1; }
 
@@ -342,6 +344,11 @@ build_sandbox() {
     "$LAZYAGENT_ROOT/images/sandbox/Containerfile" "$LAZYAGENT_ROOT/images/sandbox"
 }
 
+build_egress_proxy() {
+  build_containerfile egress-proxy "$LAZYAGENT_EGRESS_PROXY_IMAGE" \
+    "$LAZYAGENT_ROOT/images/egress-proxy/Containerfile" "$LAZYAGENT_ROOT/images/egress-proxy"
+}
+
 # ---- PLANNER IMAGE: owned by whoever writes ./Containerfile ----------------------
 # A no-op until the top-level Containerfile exists. It then gets the same
 # treatment as the sandbox (BASE build arg, labels, rebuilt when the
@@ -409,6 +416,7 @@ if selected sandbox; then build_sandbox; fi
 if selected planner-runtime; then build_planner_runtime; fi
 if selected planner; then build_planner; fi
 if selected llama; then build_llama; fi
+if selected egress-proxy; then build_egress_proxy; fi
 drop_replaced
 after="$(registry_images)"
 if is_local_base && [ "$before" != "$after" ]; then

@@ -19,6 +19,8 @@ LAZYAGENT_RUNSC_FLAGS=(--runtime runsc --runtime-flag network=none --runtime-fla
 LAZYAGENT_DEBIAN_SUITE="${LAZYAGENT_DEBIAN_SUITE:-bookworm}"
 LAZYAGENT_BASE_IMAGE="localhost/lazyagent-base:${LAZYAGENT_DEBIAN_SUITE}"
 LAZYAGENT_SANDBOX_IMAGE="localhost/lazyagent-sandbox:latest"
+# squid for environment.egress (src/engine/podman/egress_proxy.h)
+LAZYAGENT_EGRESS_PROXY_IMAGE="localhost/lazyagent-egress-proxy:latest"
 LAZYAGENT_PLANNER_IMAGE="localhost/lazyagent-planner:latest"
 # llama.cpp's llama-server for the tests against a real OpenAI-compatible
 # server (scripts/llama-server.sh): Debian sid's package, on a sid base.

@@ -421,7 +421,7 @@ fi
 # waits for the build (it runs this same binary), and its runtime layer is
 # cached meanwhile, so that what is left is a COPY.
 EARLY_IMAGES=(--only base --only sandbox --only planner-runtime)
-[ "$CLI_ONLY" -eq 1 ] || EARLY_IMAGES+=(--only llama)
+[ "$CLI_ONLY" -eq 1 ] || EARLY_IMAGES+=(--only llama --only egress-proxy)
 EARLY_PID=""
 EARLY_LOG=""
 if [ "$DO_IMAGES" -eq 1 ] && [ "$DO_BUILD" -eq 1 ]; then

@@ -44,6 +44,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "contract/egress_entry.h"
 #include "contract/patch_contract.h"
 #include "util/ip_address.h"
 #include "util/path_glob.h"
@@ -125,13 +126,39 @@ class ConfigReader : public YamlReader {
                {"setup", command_list(&env->setup)},
                {"inputs", allow_list(&env->inputs, true)},
                {"network", string(&env->network, is_build_network, "'bridge' or 'none'")},
+               {"egress", egress_list(&env->egress)},
                {"timeout_seconds", integer(&env->timeout_seconds, 1, 86400)}});
       if (errors().size() != before) return;
+      if (!env->egress.empty() && env->network == "none")
+        return error(p + ".egress", "needs network: bridge (with network: none the set-up reaches nothing)");
       if (!env->containerfile.empty() && (!env->setup.empty() || !env->base.empty()))
         return error(p, "give either containerfile, or base and setup, not both");
       if (env->containerfile.empty() && env->setup.empty())
         return error(p, "needs containerfile (a Containerfile in the seed) or setup (commands run on base)");
       env->present = true;
+    };
+  }
+
+  // environment.egress: HOST, HOST:PORT or *.DOMAIN (contract/egress_entry.h).
+  Read egress_list(std::vector<std::string>* out) {
+    return [this, out](const YAML::Node& n, const std::string& p) {
+      if (!n.IsSequence() || n.size() == 0)
+        return error(p, "expected a non-empty list of host names (HOST, HOST:PORT or *.DOMAIN), got " + yaml_describe(n));
+      std::vector<std::string> entries;
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        const std::string item_path = p + "[" + std::to_string(i) + "]";
+        const YAML::Node item = n[i];
+        if (!item.IsScalar()) {
+          error(item_path, "expected a host name, got " + yaml_describe(item));
+          continue;
+        }
+        if (const std::string why = egress_entry_problem(item.Scalar()); !why.empty()) {
+          error(item_path, "'" + yaml_printable(item.Scalar()) + "': " + why);
+          continue;
+        }
+        entries.push_back(parse_egress_entry(item.Scalar()).text());
+      }
+      *out = std::move(entries);
     };
   }
 
@@ -191,7 +218,9 @@ bool is_registry_address(const std::string& s) {
 }
 bool is_patch_format(const std::string& s) { return s == "files" || s == "diff"; }
 bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; }
-bool is_planner_network(const std::string& s) { return s == "bridge" || s == "host" || s == "none"; }
+bool is_planner_network(const std::string& s) {
+  return s == "bridge" || s == "host" || s == "none" || s == "allowlist";
+}
 bool is_tool_choice(const std::string& s) { return s == "auto" || s == "required"; }
 bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
@@ -308,7 +337,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                   {"timeout_seconds", r.integer(&cfg.provider.timeout_seconds, 1, 3600)},
                   {"max_retries", r.integer(&cfg.provider.max_retries, 0, 10)},
                   {"network", r.string(&cfg.provider.network, is_planner_network,
-                                       "'bridge', 'host' or 'none'")},
+                                       "'bridge', 'allowlist', 'host' or 'none'")},
                   {"response_format", r.string(&cfg.provider.response_format, is_response_format_name,
                                                "'json_schema', 'json_object' or 'none'")}})},
             {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,

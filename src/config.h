@@ -194,6 +194,10 @@ struct EnvironmentConfig {
   std::vector<std::string> setup;     // one RUN (/bin/sh -c) each, in /lazyagent-env
   std::vector<std::string> inputs;    // seed-relative files or directories (trailing '/')
   std::string network = "bridge";     // the build's network: bridge or none
+  // The set-up's egress allow-list (contract/egress_entry.h): when given, the
+  // set-up reaches only these, through a proxy on a network with no other
+  // way out (engine/podman/egress_proxy.h). Empty: the bridge, unfiltered.
+  std::vector<std::string> egress;
   std::int64_t timeout_seconds = 1800;  // the whole build
   // Set once the image exists (resolve_environment): what the result records.
   struct Resolved {
@@ -202,6 +206,17 @@ struct EnvironmentConfig {
     std::string digest;   // the built image's digest (as image_digest: Digest, else Id)
     bool built = false;   // built by this command (false: reused)
     long build_ms = 0;
+    // With environment.egress: what the set-up's proxy let through
+    // ("HOST:PORT", and "http://..." URLs of plain HTTP requests) and what it
+    // refused ("HOST:PORT"), in order, and the sha256 of the reached list
+    // (kept as an image label, so a reused image still names it).
+    std::vector<std::string> egress_reached;
+    std::vector<std::string> egress_denied;
+    std::string egress_reached_sha256;
+    // The egress probe run in the set-up before its first step
+    // (policy/setup_egress_probe.h): "enforced", or why not; its attempts.
+    std::string egress_probe;
+    std::vector<std::string> egress_probe_attempts;  // "NAME OUTCOME"
   } resolved;
 };
 

@@ -129,6 +129,7 @@ void add_backend_options(ArgParser& parser, BackendOptions* options);
 // A backend name and flags that go together (usage errors); engine_factory checks this too.
 Status check_backend_options(const BackendOptions& options);
 class Engine;
+class WarmPool;
 using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 // Checks the options and resolves the connection once; each call of the
 // factory then makes an engine with its own connection. Podman: sandboxes on
@@ -181,7 +182,7 @@ void after_result(const Config& config, long timeout_seconds, const EngineFactor
 // the pool's deferred removals belong: returns 0 in the child, the child's
 // pid in the parent (which forgets them); -1 when fork failed (the removals
 // are then done before it returns).
-pid_t fork_detached(class WarmPool& pool);
+pid_t fork_detached(WarmPool& pool);
 
 // The config's environment (environment.h), built on first use with its
 // progress on stderr, then reused: sets config->images.sandbox to it. A

@@ -19,6 +19,7 @@
 #include "contract/patch_contract.h"
 #include "contract/patch_format.h"
 #include "policy/planner_egress.h"
+#include "provider/proxy_egress_probe.h"
 #include "policy/planner_policy.h"
 #include "provider/planner_loop.h"
 #include "contract/planner_task.h"
@@ -69,7 +70,8 @@ int cmd_plan(const std::vector<std::string>& args) {
   std::string secrets_dir = kSecretsDir;
   std::string snapshot_dir = kSnapshotDir;
   ArgParser p("plan", "[--task FILE] [--secrets-dir DIR] [--snapshot DIR] [--egress-report FILE]\n"
-              "            [--egress-allow LIST] [--egress-required]",
+              "            [--egress-allow LIST] [--egress-required] [--egress-proxy ADDR:PORT]\n"
+              "            [--egress-targets LIST]",
               "Runs inside the planner container: asks the provider for one patch for the task and\n"
               "prints it on stdout. The provider's base URL, model and API key are read from files in\n"
               "the secrets directory (base_url, model, api_key). You normally do not run this yourself.");
@@ -84,16 +86,36 @@ int cmd_plan(const std::vector<std::string>& args) {
            "is called");
   p.option("--egress-allow", &egress_allow, "LIST", "the ADDR:PORT the pod's NetworkPolicy allows, space-separated");
   p.flag("--egress-required", &egress_required, "refuse (exit 4) when the egress policy is not enforced");
+  std::string egress_proxy, egress_targets;
+  p.option("--egress-proxy", &egress_proxy, "ADDR:PORT",
+           "the allow-list proxy (podman, provider.network: allowlist): probe egress here before the provider "
+           "is called");
+  p.option("--egress-targets", &egress_targets, "LIST",
+           "what the probe tries directly, space-separated label=ADDR:PORT (with --egress-proxy)");
   if (auto done = parse_or_exit(p, args)) return *done;
   PlanLog log;
-  // The pod's egress, before anything is sent (policy/planner_egress.h).
-  if (!egress_report.empty()) {
-    std::vector<std::string> allowed;
+  // The pod's (Kubernetes) or the container's (podman, allowlist) egress,
+  // before anything is sent (policy/planner_egress.h, provider/proxy_egress_probe.h).
+  if (!egress_report.empty() || !egress_proxy.empty()) {
+    std::vector<std::string> allowed, targets;
     std::istringstream words(egress_allow);
     for (std::string w; words >> w;) allowed.push_back(w);
-    auto text = read_small_file(egress_report, 1 << 20);
-    const EgressReport r = parse_egress_output(text ? *text : std::string());
-    const PlannerEgressVerdict v = judge_planner_egress(r, allowed);
+    std::istringstream target_words(egress_targets);
+    for (std::string w; target_words >> w;) targets.push_back(w);
+    EgressReport r;
+    if (!egress_proxy.empty()) {
+      r = probe_proxy_egress(egress_proxy, targets);
+    } else {
+      auto text = read_small_file(egress_report, 1 << 20);
+      r = parse_egress_output(text ? *text : std::string());
+    }
+    PlannerEgressVerdict v = judge_planner_egress(r, egress_proxy.empty() ? allowed : std::vector<std::string>{});
+    for (const auto& a : r.attempts) {  // the proxy must be seen refusing, not merely not relaying
+      if (a.target == "proxy-unlisted" && a.outcome != "denied" && !a.reached()) {
+        v.findings.push_back("the proxy did not refuse an unlisted name (" + a.outcome + ")");
+        v.enforced = false;
+      }
+    }
     log.summary["planner_egress"] = v.to_json(r, allowed);
     std::string why;
     for (const auto& f : v.findings) why += (why.empty() ? "" : "; ") + f;
@@ -101,9 +123,13 @@ int cmd_plan(const std::vector<std::string>& args) {
                               std::to_string(r.ms) + " ms)"
                         : "planner_egress: not enforced: " + why);
     if (!v.enforced && egress_required) {
-      log.summary["error"] = "k8s.planner_egress_required: the planner pod's egress policy is not enforced (" + why +
-                             "); the provider was not called. Run on a cluster whose CNI enforces NetworkPolicy, "
-                             "or set k8s.planner_egress_required: false to run with it stated";
+      log.summary["error"] =
+          !egress_proxy.empty()
+              ? "provider.network: allowlist: the planner container's egress is not limited to the proxy (" + why +
+                    "); the provider was not called"
+              : "k8s.planner_egress_required: the planner pod's egress policy is not enforced (" + why +
+                    "); the provider was not called. Run on a cluster whose CNI enforces NetworkPolicy, "
+                    "or set k8s.planner_egress_required: false to run with it stated";
       log.line(log.summary["error"].get<std::string>());
       return log.finish(kExitRefused);
     }

@@ -56,8 +56,18 @@ bool is_infra_error(const Error& e) { return e.kind == ErrorKind::kEngine || e.k
 
 json environment_json(const EnvironmentConfig& env) {
   if (!env.present || env.resolved.key.empty()) return nullptr;
-  return {{"key", env.resolved.key},     {"image", env.resolved.image},  {"digest", env.resolved.digest},
-          {"built", env.resolved.built}, {"build_ms", env.resolved.build_ms}};
+  json j = {{"key", env.resolved.key},     {"image", env.resolved.image},  {"digest", env.resolved.digest},
+            {"built", env.resolved.built}, {"build_ms", env.resolved.build_ms}};
+  if (!env.egress.empty()) {
+    // What the allow-list let through (hashed into the image's labels) and refused.
+    j["egress"] = {{"allowed", env.egress},
+                   {"reached", env.resolved.egress_reached},
+                   {"reached_sha256", env.resolved.egress_reached_sha256},
+                   {"denied", env.resolved.egress_denied},
+                   {"probe", env.resolved.egress_probe.empty() ? json(nullptr) : json(env.resolved.egress_probe)},
+                   {"probe_attempts", env.resolved.egress_probe_attempts}};
+  }
+  return j;
 }
 
 json result_to_json(const TestResult& r) {

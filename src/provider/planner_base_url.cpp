@@ -40,4 +40,31 @@ PlannerBaseUrl planner_base_url(const std::string& url, const std::vector<std::s
   return out;
 }
 
+std::string provider_origin(const std::string& url) {
+  std::string lower = url;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string port;
+  std::size_t from = 0;
+  if (lower.rfind("http://", 0) == 0) {
+    port = "80";
+    from = 7;
+  } else if (lower.rfind("https://", 0) == 0) {
+    port = "443";
+    from = 8;
+  } else {
+    return "";
+  }
+  std::string authority = lower.substr(from, lower.find_first_of("/?#", from) - from);
+  if (const std::size_t at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
+  std::string host = authority;
+  const std::size_t close = authority.rfind(']');
+  const std::size_t colon = authority.rfind(':');
+  if (colon != std::string::npos && (close == std::string::npos || colon > close)) {
+    host = authority.substr(0, colon);
+    if (colon + 1 < authority.size()) port = authority.substr(colon + 1);
+  }
+  if (host.empty()) return "";
+  return host + ":" + port;
+}
+
 }  // namespace lazyagent

@@ -26,6 +26,16 @@ struct PlannerBaseUrl {
   std::string note;  // why it differs from what was given; "" when it does not
 };
 
+// The label `configure` puts on the base URL's secret: the URL's HOST:PORT
+// (the port from the scheme when none is written), what a planner with
+// provider.network: allowlist may reach (engine/podman/podman_planner.h).
+// The rest of the URL (path, query) stays in the secret only.
+inline constexpr const char* kProviderOriginLabel = "io.lazyagent.provider.origin";
+
+// HOST:PORT of an http(s) URL, the host in lower case ("" when the URL has
+// no host after "http://" or "https://").
+std::string provider_origin(const std::string& url);
+
 // `url` as given, or rewritten to host.containers.internal as above.
 // `gateways`: the podman network's gateway addresses (this machine).
 PlannerBaseUrl planner_base_url(const std::string& url, const std::vector<std::string>& gateways);

@@ -14,10 +14,13 @@
 #include "util/digest.h"
 #include "util/terminal_text.h"
 #include "store/ownership.h"
+#include "engine/podman/egress_proxy.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/rootless_host.h"
 #include "engine/podman/tar_writer.h"
+#include "policy/setup_egress_probe.h"
+#include "util/package_mirrors.h"
 
 namespace lazyagent {
 namespace {
@@ -142,8 +145,14 @@ std::string environment_key(const EnvironmentConfig& env, const std::string& bas
                             const std::vector<EnvironmentInput>& inputs) {
   json files = json::array();
   for (const auto& in : inputs) files.push_back({{"path", in.path}, {"mode", in.mode}, {"sha256", in.sha256}});
-  const json doc = {{"version", 1},     {"base", base},         {"base_id", base_id},
+  json doc = {{"version", 1},     {"base", base},         {"base_id", base_id},
                     {"setup", env.setup}, {"network", env.network}, {"inputs", files}};
+  // The allow-list is part of the key only when given (older keys stay).
+  if (!env.egress.empty()) {
+    json with = doc;
+    with["egress"] = env.egress;
+    return sha256_hex(with.dump()).substr(0, 32);
+  }
   return sha256_hex(doc.dump()).substr(0, 32);
 }
 
@@ -160,8 +169,7 @@ std::vector<std::string> setup_command(const std::vector<std::string>& steps) {
   return cmd;
 }
 
-std::string setup_failure_message(const std::vector<std::string>& steps, const std::string& output, int exit_code) {
-  // The output since the last step marker is the failing step's.
+std::size_t last_setup_step(const std::string& output, std::size_t* output_from) {
   std::size_t step = 0, from = 0, pos = 0;
   while ((pos = output.find(kEnvStepMarker, pos)) != std::string::npos) {
     const std::size_t num = pos + std::strlen(kEnvStepMarker);
@@ -170,6 +178,14 @@ std::string setup_failure_message(const std::vector<std::string>& steps, const s
     from = eol == std::string::npos ? output.size() : eol + 1;
     pos = num;
   }
+  if (output_from != nullptr) *output_from = from;
+  return step;
+}
+
+std::string setup_failure_message(const std::vector<std::string>& steps, const std::string& output, int exit_code) {
+  // The output since the last step marker is the failing step's.
+  std::size_t from = 0;
+  const std::size_t step = last_setup_step(output, &from);
   std::string log = output.substr(from);
   if (const std::size_t f = log.find(kEnvFailedMarker); f != std::string::npos) log.erase(f);
   std::string msg;
@@ -211,13 +227,67 @@ json setup_container_spec(const EnvironmentConfig& env, const std::string& base,
 
 namespace {
 
+// What the set-up's egress probe tries directly: this machine's own IPv4
+// addresses (the podman gateway among them; loopback aside: the container's
+// own), from host_probe_targets (package_mirrors.h), at most 8.
+std::vector<std::string> probe_targets() {
+  std::vector<std::string> out;
+  for (const auto& t : host_probe_targets()) {
+    const std::size_t eq = t.find('=');
+    const std::string a = t.substr(eq + 1, t.rfind(':') - eq - 1);
+    if (std::find(out.begin(), out.end(), a) == out.end() && out.size() < 8) out.push_back(a);
+  }
+  return out;
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The step (1-based) running at `t`, from the steps' start times; 0 before the first.
+std::size_t step_at(const std::vector<double>& started, double t) {
+  std::size_t step = 0;
+  for (std::size_t i = 0; i < started.size(); ++i) {
+    if (started[i] > 0 && started[i] <= t + 0.5) step = i + 1;  // squid logs at ms; a clock step of slack
+  }
+  return step;
+}
+
+// A comma-joined list bounded for an image label.
+std::string label_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) {
+    if (out.size() + i.size() + 1 > 4000) return out + ",...";
+    out += (out.empty() ? "" : ",") + i;
+  }
+  return out;
+}
+
 Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, const std::string& base,
                          const std::string& key, const std::vector<EnvironmentInput>& inputs,
-                         const std::function<void(const std::string&)>& progress) {
+                         const std::function<void(const std::string&)>& progress, EnvironmentConfig::Resolved* out) {
   const Owner owner = current_owner();
   auto labels = owner_labels(owner, "envbuild", "env-" + key.substr(0, 12));
   const std::string name = "lazyagent-envbuild-" + key.substr(0, 12) + "-" + std::to_string(owner.pid);
-  auto created = podman.create(setup_container_spec(env, base, name, labels));
+  json spec = setup_container_spec(env, base, name, labels);
+  std::unique_ptr<EgressProxy> proxy;
+  if (!env.egress.empty()) {
+    std::vector<EgressEntry> entries;
+    for (const auto& e : env.egress) entries.push_back(parse_egress_entry(e));
+    auto proxy_labels = owner_labels(owner, "egress-proxy", "env-" + key.substr(0, 12));
+    auto started = EgressProxy::start(podman, entries, "lazyagent-egress-" + key.substr(0, 12) + "-" + std::to_string(owner.pid),
+                                      kEgressProxyImage, proxy_labels);
+    if (!started) return started.error().context("environment: environment.egress");
+    proxy = std::move(*started);
+    attach_to_egress_network(&spec, proxy->network(), proxy->address());
+    // The probe first, in the set-up's own container (setup_egress_probe.h).
+    spec["command"][2] = setup_egress_probe_shell(env.egress, probe_targets()) + spec["command"][2].get<std::string>();
+    progress("environment: egress allow-list (" + std::to_string(entries.size()) + " entr" +
+             (entries.size() == 1 ? "y" : "ies") + ") through the proxy at " + proxy->address() + " on network " +
+             proxy->network());
+  }
+  std::vector<double> step_started(env.setup.size(), 0.0);
+  auto created = podman.create(spec);
   if (!created) return created.error().context("environment: creating the set-up container from " + base);
   ScopedContainer box(podman, created->id);
 
@@ -246,12 +316,17 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     if (l.rfind(kEnvStepMarker, 0) == 0) {
       const std::size_t n = std::strtoul(l.c_str() + std::strlen(kEnvStepMarker), nullptr, 10);
       if (n >= 1 && n <= env.setup.size()) {
+        step_started[n - 1] = wall_seconds();
         progress("environment: step " + std::to_string(n) + "/" + std::to_string(env.setup.size()) + ": " +
                  env.setup[n - 1]);
       }
       return;
     }
     if (l.rfind(kEnvFailedMarker, 0) == 0) return;
+    if (l.rfind(kEgressProbeMarker, 0) == 0) {
+      progress("environment: egress probe: " + l.substr(std::strlen(kEgressProbeMarker)));
+      return;
+    }
     progress("  | " + l);
   };
   const long deadline_ms = static_cast<long>(env.timeout_seconds) * 1000;
@@ -271,7 +346,47 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
   auto code = podman.wait(box.id(), std::max(10000L, deadline_ms - spent));
   if (!code) return code.error().context("environment: waiting for the set-up");
-  if (*code != 0) return engine_error(setup_failure_message(env.setup, log.all, *code));
+  std::string denial;
+  if (proxy) {
+    auto requests = proxy->requests();
+    if (!requests) return requests.error().context("environment");
+    const EgressOutcome outcome = summarize_egress(*requests);
+    out->egress_reached = outcome.reached;
+    out->egress_denied = outcome.denied;
+    for (const auto& d : outcome.denied) progress("environment: egress denied: " + d);
+    // Name the denials of the step that failed (by time), else all of them.
+    // The probe's own refused request is the probe's (its attempts record
+    // it), not a step's: it runs a moment before step 1, within step_at's
+    // slack of a quick step 1 and 2, and was blamed on step 2.
+    std::vector<std::string> denied_in_step, denied_to_steps;
+    const std::size_t failed = last_setup_step(log.all, nullptr);
+    for (const auto& r : *requests) {
+      if (!r.denied() || r.host_port() == kEgressProbeTarget) continue;
+      if (std::find(denied_to_steps.begin(), denied_to_steps.end(), r.host_port()) == denied_to_steps.end())
+        denied_to_steps.push_back(r.host_port());
+      if (step_at(step_started, r.time) == failed &&
+          std::find(denied_in_step.begin(), denied_in_step.end(), r.host_port()) == denied_in_step.end())
+        denied_in_step.push_back(r.host_port());
+    }
+    denial = denied_in_step.empty() ? egress_denial_message(denied_to_steps, 0) : egress_denial_message(denied_in_step, failed);
+  }
+  if (proxy) {
+    const SetupEgressProbe probe = parse_setup_egress_probe(log.all);
+    for (const auto& [n, o] : probe.attempts) out->egress_probe_attempts.push_back(n + " " + o);
+    if (!probe.ways_out.empty() || (*code == kEgressProbeExit && last_setup_step(log.all, nullptr) == 0)) {
+      std::string list;
+      for (const auto& w : probe.ways_out) list += "\n  " + w;
+      return Error{ErrorKind::kIsolation,
+                   "environment: the egress probe found a way out of the set-up's network, so the environment is "
+                   "refused (no step ran):" + (list.empty() ? std::string("\n  (the probe did not finish)") : list)};
+    }
+    out->egress_probe = !probe.ran ? "not run" : probe.runner != "python3" ? "not observable (no python3 in the base image)"
+                                                                           : "enforced";
+  }
+  if (*code != 0) {
+    const std::string msg = setup_failure_message(env.setup, log.all, *code);
+    return engine_error(denial.empty() ? msg : "environment: " + denial + "\n" + msg);
+  }
   // A rebuild moves the tag: the image it leaves untagged is removed (when no
   // container uses it), not left behind as a nameless environment.
   std::string previous;
@@ -280,15 +395,23 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     const auto j = nlohmann::json::parse(old->body, nullptr, false);
     if (j.is_object()) previous = j.value("Id", "");
   }
-  auto id = podman.commit(box.id(), kEnvironmentRepo, key,
-                          {"LABEL io.lazyagent.role=environment", std::string("LABEL ") + kEnvironmentKeyLabel + "=" + key,
-                           "LABEL io.lazyagent.env.base=" + base, "WORKDIR /work",
-                           // The set-up container's owner labels are not the image's.
-                           "LABEL io.lazyagent.run=", "LABEL io.lazyagent.owner=", "LABEL io.lazyagent.pid=",
-                           "LABEL io.lazyagent.pidstart="});
+  std::vector<std::string> changes = {
+      "LABEL io.lazyagent.role=environment", std::string("LABEL ") + kEnvironmentKeyLabel + "=" + key,
+      "LABEL io.lazyagent.env.base=" + base, "WORKDIR /work",
+      // The set-up container's owner labels are not the image's.
+      "LABEL io.lazyagent.run=", "LABEL io.lazyagent.owner=", "LABEL io.lazyagent.pid=", "LABEL io.lazyagent.pidstart="};
+  if (proxy) {
+    out->egress_reached_sha256 = sha256_hex(json(out->egress_reached).dump());
+    changes.push_back(std::string("LABEL ") + kEnvironmentEgressSumLabel + "=" + out->egress_reached_sha256);
+    changes.push_back(std::string("LABEL ") + kEnvironmentEgressLabel + "=" + label_list(out->egress_reached));
+  }
+  auto id = podman.commit(box.id(), kEnvironmentRepo, key, changes);
   if (!id) return id.error().context("environment");
   if (!previous.empty() && previous != *id) (void)podman.image_remove(previous);
   if (auto st = box.remove_now(); !st) return st.error().context("environment: removing the set-up container");
+  if (proxy) {
+    if (auto st = proxy->remove(); !st) return st.error().context("environment");
+  }
   return ok_status();
 }
 
@@ -328,7 +451,7 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
     progress("environment: building " + image + " (" + std::to_string(env.setup.size()) + " set-up step(s) on " + base +
              ", network " + env.network + ", " + std::to_string(inputs->size()) + " input file(s))");
     const auto t0 = std::chrono::steady_clock::now();
-    if (auto st = build_environment(podman, env, base, key, *inputs, progress); !st) return st;
+    if (auto st = build_environment(podman, env, base, key, *inputs, progress, &env.resolved); !st) return st;
     env.resolved.built = true;
     env.resolved.build_ms = static_cast<long>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
@@ -341,6 +464,18 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
   // The same digest the result's image_digest is (podman_engine.cpp digest_of).
   env.resolved.digest = built->value("Digest", "");
   if (env.resolved.digest.empty()) env.resolved.digest = built->value("Id", "");
+  if (!env.egress.empty() && !env.resolved.built) {
+    // A reused image: what its set-up reached, from its labels.
+    const json image_labels = built->contains("Labels") && (*built)["Labels"].is_object() ? (*built)["Labels"] : json::object();
+    env.resolved.egress_reached_sha256 = image_labels.value(kEnvironmentEgressSumLabel, "");
+    const std::string list = image_labels.value(kEnvironmentEgressLabel, "");
+    for (std::size_t from = 0; from < list.size();) {
+      std::size_t comma = list.find(',', from);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > from) env.resolved.egress_reached.push_back(list.substr(from, comma - from));
+      from = comma + 1;
+    }
+  }
   config->images.sandbox = image;
   return ok_status();
 }

@@ -55,6 +55,10 @@ class PodmanClient;
 inline constexpr const char* kEnvironmentRepo = "localhost/lazyagent-env";
 inline constexpr const char* kEnvironmentRoleLabel = "io.lazyagent.role=environment";
 inline constexpr const char* kEnvironmentKeyLabel = "io.lazyagent.env.key";
+// With environment.egress: what the set-up reached (comma-joined, bounded)
+// and the sha256 of that list in full.
+inline constexpr const char* kEnvironmentEgressLabel = "io.lazyagent.env.egress-reached";
+inline constexpr const char* kEnvironmentEgressSumLabel = "io.lazyagent.env.egress-reached-sha256";
 
 // One input file, read from the seed without following symlinks.
 struct EnvironmentInput {
@@ -79,6 +83,10 @@ std::string environment_key(const EnvironmentConfig& env, const std::string& bas
 // What the set-up container runs: /bin/sh -c SCRIPT lazyagent-env STEP...,
 // each step announced by a marker line on stdout. Pure.
 std::vector<std::string> setup_command(const std::vector<std::string>& steps);
+
+// The number of the last step `output` announced (1-based; 0: none), and
+// where its output starts. Pure.
+std::size_t last_setup_step(const std::string& output, std::size_t* output_from);
 
 // The failure of a set-up whose container exited `exit_code`, from its
 // combined output: which step (from the markers), its command and its last

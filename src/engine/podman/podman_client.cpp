@@ -298,11 +298,29 @@ Result<bool> PodmanClient::secret_exists(const std::string& name) {
   return true;
 }
 
-Status PodmanClient::secret_create(const std::string& name, const std::string& value) {
+Status PodmanClient::secret_create(const std::string& name, const std::string& value,
+                                   const std::map<std::string, std::string>& labels) {
   RequestOptions opts;
   opts.content_type = "application/octet-stream";
-  auto r = call("POST", "/secrets/create?name=" + url_escape(name), value, opts);
+  std::string path = "/secrets/create?name=" + url_escape(name);
+  if (!labels.empty()) path += "&labels=" + url_escape(nlohmann::json(labels).dump());
+  auto r = call("POST", path, value, opts);
   return expect(r, {200, 201}, "creating secret " + name);
+}
+
+Result<std::map<std::string, std::string>> PodmanClient::secret_labels(const std::string& name) {
+  auto r = call("GET", "/secrets/" + url_escape(name) + "/json");
+  if (r && r->status == 404) return usage_error("no podman secret named " + name + "; run `lazyagent-oci configure`");
+  if (auto st = expect(r, {200}, "inspecting secret " + name); !st) return st.error();
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  std::map<std::string, std::string> out;
+  const nlohmann::json::json_pointer at("/Spec/Labels");
+  if (j.is_object() && j.contains(at) && j[at].is_object()) {
+    for (const auto& [k, v] : j[at].items()) {
+      if (v.is_string()) out[k] = v.get<std::string>();
+    }
+  }
+  return out;
 }
 
 Status PodmanClient::secret_delete(const std::string& name) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,7 +107,12 @@ class PodmanClient {
 
   // Podman secrets (values are never returned by podman, nor logged here).
   Result<bool> secret_exists(const std::string& name);
-  Status secret_create(const std::string& name, const std::string& value);
+  // `labels` are stored with it, readable by anyone who can list secrets
+  // (configure records the provider's HOST:PORT there, never the URL).
+  Status secret_create(const std::string& name, const std::string& value,
+                       const std::map<std::string, std::string>& labels = {});
+  // A secret's labels; an error naming it when there is no such secret.
+  Result<std::map<std::string, std::string>> secret_labels(const std::string& name);
   Status secret_delete(const std::string& name);  // a missing secret is an error
   Result<nlohmann::json> secret_list();
 

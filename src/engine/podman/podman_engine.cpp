@@ -12,6 +12,7 @@
 #include "engine/podman/cgroup_usage.h"
 #include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
+#include "engine/podman/planner_allowlist.h"
 #include "store/ownership.h"
 #include "policy/planner_policy.h"
 #include "policy/policy_verifier.h"
@@ -226,7 +227,17 @@ class PodmanPlanner : public Container {
   std::string id() const override { return container_.id(); }
 
   Status create() override {
-    auto created = podman_.create(build_planner_spec(req_));
+    json spec = build_planner_spec(req_);
+    if (req_.network == "allowlist") {  // planner_allowlist.h
+      auto origin = planner_allowlist_origin(podman_, req_.base_url_secret);
+      if (!origin) return origin.error();
+      auto labels = req_.labels;
+      labels["io.lazyagent.role"] = "egress-proxy";
+      auto proxy = attach_planner_allowlist(podman_, *origin, "lazyagent-egress-" + req_.name, labels, &spec);
+      if (!proxy) return proxy.error();
+      proxy_ = std::move(*proxy);
+    }
+    auto created = podman_.create(spec);
     if (!created) return created.error();
     container_.hold(created->id);
     if (auto st = podman_.put_archive(created->id, kTaskDir, task_tar_); !st) {
@@ -240,10 +251,17 @@ class PodmanPlanner : public Container {
   Result<ContainerLogs> logs(std::size_t max_bytes) override {
     return demuxed_logs(podman_, container_.id(), max_bytes);
   }
-  Status remove() override { return container_.remove_now(); }
+  Status remove() override {
+    Status st = container_.remove_now();
+    if (proxy_) {
+      if (auto gone = proxy_->remove(); !gone && st) st = gone;
+    }
+    return st;
+  }
 
  private:
   PodmanClient& podman_;
+  std::unique_ptr<EgressProxy> proxy_;  // provider.network: allowlist; removed after the planner
   ScopedContainer container_;
   PlannerRequest req_;
   std::string task_tar_;

@@ -4,6 +4,8 @@
 // --replace: delete, then create. A base URL naming this machine is stored
 // as the planner container must name it (planner_base_url.h); podman's
 // gateway address counts as this machine, which needs podman to tell.
+#include <map>
+
 #include "engine/podman/podman_engine.h"
 
 #include "provider/planner_base_url.h"
@@ -70,7 +72,11 @@ Result<ProviderStored> PodmanEngine::store_provider(const Config& config, const 
     if (*exists) {
       if (auto st = podman.secret_delete(names[i]); !st) return st.error();
     }
-    if (auto st = podman.secret_create(names[i], values[i]); !st) {
+    // The base URL's HOST:PORT as a label: what provider.network: allowlist
+    // lets the planner reach (planner_allowlist.h).
+    std::map<std::string, std::string> labels;
+    if (i == 0 && !provider_origin(values[0]).empty()) labels[kProviderOriginLabel] = provider_origin(values[0]);
+    if (auto st = podman.secret_create(names[i], values[i], labels); !st) {
       return Error{st.error().kind, redact(st.error().message, values[i])};
     }
     stored.push_back({{"name", names[i]}, {"replaced", *exists}});
