@@ -7,7 +7,6 @@
 #include <map>
 
 #include "engine/podman/podman_engine.h"
-
 #include "provider/planner_base_url.h"
 #include "provider/provider_client.h"
 
