@@ -103,10 +103,10 @@ std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::strin
 // "==> step" lines on stderr.
 void progress_line(const std::string& text);
 
-struct TestResult;
+struct RunResult;
 // Prints a test/run result (JSON or human) and returns its exit code;
 // `removed_what` as for report_error.
-int finish_result(const Result<TestResult>& result, bool json,
+int finish_result(const Result<RunResult>& result, bool json,
                   const std::string& removed_what = "the sandbox was removed");
 
 // --report junit:PATH of `test` and `run`: the per-test results as JUnit XML at
@@ -114,7 +114,7 @@ int finish_result(const Result<TestResult>& result, bool json,
 Status check_report_option(const std::string& command, const std::string& spec);
 // Writes the report after the verdict; a file that cannot be written is said
 // on stderr, and the verdict and its exit code stand.
-void write_report(const std::string& command, const std::string& spec, const TestResult& result);
+void write_report(const std::string& command, const std::string& spec, const RunResult& result);
 
 // --backend podman|k8s (with --namespace NS and --kubeconfig FILE for k8s):
 // which engine (engine.h) runs the sandboxes and planners of test, run, eval

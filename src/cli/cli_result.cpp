@@ -37,7 +37,7 @@ void print_triage(std::ostream& o, const nlohmann::json& t) {
   for (const char* k : {"fixed", "still_failing", "newly_broken", "flaky", "added"}) print_list(o, k, t[k]);
 }
 
-void print_human(const TestResult& r) {
+void print_human(const RunResult& r) {
   std::ostream& o = std::cout;
   const std::string verdict = r.status == RunStatus::kRefused ? "REFUSED" : r.tests_passed ? "PASSED" : "FAILED";
   o << "run " << r.run_id << ": " << verdict << "\n";
@@ -99,7 +99,7 @@ void print_human(const TestResult& r) {
 
 }  // namespace
 
-int finish_result(const Result<TestResult>& result, bool json, const std::string& removed_what) {
+int finish_result(const Result<RunResult>& result, bool json, const std::string& removed_what) {
   if (!result) return report_error(result.error(), json, removed_what);
   if (json) {
     std::cout << result_to_json(*result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
@@ -115,7 +115,7 @@ Status check_report_option(const std::string& command, const std::string& spec) 
   return usage_error(command + ": --report: expected junit:PATH, got '" + spec + "'");
 }
 
-void write_report(const std::string& command, const std::string& spec, const TestResult& r) {
+void write_report(const std::string& command, const std::string& spec, const RunResult& r) {
   const std::string path = spec.substr(6);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << junit_xml_of(r.tests, "lazyagent-oci " + r.run_id, r.tests_passed, r.reason);

@@ -1,5 +1,5 @@
 // `lazyagent-oci apply RUN_ID [--seed DIR] [--branch NAME [--switch]] [--force] [--json]`:
-// the proven change into the user's work tree (run_apply.h).
+// the proven change into the user's work tree (apply_run.h).
 // Exit 0: applied; 1: refused (the run did not pass, the tree is not the
 // seed it proved, the record no longer matches its provenance, the branch
 // exists), every reason named; 2: usage, unknown run; 5: git failed.
@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "pipeline/run_apply.h"
+#include "pipeline/apply_run.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {

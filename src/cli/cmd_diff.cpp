@@ -1,5 +1,5 @@
 // `lazyagent-oci diff RUN_ID [--json]`: the run's proven change as a unified
-// diff against the seed snapshot it was proven on (run_apply.h), whatever
+// diff against the seed snapshot it was proven on (apply_run.h), whatever
 // form the patch came in. To a pipe or file it is the diff's exact bytes
 // (`git apply` and `patch -p1` take it); to a terminal every control
 // character is shown escaped, since the seed's own lines are in it.
@@ -11,7 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "pipeline/run_apply.h"
+#include "pipeline/apply_run.h"
 #include "util/terminal_text.h"
 #include "contract/unified_diff.h"
 

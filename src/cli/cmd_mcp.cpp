@@ -79,7 +79,7 @@ Result<json> mcp_test_patch(const McpServerSetup& s, const json& args, const Pro
   if (!prepared) return prepared.error().context("test_patch");
   prepared->req.events = mcp_step_progress(progress);
   const auto engine = prepared->factory();
-  auto r = run_judged_test(prepared->req, prepared->judge, *engine, store, mcp_log_only());
+  auto r = prove_judged(prepared->req, prepared->judge, *engine, store, mcp_log_only());
   if (!r) return r.error();
   return result_to_json(*r);
 }

@@ -35,7 +35,7 @@ json session_diff_json(const std::string& id, const CopyDiff& d) {
               {"ok", d.findings.empty()}};
 }
 
-Result<TestResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress) {
+Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress) {
   auto d = session_diff(s, SessionStore(store));
   if (!d) return d.error();
   if (d->diff.empty()) return usage_error("session " + s.record.id + " has no change to prove (the working copy is the seed)");
@@ -47,7 +47,7 @@ Result<TestResult> session_prove(const SessionContext& s, const RunStore& store,
   auto prepared = prepare_test(opt, store, [&]() -> Result<std::string> { return check_patch_text_size(d->diff); });
   if (!prepared) return prepared.error();
   const auto engine = prepared->factory();
-  return run_judged_test(prepared->req, prepared->judge, *engine, store, progress);
+  return prove_judged(prepared->req, prepared->judge, *engine, store, progress);
 }
 
 namespace {

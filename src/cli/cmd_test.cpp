@@ -58,7 +58,7 @@ Result<PreparedTest> prepare_test(const TestOptions& opt, const RunStore& store,
   auto config = project_config(opt.project, "test");
   if (!config) return config.error();
   PreparedTest t;
-  TestRequest& req = t.req;
+  ProofRequest& req = t.req;
   req.config = *config;
   if (auto st = apply_runtime_options(opt.runtime, opt.accept_weaker, &req.config); !st) return st.error();
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
@@ -93,13 +93,13 @@ int cmd_test(const std::vector<std::string>& args) {
     return text;
   });
   if (!prepared) return start.fail(prepared.error());
-  TestRequest& req = prepared->req;
+  ProofRequest& req = prepared->req;
   const auto engine = prepared->factory();
   // engine.warm: the sandbox is removed after the result is printed (after_result).
   if (WarmPool* pool = engine->warm_pool(); pool != nullptr && req.config.engine.warm > 0) pool->defer_removals();
 
   const ProgressFn progress = start.progress(&req.events);
-  auto result = run_judged_test(req, prepared->judge, *engine, store, progress);
+  auto result = prove_judged(req, prepared->judge, *engine, store, progress);
   if (start.events) start.events->finish(result);
   if (result && !opt.report.empty()) write_report("test", opt.report, *result);
   const int code = finish_result(result, start.json);

@@ -11,7 +11,7 @@
 #include "cli/cli_args.h"
 #include "store/provenance.h"
 #include "store/store_sweep.h"
-#include "pipeline/run_apply.h"
+#include "pipeline/apply_run.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {

@@ -104,7 +104,7 @@ ProgressFn EventStream::progress() {
   };
 }
 
-void EventStream::finish(const Result<TestResult>& r) {
+void EventStream::finish(const Result<RunResult>& r) {
   if (!r) return finish_error(r.error());
   emit("result", {{"result", result_to_json(*r)}, {"exit_code", r->status == RunStatus::kRefused ? kExitRefused
                                                                   : r->tests_passed ? kExitPassed

@@ -49,7 +49,7 @@ class EventStream {
   // unless the events are there.
   ProgressFn progress();
   // The last event: `result` with what --json prints, or `error`.
-  void finish(const Result<TestResult>& r);
+  void finish(const Result<RunResult>& r);
   void finish_error(const Error& e);
 
  private:

@@ -38,7 +38,7 @@ Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store
 // The session's change through the ordinary `test` (contract, fresh
 // sandbox, baseline, verdict): the result `test --json` prints. A session
 // with no change is a usage error.
-Result<TestResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress);
+Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress);
 
 // `session diff --json` / the session_diff tool.
 nlohmann::json session_diff_json(const std::string& id, const CopyDiff& d);

@@ -32,7 +32,7 @@ struct TestOptions {
 ArgParser test_command_parser(TestOptions* opt);
 
 struct PreparedTest {
-  TestRequest req;
+  ProofRequest req;
   JudgeOptions judge;
   EngineFactory factory;
 };

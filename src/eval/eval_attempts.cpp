@@ -9,9 +9,9 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
   int infra_left = policy.infra_retries;
   int reruns_left = policy.reruns;
   bool failed_before = false;
-  std::optional<TestResult> last_failed;
+  std::optional<RunResult> last_failed;
   for (;;) {
-    Result<TestResult> r = attempt();
+    Result<RunResult> r = attempt();
     if (!r) {
       if (r.error().kind == ErrorKind::kInterrupted) {
         v.interrupted = true;
@@ -38,7 +38,7 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
       v.category = Category::kInfraError;
       return v;
     }
-    const TestResult& t = *r;
+    const RunResult& t = *r;
     if (t.status == RunStatus::kRefused) {
       v.attempts.push_back({"refused", t.reason, t.run_id});
       v.category = Category::kRefused;

@@ -43,11 +43,11 @@ struct AttemptLog {
 struct TaskVerdict {
   bool interrupted = false;
   Category category = Category::kInfraError;
-  Result<TestResult> final = Error{ErrorKind::kEngine, "no attempt ran"};  // the reported run
+  Result<RunResult> final = Error{ErrorKind::kEngine, "no attempt ran"};  // the reported run
   std::vector<AttemptLog> attempts;
 };
 
-using AttemptFn = std::function<Result<TestResult>()>;
+using AttemptFn = std::function<Result<RunResult>()>;
 
 TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy);
 

@@ -147,7 +147,7 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms, const 
 }
 
 // The patch has suspicious findings: flagged, or refused for them (patch.suspicious: refuse).
-bool result_has_suspicious(const TestResult& r) {
+bool result_has_suspicious(const RunResult& r) {
   if (!r.suspicious.empty()) return true;
   return std::any_of(r.findings.begin(), r.findings.end(),
                      [](const Finding& f) { return f.code.rfind("suspicious_", 0) == 0; });
@@ -280,7 +280,7 @@ class Runner {
   }
 
   AttemptFn attempt(const EvalTask& task, Engine& engine) {
-    return [this, &task, &engine]() -> Result<TestResult> {
+    return [this, &task, &engine]() -> Result<RunResult> {
       const Config config = task_config(opt_.config, task);
       RunEventFn events;
       if (opt_.events) {
@@ -302,7 +302,7 @@ class Runner {
         slots_.release();
         return r;
       }
-      TestRequest req;
+      ProofRequest req;
       req.config = config;
       req.patch_json = task.patch_json;
       req.timeout_seconds = opt_.timeout_seconds;
@@ -310,7 +310,7 @@ class Runner {
       req.acquire_run_slot = [this] { return slots_.acquire(); };
       req.release_run_slot = [this] { slots_.release(); };
       req.events = events;
-      return run_judged_test(req, judge_options(), engine, store_, nullptr);
+      return prove_judged(req, judge_options(), engine, store_, nullptr);
     };
   }
 
@@ -435,7 +435,7 @@ ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const
     row.added = j["diff_stats"].value("added", std::size_t{0});
     row.removed = j["diff_stats"].value("removed", std::size_t{0});
   }
-  TestResult stored;
+  RunResult stored;
   stored.suspicious = findings_from_json(j.value("suspicious", json::array()));
   stored.findings = findings_from_json(j.value("findings", json::array()));
   row.suspicious = result_has_suspicious(stored);

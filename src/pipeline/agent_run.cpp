@@ -21,7 +21,7 @@ namespace {
 // The record of an attempt before (or instead of) its sandbox run.
 void save_record(const RunStore& store, const Engine& engine, const std::string& run_id, RunStatus status,
                  const Config& config, const json& planner, const std::string& error) {
-  TestResult r;
+  RunResult r;
   r.run_id = run_id;
   r.status = status;
   r.planner = planner;
@@ -35,7 +35,7 @@ void save_record(const RunStore& store, const Engine& engine, const std::string&
 }
 
 struct Attempt {
-  TestResult result;
+  RunResult result;
   long tokens = 0;
   std::string patch_json;  // what the planner returned ("" when refused)
 };
@@ -77,7 +77,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   a.tokens = planner["usage"].is_object() ? planner["usage"].value("total_tokens", 0L) : 0L;
 
   if (outcome->exit_code == 4) {  // the planner refused the model's reply: no sandbox
-    TestResult& r = a.result;
+    RunResult& r = a.result;
     r.run_id = run_id;
     r.status = RunStatus::kRefused;
     r.category = Category::kRefused;
@@ -98,7 +98,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   }
 
   a.patch_json = outcome->patch_json;
-  TestRequest test;
+  ProofRequest test;
   test.config = req.config;
   test.patch_json = outcome->patch_json;
   test.timeout_seconds = req.timeout_seconds;
@@ -106,7 +106,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.planner = planner;
   test.engine_checked = true;
   test.events = req.events;
-  auto result = run_judged_test(test, req.judge, engine, store, progress);
+  auto result = prove_judged(test, req.judge, engine, store, progress);
   if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});
   a.result = std::move(*result);
@@ -114,7 +114,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
 }
 
 // What the next attempt's planner is told about this one.
-AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::string& patch_json) {
+AttemptFeedback feedback_from(int attempt, const RunResult& r, const std::string& patch_json) {
   std::string reason = r.reason;
   if (r.triage.is_object()) {
     for (const char* k : {"fixed", "still_failing", "newly_broken", "flaky"}) {
@@ -133,7 +133,7 @@ AttemptFeedback feedback_from(int attempt, const TestResult& r, const std::strin
 Status baseline_first(RunRequest& req, const SeedSnapshot& seed, Engine& engine, const RunStore& store,
                       const ProgressFn& progress, BaselineFacts* facts, long* ms) {
   const auto t0 = std::chrono::steady_clock::now();
-  TestRequest breq;
+  ProofRequest breq;
   breq.config = req.config;
   breq.timeout_seconds = req.timeout_seconds;
   breq.engine_checked = true;
@@ -154,7 +154,7 @@ Status baseline_first(RunRequest& req, const SeedSnapshot& seed, Engine& engine,
 
 }  // namespace
 
-Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
+Result<RunResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
                              const ProgressFn& progress, bool engine_checked) {
   if (auto st = store.ensure(); !st) return st.error();
   if (progress) progress("plan");
@@ -180,7 +180,7 @@ Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunSto
   json total = {{"prompt_tokens", 0L}, {"completion_tokens", 0L}, {"total_tokens", 0L}};
   AttemptFeedback feedback;
   std::string stop_reason;
-  TestResult last;
+  RunResult last;
   for (int i = 1; i <= n; ++i) {
     if (n > 1 && progress) progress("attempt " + std::to_string(i) + " of " + std::to_string(n));
     const std::string run_id = new_run_id();
@@ -227,7 +227,7 @@ Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunSto
   if (n > 1 || req.max_tokens > 0) {
     last.repair = {{"attempts", attempts}, {"stop_reason", stop_reason}, {"total_usage", total},
                    {"max_tokens", req.max_tokens}};
-    TestRequest rec_req;
+    ProofRequest rec_req;
     rec_req.config = req.config;
     rec_req.planner = last.planner;
     (void)write_result_record(store, engine, rec_req, last);

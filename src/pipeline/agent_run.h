@@ -45,7 +45,7 @@ struct RunRequest {
 };
 
 // `engine_checked`: the caller (eval) checked the engine and reaped already.
-Result<TestResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
+Result<RunResult> run_agent(const RunRequest& req, Engine& engine, const RunStore& store,
                              const ProgressFn& progress, bool engine_checked = false);
 
 }  // namespace lazyagent

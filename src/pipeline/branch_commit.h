@@ -1,5 +1,5 @@
 // A commit on a new branch, made without touching the user's checkout:
-// `apply --branch NAME` (run_apply.h) creates the branch as `git branch`
+// `apply --branch NAME` (apply_run.h) creates the branch as `git branch`
 // does, beside the current one. HEAD, the index and the work tree stay as
 // they are; `git switch NAME` takes the change.
 //

@@ -70,7 +70,7 @@ json environment_json(const EnvironmentConfig& env) {
   return j;
 }
 
-json result_to_json(const TestResult& r) {
+json result_to_json(const RunResult& r) {
   json timings = json::object();
   for (const auto& t : r.timings) timings[t.step] = t.ms;
   json j = {
@@ -122,7 +122,7 @@ json result_to_json(const TestResult& r) {
   return j;
 }
 
-json run_record(const TestResult& r, const RecordInfo& info) {
+json run_record(const RunResult& r, const RecordInfo& info) {
   json rec = result_to_json(r);
   rec["kind"] = info.kind == RunKind::kBaseline ? "baseline" : info.kind == RunKind::kRun ? "run" : "test";
   const Owner o = current_owner();

@@ -54,7 +54,7 @@ struct StepTiming {
   long ms = 0;
 };
 
-struct TestResult {
+struct RunResult {
   std::string run_id;
   RunStatus status = RunStatus::kRunning;
   std::string sandbox_id;        // podman: the container id; Kubernetes: namespace/pod
@@ -87,8 +87,8 @@ struct TestResult {
   RunnerReport runner;           // the runner's closing report the verdict read (verdict.h)
   std::string evidence;          // what decided the verdict: "driver", "junit" or "output" (runner_driver.h)
   std::string evidence_note;     // why `report: auto` kept the output ("" otherwise)
-  Category category = Category::kNone;  // set by run_judged_test (or the refusal)
-  nlohmann::json triage;         // set by run_judged_test (triage_run.h); null otherwise
+  Category category = Category::kNone;  // set by prove_judged (or the refusal)
+  nlohmann::json triage;         // set by prove_judged (triage_run.h); null otherwise
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
 
@@ -97,7 +97,7 @@ struct TestResult {
 nlohmann::json environment_json(const EnvironmentConfig& env);
 
 // What `test --json` / `run --json` print.
-nlohmann::json result_to_json(const TestResult& r);
+nlohmann::json result_to_json(const RunResult& r);
 
 enum class RunKind { kTest, kRun, kBaseline };
 
@@ -114,6 +114,6 @@ struct RecordInfo {
 // The run record (run_store.h): the result's JSON plus kind, owner, seed,
 // test command, time, error, the backend and the provenance
 // (provenance.h). The one builder of records, for every engine and step.
-nlohmann::json run_record(const TestResult& r, const RecordInfo& info);
+nlohmann::json run_record(const RunResult& r, const RecordInfo& info);
 
 }  // namespace lazyagent

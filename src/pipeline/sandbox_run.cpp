@@ -13,7 +13,7 @@
 #include "store/provenance.h"
 #include "contract/seed_snapshot.h"
 #include "util/terminal_text.h"
-#include "pipeline/test_pause.h"
+#include "pipeline/crash_pause.h"
 #include "contract/verdict.h"
 #include "contract/junit_report.h"
 #include "contract/runner_driver.h"
@@ -31,7 +31,7 @@ std::function<std::string(const std::string&)> evidence_command_for(const Config
   };
 }
 
-RecordInfo record_info(const Engine& engine, const TestRequest& req) {
+RecordInfo record_info(const Engine& engine, const ProofRequest& req) {
   RecordInfo info;
   info.kind = req.baseline ? RunKind::kBaseline : req.planner.is_object() ? RunKind::kRun : RunKind::kTest;
   info.seed = req.config.seed;
@@ -40,12 +40,12 @@ RecordInfo record_info(const Engine& engine, const TestRequest& req) {
   return info;
 }
 
-class TestPipeline {
+class ProofPipeline {
  public:
-  TestPipeline(const TestRequest& req, Engine& engine, const RunStore& store, const ProgressFn& progress)
+  ProofPipeline(const ProofRequest& req, Engine& engine, const RunStore& store, const ProgressFn& progress)
       : req_(req), engine_(engine), store_(store), progress_(progress), info_(record_info(engine, req)) {}
 
-  Result<TestResult> run() {
+  Result<RunResult> run() {
     res_.run_id = req_.run_id.empty() ? new_run_id() : req_.run_id;
     res_.planner = req_.planner;
     policy_ = policy_from_config(req_.config, req_.timeout_seconds);
@@ -71,18 +71,18 @@ class TestPipeline {
   }
 
  private:
-  using Step = Status (TestPipeline::*)();
+  using Step = Status (ProofPipeline::*)();
 
   Status steps() {
-    if (auto st = timed("validate", &TestPipeline::validate); !st || refused()) return st;
-    if (auto st = timed("snapshot", &TestPipeline::snapshot); !st || refused()) return st;
+    if (auto st = timed("validate", &ProofPipeline::validate); !st || refused()) return st;
+    if (auto st = timed("snapshot", &ProofPipeline::snapshot); !st || refused()) return st;
     for (auto [name, fn] : std::initializer_list<std::pair<const char*, Step>>{
-             {"engine", &TestPipeline::check_engine}, {"image", &TestPipeline::image},
-             {"copy", &TestPipeline::copy},           {"create", &TestPipeline::create},
-             {"verify", &TestPipeline::verify},       {"run", &TestPipeline::start_and_wait},
-             {"logs", &TestPipeline::logs},           {"remove", &TestPipeline::remove}}) {
-      if (fn == &TestPipeline::start_and_wait && req_.acquire_run_slot) {
-        if (auto st = timed("queue", &TestPipeline::acquire_slot); !st) return st;
+             {"engine", &ProofPipeline::check_engine}, {"image", &ProofPipeline::image},
+             {"copy", &ProofPipeline::copy},           {"create", &ProofPipeline::create},
+             {"verify", &ProofPipeline::verify},       {"run", &ProofPipeline::start_and_wait},
+             {"logs", &ProofPipeline::logs},           {"remove", &ProofPipeline::remove}}) {
+      if (fn == &ProofPipeline::start_and_wait && req_.acquire_run_slot) {
+        if (auto st = timed("queue", &ProofPipeline::acquire_slot); !st) return st;
       }
       if (auto st = timed(name, fn); !st) return st;
     }
@@ -97,7 +97,7 @@ class TestPipeline {
     Status st = (this->*fn)();
     res_.timings.push_back({step, ms_since(t0)});
     emit(RunEvent::Kind::kStepEnd, step, res_.timings.back().ms, st.ok());
-    if (st) test_pause_point(std::string("after:") + step);
+    if (st) crash_pause_point(std::string("after:") + step);
     if (st) return check_interrupted();
     return st;
   }
@@ -294,7 +294,7 @@ class TestPipeline {
 
   Status start_and_wait_in_slot() {
     if (auto st = sandbox_->start(); !st) return st;
-    test_pause_point("after:start");
+    crash_pause_point("after:start");
     auto exit = sandbox_->wait(static_cast<long>(req_.timeout_seconds) * 1000);
     if (!exit) return exit.error();
     exit_ = *exit;
@@ -386,12 +386,12 @@ class TestPipeline {
     (void)store_.write(run_record(res_, info_));
   }
 
-  const TestRequest& req_;
+  const ProofRequest& req_;
   Engine& engine_;
   const RunStore& store_;
   const ProgressFn& progress_;
   RecordInfo info_;
-  TestResult res_;
+  RunResult res_;
   SandboxPolicy policy_;
   PatchCheck check_;
   ChangeSet changes_;
@@ -410,8 +410,8 @@ class TestPipeline {
 
 }  // namespace
 
-Status write_result_record(const RunStore& store, const Engine& engine, const TestRequest& req,
-                           const TestResult& r) {
+Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req,
+                           const RunResult& r) {
   return store.write(run_record(r, record_info(engine, req)));
 }
 
@@ -432,9 +432,9 @@ Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_se
   return pool->keep_warm(spec, count);
 }
 
-Result<TestResult> run_test(const TestRequest& req, Engine& engine, const RunStore& store,
+Result<RunResult> prove(const ProofRequest& req, Engine& engine, const RunStore& store,
                             const ProgressFn& progress) {
-  TestPipeline p(req, engine, store, progress);
+  ProofPipeline p(req, engine, store, progress);
   return p.run();
 }
 

@@ -15,7 +15,7 @@
 //   copy       Engine::prepare_sandbox: the private copy of seed + change
 //   create     Sandbox::create
 //   verify     Sandbox::verify: what the engine made, against the policy
-//   queue      (eval only) wait for a free run slot (TestRequest::acquire_run_slot)
+//   queue      (eval only) wait for a free run slot (ProofRequest::acquire_run_slot)
 //   run        start, wait with the host-side deadline (killed on timeout)
 //   logs       bounded output; the isolation probe's block taken off its front
 //              and judged: a violation is an Error of kind kIsolation
@@ -45,7 +45,7 @@
 
 namespace lazyagent {
 
-struct TestRequest {
+struct ProofRequest {
   Config config;                 // effective config (CLI flags already applied)
   std::string patch_json;        // the patch text, untrusted
   std::int64_t timeout_seconds = 120;
@@ -67,18 +67,18 @@ struct TestRequest {
 };
 
 // Engine failures are Errors (kEngine, kIsolation, ...); a refused patch or
-// a failing test is a TestResult.
+// a failing test is a RunResult.
 // Makes warm spares (warm_spares.h) for sandboxes of `config` until `count`
 // unclaimed ones are there; returns the names made. The policy, image digest
 // and command are the ones a run of `config` with this timeout would use.
 Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_seconds, Engine& engine, int count);
 
-Result<TestResult> run_test(const TestRequest& req, Engine& engine, const RunStore& store,
+Result<RunResult> prove(const ProofRequest& req, Engine& engine, const RunStore& store,
                             const ProgressFn& progress);
 
-// The record of a result (what run_test writes at its end), for callers that
+// The record of a result (what prove writes at its end), for callers that
 // change the result afterwards (triage, the repair loop).
-Status write_result_record(const RunStore& store, const Engine& engine, const TestRequest& req,
-                           const TestResult& r);
+Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req,
+                           const RunResult& r);
 
 }  // namespace lazyagent

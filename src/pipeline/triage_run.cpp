@@ -20,13 +20,13 @@ std::string baseline_key(const std::string& seed_sha256, const std::string& test
 namespace {
 
 // One sandbox run, retried once (by default) after an infrastructure failure.
-Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, const RunStore& store,
+Result<RunResult> run_with_retry(ProofRequest req, int retries, Engine& engine, const RunStore& store,
                                   const ProgressFn& progress) {
-  auto r = run_test(req, engine, store, progress);
+  auto r = prove(req, engine, store, progress);
   for (int i = 0; i < retries && !r && is_infra_error(r.error()); ++i) {
     if (progress) progress("infra_error, retrying once in a fresh sandbox: " + r.error().message);
     req.run_id.clear();  // a new run id: the failed run keeps its record
-    r = run_test(req, engine, store, progress);
+    r = prove(req, engine, store, progress);
   }
   if (!r && is_infra_error(r.error())) {
     const std::string retried = retries > 0 ? ", retried " + std::to_string(retries) + "x" : "";
@@ -37,7 +37,7 @@ Result<TestResult> run_with_retry(TestRequest req, int retries, Engine& engine, 
   return r;
 }
 
-std::string evidence_of(const TestRequest& req) {
+std::string evidence_of(const ProofRequest& req) {
   // The evidence read (the output, a JUnit file, the runner's report the tool
   // asked for) is part of what the baseline is.
   return "\nreport: " + report_mode(req.config.report);
@@ -56,11 +56,11 @@ Baseline from_cache(const json& cached) {
 }
 
 // The baseline run itself, cached under the key its own result gives.
-Baseline run_and_cache(const TestRequest& req, const JudgeOptions& opt, Engine& engine, const RunStore& store,
+Baseline run_and_cache(const ProofRequest& req, const JudgeOptions& opt, Engine& engine, const RunStore& store,
                        const ProgressFn& progress) {
   Baseline b;
   if (progress) progress("baseline: the seed's tests without the patch");
-  TestRequest breq = req;
+  ProofRequest breq = req;
   breq.baseline = true;
   breq.patch_json.clear();
   breq.run_id.clear();
@@ -97,7 +97,7 @@ Baseline run_and_cache(const TestRequest& req, const JudgeOptions& opt, Engine& 
   return b;
 }
 
-Baseline baseline_for(const TestRequest& req, const TestResult& patched, const JudgeOptions& opt,
+Baseline baseline_for(const ProofRequest& req, const RunResult& patched, const JudgeOptions& opt,
                       Engine& engine, const RunStore& store, const ProgressFn& progress) {
   const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence_of(req),
                                        patched.image_digest,
@@ -125,17 +125,17 @@ std::string comma_joined(const std::vector<std::string>& v) {
 
 }  // namespace
 
-Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
+Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt, Engine& engine,
                                    const RunStore& store, const ProgressFn& progress) {
   auto first = run_with_retry(req, opt.infra_retries, engine, store, progress);
   if (!first) return first;
   if (first->status == RunStatus::kRefused) return first;
 
-  std::vector<TestResult> runs = {*first};
+  std::vector<RunResult> runs = {*first};
   std::string rerun_note;
   for (int i = 0; i < opt.rerun && !runs.back().tests_passed; ++i) {
     if (progress) progress("rerun " + std::to_string(i + 1) + " of " + std::to_string(opt.rerun) + ": the verdict was a failure");
-    TestRequest again = req;
+    ProofRequest again = req;
     again.run_id.clear();
     auto r = run_with_retry(again, opt.infra_retries, engine, store, progress);
     if (!r) {
@@ -152,7 +152,7 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
       break;
     }
   }
-  TestResult res = runs[deciding];
+  RunResult res = runs[deciding];
 
   Baseline base;
   if (opt.baseline && opt.known) base = *opt.known;
@@ -198,7 +198,7 @@ Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& o
   return res;
 }
 
-Result<Baseline> run_baseline(const TestRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
+Result<Baseline> run_baseline(const ProofRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
                               Engine& engine, const RunStore& store, const ProgressFn& progress) {
   // The key's parts a run would give, known before it on podman (Kubernetes
   // tells the image digest only after a run: then no lookup, the run caches).

@@ -62,10 +62,10 @@ struct JudgeOptions {
 // digest and the runtime, known before a run on podman) has an entry that
 // kept the output's tail, else run in a sandbox and cached. ok=false with
 // summary.error when it could not run; an interrupt is an Error.
-Result<Baseline> run_baseline(const TestRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
+Result<Baseline> run_baseline(const ProofRequest& req, const std::string& seed_sha256, const JudgeOptions& opt,
                               Engine& engine, const RunStore& store, const ProgressFn& progress);
 
-Result<TestResult> run_judged_test(const TestRequest& req, const JudgeOptions& opt, Engine& engine,
+Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt, Engine& engine,
                                    const RunStore& store, const ProgressFn& progress);
 
 // The baseline cache key (pure).

@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "pipeline/run_apply.h"
+#include "pipeline/apply_run.h"
 #include "report/report_data.h"
 #include "report/report_page.h"
 

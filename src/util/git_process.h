@@ -1,5 +1,5 @@
 // Running the `git` program on a user's work tree: listing a repository seed
-// (seed_source.h) and committing an applied change (run_apply.h).
+// (seed_source.h) and committing an applied change (apply_run.h).
 //
 // git is run the same guarded way every time: `git -C DIR` with none of our
 // GIT_* environment variables (they could point it at another repository),

@@ -194,7 +194,7 @@ TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[w
   const std::string config = io.file("warm.yaml", warm_config(1, 600));
   const std::string name = json_out(make_spares(state, config, 1))["made"][0];
   const std::string marker = io.path() + "/paused";
-  CliEnv env{state.path(), {{"LAZYAGENT_TEST_PAUSE_AT", "after:copy"}, {"LAZYAGENT_TEST_PAUSE_FILE", marker}}};
+  CliEnv env{state.path(), {{"LAZYAGENT_CRASH_PAUSE_AT", "after:copy"}, {"LAZYAGENT_CRASH_PAUSE_FILE", marker}}};
   TempDir out;
   const pid_t pid = spawn_cli(env, {"test", "--seed", seed_dir(), "--patch", io.file("fix.json", fixing_patch()),
                                     "--config", config, "--json"}, out.path());

@@ -4,7 +4,7 @@
 // does not reap, and each verdict must still be right.
 //
 // The exact steps are hit with the CLI's test-only pause point
-// (src/pipeline/test_pause.h): the CLI stops at "after:<step>", writes a marker, and
+// (src/pipeline/crash_pause.h): the CLI stops at "after:<step>", writes a marker, and
 // sleeps until this test kills it. The podman restart uses a private service
 // on its own socket, started and stopped by pid here; the shared service on
 // /run/podman/podman.sock is never touched.
@@ -142,7 +142,7 @@ TEST_CASE("chaos: SIGKILL at each step of a run, then the next start reaps every
     const std::string patch = io.file("patch.json", waiting ? attack_patch("import time\ntime.sleep(3600)") : fixing_patch());
     const std::string marker = io.path() + "/paused";
     CliEnv env{state.path(), {}};
-    if (!waiting) env.extra = {{"LAZYAGENT_TEST_PAUSE_AT", s.point}, {"LAZYAGENT_TEST_PAUSE_FILE", marker}};
+    if (!waiting) env.extra = {{"LAZYAGENT_CRASH_PAUSE_AT", s.point}, {"LAZYAGENT_CRASH_PAUSE_FILE", marker}};
     const pid_t pid = spawn_cli(env, {"test", "--seed", seed_dir(), "--patch", patch, "--json"}, io.path());
     const std::string label = "io.lazyagent.pid=" + std::to_string(pid);
     INFO("step " << s.point);

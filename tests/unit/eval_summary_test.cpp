@@ -13,8 +13,8 @@ using namespace lazyagent;
 
 namespace {
 
-TestResult result(RunStatus status, bool passed, const std::string& run_id) {
-  TestResult r;
+RunResult result(RunStatus status, bool passed, const std::string& run_id) {
+  RunResult r;
   r.status = status;
   r.tests_passed = passed;
   r.run_id = run_id;
@@ -24,16 +24,16 @@ TestResult result(RunStatus status, bool passed, const std::string& run_id) {
 
 // An attempt function that replays a script and counts its calls.
 struct Script {
-  std::vector<Result<TestResult>> replies;
+  std::vector<Result<RunResult>> replies;
   std::size_t calls = 0;
   AttemptFn fn() {
-    return [this]() -> Result<TestResult> { return replies.at(calls++); };
+    return [this]() -> Result<RunResult> { return replies.at(calls++); };
   }
 };
 
-Result<TestResult> pass(const std::string& id = "r-p") { return result(RunStatus::kPassed, true, id); }
-Result<TestResult> fail(const std::string& id = "r-f") { return result(RunStatus::kFailed, false, id); }
-Result<TestResult> infra() { return engine_error("podman said 500: boom"); }
+Result<RunResult> pass(const std::string& id = "r-p") { return result(RunStatus::kPassed, true, id); }
+Result<RunResult> fail(const std::string& id = "r-f") { return result(RunStatus::kFailed, false, id); }
+Result<RunResult> infra() { return engine_error("podman said 500: boom"); }
 
 }  // namespace
 
@@ -63,7 +63,7 @@ TEST_CASE("eval attempts: categories, infra retry and task-level reruns") {
   CHECK(v.category == Category::kFailed);
   CHECK(s.calls == 3);
 
-  Result<TestResult> refused = result(RunStatus::kRefused, false, "r-x");
+  Result<RunResult> refused = result(RunStatus::kRefused, false, "r-x");
   s = Script{{refused}};
   v = run_attempts(s.fn(), {3, 1});
   CHECK(v.category == Category::kRefused);

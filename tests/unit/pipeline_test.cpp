@@ -43,8 +43,8 @@ struct World {
     // default, runner_driver.h) has its own test below.
     config.report = "output";
   }
-  TestRequest request(const std::string& patch = kFix) const {
-    TestRequest r;
+  ProofRequest request(const std::string& patch = kFix) const {
+    ProofRequest r;
     r.config = config;
     r.patch_json = patch;
     return r;
@@ -60,7 +60,7 @@ struct SignalReset {
   ~SignalReset() { set_interrupted_for_test(0); }
 };
 
-std::vector<std::string> step_names(const TestResult& r) {
+std::vector<std::string> step_names(const RunResult& r) {
   std::vector<std::string> out;
   for (const auto& t : r.timings) out.push_back(t.step);
   return out;
@@ -77,7 +77,7 @@ JudgeOptions judged(int rerun = 0) {
 TEST_CASE("pipeline: a passing run calls the engine in order and times every step", "[pipeline]") {
   World w;
   fake::Engine e;
-  auto r = run_test(w.request(), e, w.store, nullptr);
+  auto r = prove(w.request(), e, w.store, nullptr);
   REQUIRE(r.ok());
   CHECK(e.calls == Calls{"check", "image", "prepare", "create", "verify", "start", "wait", "logs", "remove"});
   CHECK(step_names(*r) == Calls{"validate", "snapshot", "engine", "image", "copy", "create", "verify", "run",
@@ -91,16 +91,16 @@ TEST_CASE("pipeline: a passing run calls the engine in order and times every ste
 
   // A caller that checked the engine already (eval, run) skips that part.
   fake::Engine checked;
-  TestRequest req = w.request();
+  ProofRequest req = w.request();
   req.engine_checked = true;
-  REQUIRE(run_test(req, checked, w.store, nullptr).ok());
+  REQUIRE(prove(req, checked, w.store, nullptr).ok());
   CHECK(checked.calls.front() == "image");
 }
 
 TEST_CASE("pipeline: a refused patch never reaches the engine", "[pipeline]") {
   World w;
   fake::Engine e;
-  auto r = run_test(w.request(R"({"files":[{"path":"test_calculator.py","content":"x"}]})"), e, w.store, nullptr);
+  auto r = prove(w.request(R"({"files":[{"path":"test_calculator.py","content":"x"}]})"), e, w.store, nullptr);
   REQUIRE(r.ok());
   CHECK(r->status == RunStatus::kRefused);
   CHECK(r->category == Category::kRefused);
@@ -114,7 +114,7 @@ TEST_CASE("pipeline: every failing step removes the sandbox and records infra_er
     World w;
     fake::Engine e;
     e.runs = {fake::broken_at(step)};
-    auto r = run_test(w.request(), e, w.store, nullptr);
+    auto r = prove(w.request(), e, w.store, nullptr);
     INFO(step);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kEngine);
@@ -133,7 +133,7 @@ TEST_CASE("pipeline: every failing step removes the sandbox and records infra_er
   World w;
   fake::Engine e;
   e.runs = {fake::broken_at("prepare")};
-  REQUIRE_FALSE(run_test(w.request(), e, w.store, nullptr).ok());
+  REQUIRE_FALSE(prove(w.request(), e, w.store, nullptr).ok());
   CHECK(e.calls == Calls{"check", "image", "prepare"});
   CHECK(e.alive == 0);
 }
@@ -146,7 +146,7 @@ TEST_CASE("pipeline: a signal at any step removes the sandbox, is recorded, and 
     fake::Run run;
     run.signal_at = step;  // the step itself succeeds; the signal is seen after it
     e.runs = {run, fake::passing()};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     INFO(step);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kInterrupted);
@@ -160,7 +160,7 @@ TEST_CASE("pipeline: a signal at any step removes the sandbox, is recorded, and 
   World w;
   fake::Engine e;
   e.runs = {fake::broken_at("wait", ErrorKind::kInterrupted)};
-  auto r = run_test(w.request(), e, w.store, nullptr);
+  auto r = prove(w.request(), e, w.store, nullptr);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().kind == ErrorKind::kInterrupted);
   CHECK(e.calls.back() == "remove");
@@ -171,7 +171,7 @@ TEST_CASE("pipeline: an infrastructure failure is retried once in a fresh sandbo
   World w;
   fake::Engine e;
   e.runs = {fake::broken_at("verify"), fake::passing(), fake::failing() /* the baseline */};
-  auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+  auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
   REQUIRE(r.ok());
   CHECK(r->category == Category::kPassed);
   REQUIRE(e.run_ids.size() == 3);
@@ -181,7 +181,7 @@ TEST_CASE("pipeline: an infrastructure failure is retried once in a fresh sandbo
 
   fake::Engine twice;
   twice.runs = {fake::broken_at("create"), fake::broken_at("start")};
-  auto again = run_judged_test(w.request(), judged(), twice, w.store, nullptr);
+  auto again = prove_judged(w.request(), judged(), twice, w.store, nullptr);
   REQUIRE_FALSE(again.ok());
   CHECK(again.error().message.rfind("infra_error (not a test failure, retried 1x): run ", 0) == 0);
   CHECK(category_of(again.error()) == Category::kInfraError);
@@ -195,7 +195,7 @@ TEST_CASE("pipeline: an isolation violation is its own kind, recorded with the p
   fake::Run run;
   run.violations = {"an interface other than lo: eth0"};
   e.runs = {run, fake::passing()};
-  auto r = run_judged_test(w.request(), judged(1), e, w.store, nullptr);
+  auto r = prove_judged(w.request(), judged(1), e, w.store, nullptr);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().kind == ErrorKind::kIsolation);
   CHECK(category_of(r.error()) == Category::kIsolationViolation);
@@ -213,7 +213,7 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
   {
     fake::Engine e;
     e.runs = {fake::passing(), fake::failing()};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->category == Category::kPassed);
     CHECK(r->triage["fixed"] == json::array({"test_calculator.CalculatorTest.test_add"}));
@@ -222,7 +222,7 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
   {
     fake::Engine e;  // the baseline is cached now: one sandbox run
     e.runs = {fake::failing()};
-    auto r = run_judged_test(w.request(kWrong), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(kWrong), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->category == Category::kFailed);
     CHECK(r->status == RunStatus::kFailed);
@@ -232,7 +232,7 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
   {
     fake::Engine e;
     e.runs = {fake::failing(), fake::passing()};
-    auto r = run_judged_test(w.request(), judged(2), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(2), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->category == Category::kFlaky);
     CHECK(r->tests_passed);
@@ -246,7 +246,7 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
     cut.exit_code = 137;
     cut.output = "";
     e.runs = {cut};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->category == Category::kFailed);
     CHECK(r->reason.rfind("timeout", 0) == 0);
@@ -261,7 +261,7 @@ TEST_CASE("pipeline: verdict categories passed, failed, flaky, and a pass that b
     before.exit_code = 1;
     before.output = fake::kFailingOutput;
     e.runs = {fewer, before};
-    auto r = run_judged_test(fresh.request(), judged(), e, fresh.store, nullptr);
+    auto r = prove_judged(fresh.request(), judged(), e, fresh.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->category == Category::kFailed);
     CHECK(r->reason == "newly broken: test_calculator.CalculatorTest.test_sub passed before the patch and not after");
@@ -280,7 +280,7 @@ TEST_CASE("pipeline: a pass whose runner counted fewer tests than the baseline i
     fake::Run fewer;
     fewer.output = "100% tests passed, 0 tests failed out of 2\n";
     e.runs = {fewer, before};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK_FALSE(r->tests_passed);
     CHECK(r->category == Category::kFailed);
@@ -294,7 +294,7 @@ TEST_CASE("pipeline: a pass whose runner counted fewer tests than the baseline i
     fake::Run all;
     all.output = "100% tests passed, 0 tests failed out of 3\n";
     e.runs = {all};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->tests_passed);
     CHECK(r->triage["baseline"]["cached"] == true);
@@ -304,7 +304,7 @@ TEST_CASE("pipeline: a pass whose runner counted fewer tests than the baseline i
     fake::Run other;
     other.output = "ok  \texample.com/m\t0.004s\n";
     e.runs = {other};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->tests_passed);
   }
@@ -314,7 +314,7 @@ TEST_CASE("pipeline: the run record's fields, for the run and its baseline", "[p
   World w;
   fake::Engine e;
   e.runs = {fake::passing(), fake::failing()};
-  auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+  auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
   REQUIRE(r.ok());
   const json rec = w.record(r->run_id);
   CHECK(rec["run_id"] == r->run_id);
@@ -387,7 +387,7 @@ TEST_CASE("pipeline: by default the sandbox runs the runner so that it writes it
   fake::Run text_only;  // no block at all: the wrapper never ran to its end
   e.runs = {with_report, missing, text_only};
 
-  auto r = run_test(w.request(), e, w.store, nullptr);
+  auto r = prove(w.request(), e, w.store, nullptr);
   REQUIRE(r.ok());
   REQUIRE(e.commands.size() == 1);
   CHECK(e.commands[0].find("python3 -c '") != std::string::npos);
@@ -400,12 +400,12 @@ TEST_CASE("pipeline: by default the sandbox runs the runner so that it writes it
   // The record keeps the user's command.
   CHECK(w.record(r->run_id)["test_command"] == "python3 -m unittest -v");
   // A fresh path per run.
-  auto m = run_test(w.request(), e, w.store, nullptr);
+  auto m = prove(w.request(), e, w.store, nullptr);
   REQUIRE(m.ok());
   CHECK(e.commands[1] != e.commands[0]);
   CHECK_FALSE(m->tests_passed);
   CHECK(m->reason == std::string("no test report: ") + kDriverReportMissing);
-  auto t = run_test(w.request(), e, w.store, nullptr);
+  auto t = prove(w.request(), e, w.store, nullptr);
   REQUIRE(t.ok());
   CHECK_FALSE(t->tests_passed);
   CHECK(t->reason ==
@@ -418,13 +418,13 @@ TEST_CASE("pipeline: the baseline is cached per evidence mode", "[pipeline][driv
   {
     fake::Engine e;
     e.runs = {fake::passing(), fake::failing() /* the baseline */};
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->triage["baseline"]["cached"] == false);
   }
   {
     fake::Engine e;  // the same mode: cached, one sandbox run
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->triage["baseline"]["cached"] == true);
     CHECK(e.run_ids.size() == 1);
@@ -432,7 +432,7 @@ TEST_CASE("pipeline: the baseline is cached per evidence mode", "[pipeline][driv
   {
     fake::Engine e;  // the runner's own report: a baseline of its own
     w.config.report = "auto";
-    auto r = run_judged_test(w.request(), judged(), e, w.store, nullptr);
+    auto r = prove_judged(w.request(), judged(), e, w.store, nullptr);
     REQUIRE(r.ok());
     CHECK(r->triage["baseline"]["cached"] == false);
     CHECK(e.run_ids.size() == 2);
@@ -449,7 +449,7 @@ TEST_CASE("warm spares are an engine's optional part: on an engine without a poo
   CHECK(made->empty());
   CHECK(e.calls.empty());  // no policy check, no image digest, nothing kept
   // A run on it is the same as without engine.warm: no spare claimed, nothing deferred.
-  auto r = run_test(w.request(), e, w.store, nullptr);
+  auto r = prove(w.request(), e, w.store, nullptr);
   REQUIRE(r.ok());
   CHECK(r->warm.is_null());
   CHECK(r->removal != "deferred");

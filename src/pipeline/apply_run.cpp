@@ -1,5 +1,5 @@
-// `diff` and `apply` of a proven run (run_apply.h).
-#include "pipeline/run_apply.h"
+// `diff` and `apply` of a proven run (apply_run.h).
+#include "pipeline/apply_run.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "pipeline/test_pause.h"
+#include "pipeline/crash_pause.h"
 
 #include <unistd.h>
 
@@ -7,10 +7,10 @@
 
 namespace lazyagent {
 
-void test_pause_point(const std::string& point) {
-  const char* at = std::getenv("LAZYAGENT_TEST_PAUSE_AT");
+void crash_pause_point(const std::string& point) {
+  const char* at = std::getenv("LAZYAGENT_CRASH_PAUSE_AT");
   if (!at || point != at) return;
-  if (const char* file = std::getenv("LAZYAGENT_TEST_PAUSE_FILE")) {
+  if (const char* file = std::getenv("LAZYAGENT_CRASH_PAUSE_FILE")) {
     std::ofstream(file) << ::getpid() << "\n";
   }
   for (int i = 0; i < 600; ++i) ::sleep(1);

@@ -1,13 +1,13 @@
 // The pure part of `apply`: what differs between a proven seed manifest and
 // a tree's, named per file.
-#include "pipeline/run_apply.h"
+#include "pipeline/apply_run.h"
 
 #include <catch2/catch.hpp>
 
 using namespace lazyagent;
 using nlohmann::json;
 
-TEST_CASE("manifest differences name changed, missing and new files", "[run_apply]") {
+TEST_CASE("manifest differences name changed, missing and new files", "[apply_run]") {
   const json proven = json::parse(R"([
     {"kind":"f","mode":420,"path":"a.py","sha256":"11"},
     {"kind":"f","mode":420,"path":"b.py","sha256":"22"},
