@@ -38,7 +38,8 @@ struct ExportInput {
                                          // build_task(seed, config, instruction, name)
   // Kubernetes only: the run's private copy as a seed image in a registry,
   // "ADDRESS/REPO@sha256:..." (k8s_seed_image.h), pulled by an init container
-  // into an emptyDir of `k8s_seed_image_bytes` (plus slack) that the sandbox
+  // into an emptyDir of `k8s_seed_image_bytes` (what the copy takes on disk,
+  // SeedImage::disk_bytes; plus slack) that the sandbox
   // mounts read-only at /seed; no seed ConfigMap then. "" = the ConfigMap.
   std::string k8s_seed_image;
   std::int64_t k8s_seed_image_bytes = 0;

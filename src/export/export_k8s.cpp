@@ -119,7 +119,8 @@ ordered_json seed_volume(const ExportInput& in, const Names& n, const ordered_js
     return {{"name", "seed"},
             {"configMap", {{"name", n.seed_cm}, {"items", seed_items}, {"defaultMode", kConfigMapDefaultMode}}}};
   }
-  // Room for the copy plus the filesystem's own overhead per file.
+  // Room for the copy as the kubelet measures it (its disk blocks, not its
+  // bytes: a sizeLimit below that gets the pod evicted mid-run), plus slack.
   const std::int64_t room = ((in.k8s_seed_image_bytes * 5 / 4 + (16LL << 20)) >> 20) << 20;
   return {{"name", "seed"}, {"emptyDir", {{"sizeLimit", bytes_quantity(room)}}}};
 }

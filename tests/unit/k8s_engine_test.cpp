@@ -103,6 +103,26 @@ TEST_CASE("pod_end: terminated, stuck, still running") {
   CHECK(pod_end(json{{"status", {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}}}}).reason == "DeadlineExceeded");
 }
 
+TEST_CASE("pod_end: an evicted pod is no verdict, whatever its container's exit status") {
+  // The kubelet evicts a pod whose disk emptyDir outgrows its sizeLimit; the
+  // sandbox's shell then ends with some status (1 seen) that is not the test's.
+  const json pod = {{"status",
+                     {{"phase", "Failed"},
+                      {"reason", "Evicted"},
+                      {"message", "Usage of EmptyDir volume \"seed\" exceeds the limit \"79Mi\"."},
+                      {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 1}}}}}}}}}}};
+  const PodEnd e = pod_end(pod);
+  CHECK(e.terminated);
+  CHECK(e.evicted == "Usage of EmptyDir volume \"seed\" exceeds the limit \"79Mi\".");
+  json still_running = pod;
+  still_running["status"]["containerStatuses"][0]["state"] = {{"running", json::object()}};
+  CHECK(pod_end(still_running).terminated);
+  CHECK_FALSE(pod_end(still_running).evicted.empty());
+  still_running["status"].erase("message");
+  CHECK(pod_end(still_running).evicted == "evicted");
+  CHECK(pod_end(json{{"status", {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}}}}).evicted.empty());
+}
+
 TEST_CASE("pod_end: the container's imageID, for the record's image_digest") {
   const json pod = {{"status",
                      {{"phase", "Succeeded"},

@@ -46,6 +46,8 @@ TEST_CASE("seed image: two layers (the copier, the seed under seed/), digests th
   CHECK(json::parse(b->config)["rootfs"]["diff_ids"] == json::array({m["layers"][0]["digest"], m["layers"][1]["digest"]}));
   CHECK(b->image.files == 2);
   CHECK(b->image.seed_bytes == 19);
+  // On disk (as du and the kubelet's emptyDir sizeLimit count): 4 dirs and 2 files, a 4 KiB block each.
+  CHECK(b->image.disk_bytes == 6 * 4096);
   // Reproducible: the same copy is the same image; one byte more is another.
   auto again = build_seed_image(files, {"empty"}, {{"io.lazyagent.run", "r-1"}});
   REQUIRE(again.ok());

@@ -111,6 +111,7 @@ struct PodEnd {
   std::string reason;        // "Completed", "Error", "OOMKilled", ...
   std::string stuck;         // a waiting reason that will not resolve (ErrImageNeverPull, ...)
   std::string image_id;      // the container's imageID, once it ran
+  std::string evicted;       // the kubelet evicted the pod (its message): killed from outside, no verdict
 };
 PodEnd pod_end(const nlohmann::json& pod);
 

@@ -41,6 +41,13 @@ void split_planner_log(const std::string& log, std::string* patch, std::string* 
 
 PodEnd pod_end(const json& pod) {
   PodEnd e;
+  if (pod.value("/status/reason"_json_pointer, std::string()) == "Evicted") {
+    e.terminated = true;
+    e.evicted = pod.value("/status/message"_json_pointer, std::string("evicted"));
+    if (e.evicted.empty()) e.evicted = "evicted";
+    if (e.evicted.size() > 300) e.evicted.resize(300);
+    return e;
+  }
   const json statuses = pod.value("/status/containerStatuses"_json_pointer, json::array());
   for (const auto& cs : statuses) {
     const json state = cs.value("state", json::object());
@@ -234,6 +241,12 @@ class K8sJob : public Sandbox {
     if (end->event_type == "DELETED" || end->object.is_null()) return timed_out(exit);
     const PodEnd e = pod_end(end->object);
     exit.image_digest = e.image_id;
+    // An evicted pod was killed by the kubelet mid-run (an emptyDir over its
+    // sizeLimit, node pressure): whatever its container's status, it is no verdict.
+    if (!e.evicted.empty()) {
+      return engine_error("Job " + job_name_ + ": pod " + pod_ + " was evicted by the kubelet (" + e.evicted +
+                          "): the run has no verdict; see `kubectl describe pod`");
+    }
     // A pod that failed without its container's own termination record was
     // killed from outside: the Job's activeDeadlineSeconds (the deadline).
     if (e.reason == "DeadlineExceeded" || (e.terminated && e.exit_code < 0)) return timed_out(exit);

@@ -98,6 +98,9 @@ Result<SeedImageBlobs> build_seed_image(const std::vector<K8sFile>& files, const
   img.layer_bytes = b.seed_layer.size();
   img.seed_bytes = total;
   img.files = files.size();
+  constexpr std::uint64_t kBlock = 4096;
+  img.disk_bytes = dirs.size() * kBlock;
+  for (const auto& f : files) img.disk_bytes += (f.content.size() + kBlock - 1) / kBlock * kBlock;
   const ordered_json config = {
       {"architecture", seed_image_arch()},
       {"os", "linux"},

@@ -42,6 +42,11 @@ struct SeedImage {
   std::string digest;           // the manifest's: what the pod pulls
   std::string config_digest, copier_digest, layer_digest;
   std::uint64_t copier_bytes = 0, layer_bytes = 0, seed_bytes = 0;
+  // What the copy takes on the node's disk as `du` (the kubelet's emptyDir
+  // measure) counts it: each file and directory rounded up to whole 4 KiB
+  // blocks. Many small files take far more than their bytes (10,000 files of
+  // 5,243 bytes: 52 MB of data, 82 MB on disk).
+  std::uint64_t disk_bytes = 0;
   std::size_t files = 0;
   std::string reference() const { return address + "/" + repo + "@" + digest; }
 };

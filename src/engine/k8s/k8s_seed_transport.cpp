@@ -97,7 +97,7 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const 
   const SeedImage image = *img;
   auto remove = [client, image]() { return client->delete_manifest(image.repo, image.digest); };
   auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id, image.reference(),
-                     static_cast<std::int64_t>(image.seed_bytes));
+                     static_cast<std::int64_t>(image.disk_bytes));
   if (!d) {
     (void)remove();
     return d.error();
