@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/k8s/k8s_engine.h"
-#include "engine/podman/tar_writer.h"
+#include "util/tar_writer.h"
 #include "store/ownership.h"
 #include "util/digest.h"
 #include "util/terminal_text.h"

@@ -5,7 +5,7 @@
 
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
-#include "engine/podman/tar_writer.h"
+#include "util/tar_writer.h"
 
 namespace lazyagent {
 namespace {

@@ -18,7 +18,7 @@
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/rootless_host.h"
-#include "engine/podman/tar_writer.h"
+#include "util/tar_writer.h"
 #include "policy/setup_egress_probe.h"
 #include "util/package_mirrors.h"
 

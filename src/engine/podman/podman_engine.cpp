@@ -21,7 +21,7 @@
 #include "engine/podman/service_facts.h"
 #include "policy/runtime_policy.h"
 #include "policy/sandbox_policy.h"
-#include "engine/podman/tar_writer.h"
+#include "util/tar_writer.h"
 #include "engine/podman/warm_spares.h"
 #include "util/package_mirrors.h"
 

@@ -1,4 +1,4 @@
-#include "engine/podman/tar_writer.h"
+#include "util/tar_writer.h"
 
 #include <cstdio>
 #include <cstring>
