@@ -144,6 +144,14 @@ std::string attack_patch(const std::string& prelude) {
   return patch_json("calculator.py", calculator_with("return a + b", prelude));
 }
 
+std::string debian_mirror_host() {
+  std::string host = sh("cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources "
+                        "2>/dev/null | grep -Ev '^[[:space:]]*#' | grep -Eo 'https?://[^/ ]+' | head -n 1 | "
+                        "sed -E 's#https?://##'");
+  while (!host.empty() && (host.back() == '\n' || host.back() == ' ')) host.pop_back();
+  return host;
+}
+
 std::string sh(const std::string& command) {
   std::string out;
   FILE* p = popen(command.c_str(), "r");

@@ -86,6 +86,9 @@ std::size_t entries_in(const std::string& dir);
 
 // podman CLI helpers for checking what exists.
 std::string sh(const std::string& command);  // runs via /bin/sh, returns stdout
+// The host of the first Debian mirror in this machine's apt sources (read,
+// never written into the repository), or "" when there is none.
+std::string debian_mirror_host();
 std::vector<std::string> containers_with_label(const std::string& label);
 std::string hash_tree(const std::string& dir);  // sha256 over paths + contents + modes
 

@@ -48,7 +48,7 @@ std::string network_probe(int port) {
          "    except Exception as e:\n"
          "        print('BLOCKED ' + host + ' ' + type(e).__name__)\n"
          "try:\n"
-         "    socket.getaddrinfo('deb.debian.org', 80)\n"
+         "    socket.getaddrinfo('" + debian_mirror_host() + "', 80)\n"
          "    print('DNS RESOLVED')\n"
          "except Exception as e:\n"
          "    print('DNS BLOCKED ' + type(e).__name__)\n";

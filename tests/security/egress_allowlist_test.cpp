@@ -39,16 +39,9 @@ std::string trim(std::string s) {
   return s;
 }
 
-// The host of the Debian mirror in this machine's apt sources (the base
-// image's sources are written from them by scripts/build-images.sh).
-std::string debian_mirror_host() {
-  return trim(sh("cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources "
-                 "2>/dev/null | grep -Ev '^[[:space:]]*#' | grep -Eo 'https?://[^/ ]+' | head -n 1 | sed -E 's#https?://##'"));
-}
-
 // The npm registry's host from `npm config get registry`.
 std::string npm_registry_host() {
-  return trim(sh("npm config get registry 2>/dev/null | sed -E 's#https?://##; s#/.*##'"));
+  return trim(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/npm-registry-host.sh"));
 }
 
 // The host's CA bundle (what this machine trusts, a middlebox's CA

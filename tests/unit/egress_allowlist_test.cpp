@@ -17,8 +17,8 @@ using namespace lazyagent;
 using nlohmann::json;
 
 TEST_CASE("egress entries: names, HOST:PORT, a leading *. only, and every other form refused with the reason") {
-  CHECK(egress_entry_problem("deb.debian.org") == "");
-  CHECK(egress_entry_problem("Registry.NPMJS.org:443") == "");
+  CHECK(egress_entry_problem("mirror.example.net") == "");
+  CHECK(egress_entry_problem("Registry.EXAMPLE.com:443") == "");
   CHECK(egress_entry_problem("*.pythonhosted.org") == "");
   CHECK(egress_entry_problem("localhost") == "");
   CHECK(egress_entry_problem("") == "an empty entry");
@@ -45,13 +45,13 @@ TEST_CASE("egress entries: names, HOST:PORT, a leading *. only, and every other 
   CHECK(e.wildcard);
   CHECK(e.port == 8443);
   CHECK(e.text() == "*.example.org:8443");
-  CHECK(parse_egress_entry("deb.debian.org").ports() == std::vector<int>{80, 443});
+  CHECK(parse_egress_entry("mirror.example.net").ports() == std::vector<int>{80, 443});
 
-  const std::vector<EgressEntry> list = {parse_egress_entry("deb.debian.org"), parse_egress_entry("*.example.org:8443")};
-  CHECK(egress_allows(list, "deb.debian.org", 80));
-  CHECK(egress_allows(list, "DEB.debian.org", 443));
-  CHECK_FALSE(egress_allows(list, "deb.debian.org", 22));
-  CHECK_FALSE(egress_allows(list, "security.debian.org", 80));
+  const std::vector<EgressEntry> list = {parse_egress_entry("mirror.example.net"), parse_egress_entry("*.example.org:8443")};
+  CHECK(egress_allows(list, "mirror.example.net", 80));
+  CHECK(egress_allows(list, "MIRROR.example.net", 443));
+  CHECK_FALSE(egress_allows(list, "mirror.example.net", 22));
+  CHECK_FALSE(egress_allows(list, "other.example.net", 80));
   CHECK(egress_allows(list, "a.b.example.org", 8443));
   CHECK(egress_allows(list, "example.org", 8443));
   CHECK_FALSE(egress_allows(list, "badexample.org", 8443));
@@ -59,10 +59,10 @@ TEST_CASE("egress entries: names, HOST:PORT, a leading *. only, and every other 
 }
 
 TEST_CASE("environment.egress: parsed lower case into the key, needs the bridge, every bad entry named") {
-  auto c = parse_config("environment:\n  setup: [\"apt-get update\"]\n  egress: [Deb.Debian.org, \"*.npmjs.org:443\"]\n",
+  auto c = parse_config("environment:\n  setup: [\"apt-get update\"]\n  egress: [Mirror.Example.net, \"*.example.com:443\"]\n",
                         "cfg.yaml", "/srv/proj");
   REQUIRE(c.ok());
-  CHECK(c->environment.egress == std::vector<std::string>{"deb.debian.org", "*.npmjs.org:443"});
+  CHECK(c->environment.egress == std::vector<std::string>{"mirror.example.net", "*.example.com:443"});
 
   auto bad = parse_config("environment:\n  setup: [\"true\"]\n  egress: [\"10.0.0.1\", \"*.org\", ok.example.org]\n",
                           "cfg.yaml", "/srv/proj");
@@ -71,7 +71,7 @@ TEST_CASE("environment.egress: parsed lower case into the key, needs the bridge,
         "cfg.yaml: environment.egress[0]: '10.0.0.1': an IP address (list host names: the proxy decides by name)\n"
         "cfg.yaml: environment.egress[1]: '*.org': '*.org' is too broad (a wildcard needs a domain of two labels at least)");
 
-  auto none = parse_config("environment:\n  setup: [\"true\"]\n  network: none\n  egress: [deb.debian.org]\n", "cfg.yaml",
+  auto none = parse_config("environment:\n  setup: [\"true\"]\n  network: none\n  egress: [mirror.example.net]\n", "cfg.yaml",
                            "/srv/proj");
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().message ==
@@ -83,7 +83,7 @@ TEST_CASE("environment.egress: parsed lower case into the key, needs the bridge,
   // The list is in the key: another list, another image; none, the old key.
   EnvironmentConfig env = c->environment;
   const std::string with = environment_key(env, "base", "id", {});
-  env.egress = {"deb.debian.org"};
+  env.egress = {"mirror.example.net"};
   CHECK(environment_key(env, "base", "id", {}) != with);
   env.egress.clear();
   CHECK(environment_key(env, "base", "id", {}) != with);
@@ -93,11 +93,11 @@ TEST_CASE("environment.egress: parsed lower case into the key, needs the bridge,
 }
 
 TEST_CASE("squid configuration: clients from the subnet only, one rule per entry, nothing else allowed") {
-  const std::string conf = squid_config({parse_egress_entry("deb.debian.org"), parse_egress_entry("*.example.org:8443")},
+  const std::string conf = squid_config({parse_egress_entry("mirror.example.net"), parse_egress_entry("*.example.org:8443")},
                                         "10.89.3.0/24");
   CHECK(conf.find("http_port 3128\n") != std::string::npos);
   CHECK(conf.find("acl lazyagent_client src 10.89.3.0/24\n") != std::string::npos);
-  CHECK(conf.find("acl lazyagent_host_0 dstdomain -n deb.debian.org\nacl lazyagent_port_0 port 80 443\n") !=
+  CHECK(conf.find("acl lazyagent_host_0 dstdomain -n mirror.example.net\nacl lazyagent_port_0 port 80 443\n") !=
         std::string::npos);
   CHECK(conf.find("acl lazyagent_host_1 dstdomain -n .example.org\nacl lazyagent_port_1 port 8443\n") !=
         std::string::npos);
@@ -124,29 +124,29 @@ TEST_CASE("squid configuration: clients from the subnet only, one rule per entry
 TEST_CASE("squid's log: denials and reached hosts, once each, plain HTTP URLs kept, foreign lines ignored") {
   const std::string log =
       "lazyagent-egress-ready\n"
-      "lazyagent-egress 1796450050.859 TCP_TUNNEL 200 CONNECT registry.npmjs.org 443 registry.npmjs.org:443\n"
+      "lazyagent-egress 1796450050.859 TCP_TUNNEL 200 CONNECT registry.example.com 443 registry.example.com:443\n"
       "lazyagent-egress 1796450050.860 TCP_DENIED 403 CONNECT example.com 443 example.com:443\n"
       "lazyagent-egress 1796450050.866 TCP_DENIED 403 GET example.com 80 http://example.com/\n"
-      "lazyagent-egress 1796450050.908 TCP_MISS 200 GET deb.debian.org 80 http://deb.debian.org/debian/\n"
+      "lazyagent-egress 1796450050.908 TCP_MISS 200 GET mirror.example.net 80 http://mirror.example.net/debian/\n"
       "lazyagent-egress 1796450050.909 TCP_DENIED 403 CONNECT example.com 443 example.com:443\n"
-      "lazyagent-egress 1796450051.000 TCP_MISS 503 GET deb.debian.org 80 http://deb.debian.org/down\n"
+      "lazyagent-egress 1796450051.000 TCP_MISS 503 GET mirror.example.net 80 http://mirror.example.net/down\n"
       "lazyagent-egress 1796450051.000 TCP_MISS\n"
       "2026/12/05 05:53:06| WARNING: something squid said\n"
       "lazyagent-egress 1796450052.000 TCP_DENIED 403 GET h\x1b[2Jx 80 http://h\x1b[2Jx/\n";
   const auto requests = parse_egress_log(log);
   REQUIRE(requests.size() == 7);
   CHECK(requests[0].method == "CONNECT");
-  CHECK(requests[0].host_port() == "registry.npmjs.org:443");
+  CHECK(requests[0].host_port() == "registry.example.com:443");
   CHECK(requests[0].time == Approx(1796450050.859));
   CHECK_FALSE(requests[0].denied());
   CHECK(requests[1].denied());
   CHECK(requests[6].host == "h?[2Jx");  // escape sequences never reach a terminal
   const EgressOutcome o = summarize_egress(requests);
   CHECK(o.denied == std::vector<std::string>{"example.com:443", "example.com:80", "h?[2Jx:80"});
-  CHECK(o.reached == std::vector<std::string>{"registry.npmjs.org:443", "deb.debian.org:80", "http://deb.debian.org/debian/"});
+  CHECK(o.reached == std::vector<std::string>{"registry.example.com:443", "mirror.example.net:80", "http://mirror.example.net/debian/"});
 
-  CHECK(egress_denial_message({"registry.npmjs.org:443"}, 3) ==
-        "set-up step 3 was denied egress to registry.npmjs.org:443: add it to environment.egress");
+  CHECK(egress_denial_message({"registry.example.com:443"}, 3) ==
+        "set-up step 3 was denied egress to registry.example.com:443: add it to environment.egress");
   CHECK(egress_denial_message({"a.example:443", "b.example:80"}, 0) ==
         "the set-up was denied egress to a.example:443, b.example:80: add them to environment.egress");
   CHECK(egress_denial_message({}, 2).empty());
@@ -167,32 +167,32 @@ TEST_CASE("a client behind the proxy: the internal network only, IPv6 off, no DN
 
   // The environment's record says what was allowed, reached and refused.
   env.present = true;
-  env.egress = {"deb.debian.org"};
+  env.egress = {"mirror.example.net"};
   env.resolved.key = "k";
-  env.resolved.egress_reached = {"deb.debian.org:80"};
-  env.resolved.egress_denied = {"registry.npmjs.org:443"};
+  env.resolved.egress_reached = {"mirror.example.net:80"};
+  env.resolved.egress_denied = {"registry.example.com:443"};
   env.resolved.egress_reached_sha256 = "abc";
   const json j = environment_json(env);
-  CHECK(j["egress"] == json{{"allowed", {"deb.debian.org"}},
-                            {"reached", {"deb.debian.org:80"}},
+  CHECK(j["egress"] == json{{"allowed", {"mirror.example.net"}},
+                            {"reached", {"mirror.example.net:80"}},
                             {"reached_sha256", "abc"},
-                            {"denied", {"registry.npmjs.org:443"}},
+                            {"denied", {"registry.example.com:443"}},
                             {"probe", nullptr},
                             {"probe_attempts", json::array()}});
 }
 
 TEST_CASE("the set-up's egress probe: its lines read back, a way out named, a base without python3 stated") {
-  const std::string shell = setup_egress_probe_shell({"deb.debian.org", "*.example.org:8443"}, {"10.88.0.1"});
+  const std::string shell = setup_egress_probe_shell({"mirror.example.net", "*.example.org:8443"}, {"10.88.0.1"});
   // The unlisted name it asks the proxy for is the one the tool leaves out of a step's denials.
   CHECK(std::string(kEgressProbeTarget) == "lazyagent-egress-probe.invalid:443");
   CHECK(shell.find("python3 -I -S -c ") != std::string::npos);
-  CHECK(shell.find("'deb.debian.org *.example.org:8443' '10.88.0.1' 'lazyagent-egress-probe.invalid:443') || exit 86;") !=
+  CHECK(shell.find("'mirror.example.net *.example.org:8443' '10.88.0.1' 'lazyagent-egress-probe.invalid:443') || exit 86;") !=
         std::string::npos);
   const auto p = parse_setup_egress_probe(
       "::lazyagent-egress-probe proxy-unlisted 403::\n"
       "::lazyagent-egress-probe direct:10.88.0.1:22 refused way-out::\n"
       "::lazyagent-egress-probe direct:10.88.0.1:53 blocked:101::\n"
-      "::lazyagent-egress-probe dns:deb.debian.org failed::\n"
+      "::lazyagent-egress-probe dns:mirror.example.net failed::\n"
       "a step's own line\n"
       "::lazyagent-egress-probe done 4::\n");
   CHECK(p.ran);

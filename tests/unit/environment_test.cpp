@@ -155,7 +155,7 @@ TEST_CASE("environment set-up container: its own namespaces, bridge or none, no 
 TEST_CASE("environment: a failed set-up step is named with its exit code and its own output") {
   const std::vector<std::string> steps = {"apt-get update", "pip install -r requirements.txt"};
   const std::string out =
-      "::lazyagent-env step 1::\nHit:1 http://deb.debian.org bookworm InRelease\n"
+      "::lazyagent-env step 1::\nHit:1 http://mirror.example.net bookworm InRelease\n"
       "::lazyagent-env step 2::\nCollecting pytest\nERROR: no network\n::lazyagent-env failed 2 1::\n";
   CHECK(setup_failure_message(steps, out, 1) ==
         "environment: set-up step 2 of 2 failed with exit code 1: pip install -r requirements.txt\n"
