@@ -352,8 +352,12 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
     if (!requests) return requests.error().context("environment");
     const EgressOutcome outcome = summarize_egress(*requests);
     out->egress_reached = outcome.reached;
-    out->egress_denied = outcome.denied;
-    for (const auto& d : outcome.denied) progress("environment: egress denied: " + d);
+    // The probe's own refused request is in its attempts, not a denial of the set-up's.
+    for (const auto& d : outcome.denied) {
+      if (d == kEgressProbeTarget) continue;
+      out->egress_denied.push_back(d);
+      progress("environment: egress denied: " + d);
+    }
     // Name the denials of the step that failed (by time), else all of them.
     // The probe's own refused request is the probe's (its attempts record
     // it), not a step's: it runs a moment before step 1, within step_at's
