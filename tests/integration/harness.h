@@ -93,10 +93,12 @@ std::vector<std::string> containers_with_label(const std::string& label);
 std::string hash_tree(const std::string& dir);  // sha256 over paths + contents + modes
 
 // A TCP listener on the host's loopback (an ephemeral port) that counts
-// connections: what a sandbox sharing the host's network would reach.
+// connections: what a sandbox sharing the host's network would reach. With
+// `every_address`, on all of the host's addresses, IPv4 and IPv6: what a
+// set-up that escaped its network would reach.
 class HostListener {
  public:
-  HostListener();
+  explicit HostListener(bool every_address = false);
   ~HostListener();
   HostListener(const HostListener&) = delete;
   HostListener& operator=(const HostListener&) = delete;

@@ -58,48 +58,6 @@ std::string host_address() {
                  "head -n 1"));
 }
 
-// A TCP listener on every address of the host (IPv4 and IPv6), counting
-// connections: what a set-up that escaped its network would reach.
-class AnyListener {
- public:
-  AnyListener() {
-    fd_ = socket(AF_INET6, SOCK_STREAM, 0);
-    int off = 0;
-    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin6_port);
-    listen(fd_, 16);
-    thread_ = std::thread([this] {
-      for (;;) {
-        const int c = accept(fd_, nullptr, nullptr);
-        if (c < 0 || stop_) break;
-        ++accepted_;
-        close(c);
-      }
-    });
-  }
-  ~AnyListener() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  int port() const { return port_; }
-  int accepted() const { return accepted_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> accepted_{0};
-  std::thread thread_;
-};
-
 // The probe a set-up step runs: each attempt prints "probe NAME OUTCOME";
 // argv: LISTED_HOST UNLISTED_HOST HOST_ADDR GATEWAY PORT.
 const char* kProbe = R"PY(
@@ -221,7 +179,7 @@ TEST_CASE("egress allow-list: the proxy refuses the unlisted (CONNECT, HTTP, Hos
   REQUIRE(!mirror.empty());
   REQUIRE(!host.empty());
   const std::string gateway = "10.88.0.1";  // the default bridge's gateway (ARCHITECTURE section 5)
-  AnyListener listener;
+  HostListener listener(true);  // every address of the host
   const std::string step = "python3 probe.py " + mirror + " " + registry + " " + host + " " + gateway + " " +
                            std::to_string(listener.port());
   CliEnv env;
