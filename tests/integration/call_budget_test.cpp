@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -89,18 +91,26 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 TEST_CASE("call budget: a cold test asks podman only what can change, never GET /info", "[integration]") {
-  TempDir state;
+  TempDir state, runtime, other_state;
+  ::chmod(runtime.path().c_str(), 0700);
   const std::string log1 = state.path() + "/calls-1.jsonl", log2 = state.path() + "/calls-2.jsonl",
                     log3 = state.path() + "/calls-3.jsonl";
-  // The first run of a state directory asks the service once for what only
-  // GET /info tells (its cgroup manager) and keeps it (service_facts.h).
-  auto first = test_patch({state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log1}}}, fixing_patch(), {"--no-baseline"});
+  // The first run after the service started (here: a fresh runtime
+  // directory, so an empty machine-wide cache) asks the service once for
+  // what only GET /info tells (its cgroup manager) and keeps it
+  // (service_facts.h).
+  auto first = test_patch({state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log1}, {"XDG_RUNTIME_DIR", runtime.path()}}},
+                          fixing_patch(), {"--no-baseline"});
   REQUIRE(first.cli.exit_code == 0);
   const auto firsts = shapes(read_calls(log1));
   CHECK(std::count(firsts.begin(), firsts.end(), "GET /info") == 1);
 
-  // Every later process: cold (a sandbox made for the run), no GET /info.
-  auto cold = test_patch({state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log2}}}, fixing_patch(), {"--no-baseline"});
+  // Every later process: cold (a sandbox made for the run), no GET /info,
+  // even with a brand-new state directory (a CI job's fresh XDG_STATE_HOME):
+  // the cache is the user's, in the runtime directory.
+  auto cold = test_patch(
+      {other_state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log2}, {"XDG_RUNTIME_DIR", runtime.path()}}},
+      fixing_patch(), {"--no-baseline"});
   REQUIRE(cold.cli.exit_code == 0);
   CHECK(cold.result["tests_passed"] == true);
   const auto calls = read_calls(log2);
@@ -113,7 +123,8 @@ TEST_CASE("call budget: a cold test asks podman only what can change, never GET 
   // engine check (ping, the reaper's list, the image's digest: 10-20 ms in
   // all); sharing one check between them is left for later, and this list
   // says so.
-  auto judged = test_patch({state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log3}}}, fixing_patch());
+  auto judged = test_patch({state.path(), {{"LAZYAGENT_PODMAN_CALL_LOG", log3}, {"XDG_RUNTIME_DIR", runtime.path()}}},
+                           fixing_patch());
   REQUIRE(judged.cli.exit_code == 0);
   INFO(joined(shapes(read_calls(log3))));
   CHECK(shapes(read_calls(log3)) == concat({kCheck, kColdSandbox, kCheck, kColdSandbox}));
