@@ -1,5 +1,12 @@
 #include "pipeline/triage_run.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include "util/digest.h"
 #include "util/interrupt.h"
 #include "contract/runner_driver.h"
@@ -97,11 +104,39 @@ Baseline run_and_cache(const ProofRequest& req, const JudgeOptions& opt, Engine&
   return b;
 }
 
+// Held while one process runs the baseline of a key: tasks of an eval that
+// share a seed share its baseline (with --jobs 2 over one seed, both tasks
+// ran it at once; on a cluster that is a second pod for nothing). The others
+// wait here, then find it cached. No lock (an unwritable store, EINTR) only
+// costs the duplicate run.
+class BaselineLock {
+ public:
+  BaselineLock(const RunStore& store, const std::string& key) {
+    const std::string dir = store.dir() + "/baselines";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+    fd_ = ::open((dir + "/" + key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~BaselineLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  BaselineLock(const BaselineLock&) = delete;
+  BaselineLock& operator=(const BaselineLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 Baseline baseline_for(const ProofRequest& req, const RunResult& patched, const JudgeOptions& opt,
                       Engine& engine, const RunStore& store, const ProgressFn& progress) {
   const std::string key = baseline_key(patched.seed_sha256, req.config.test_command + evidence_of(req),
                                        patched.image_digest,
                                        patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
+  if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) return from_cache(*cached);
+  const BaselineLock lock(store, key);
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) return from_cache(*cached);
   return run_and_cache(req, opt, engine, store, progress);
 }

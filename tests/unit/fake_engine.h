@@ -5,6 +5,9 @@
 // engines are tested against the real podman service and a real cluster.
 #pragma once
 
+#include <chrono>
+#include <thread>
+
 #include <deque>
 #include <memory>
 #include <string>
@@ -42,6 +45,7 @@ struct Run {
   ErrorKind fail_kind = ErrorKind::kEngine;
   std::string signal_at;               // a step at which SIGINT "arrives" (the step itself succeeds)
   std::vector<std::string> violations; // what the isolation probe "saw"
+  int wait_ms = 0;                     // how long the "tests" take (the wait sleeps)
 };
 inline Run passing() { return Run{}; }
 inline Run failing() { return Run{1, kFailingOutput}; }
@@ -128,6 +132,7 @@ class Sandbox : public lazyagent::Sandbox {
   Status start() override { return step("start"); }
   Result<ContainerExit> wait(long) override {
     if (auto st = step("wait"); !st) return st.error();
+    if (run_.wait_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(run_.wait_ms));
     return ContainerExit{run_.exit_code, run_.timed_out, ""};
   }
   Result<ContainerLogs> logs(std::size_t) override {

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "pipeline/agent_run.h"
 #include "contract/junit_report.h"
@@ -187,6 +188,32 @@ TEST_CASE("pipeline: an infrastructure failure is retried once in a fresh sandbo
   CHECK(category_of(again.error()) == Category::kInfraError);
   CHECK(twice.run_ids.size() == 2);
   CHECK(twice.alive == 0);
+}
+
+TEST_CASE("pipeline: two judged runs of one seed at once share one baseline run", "[pipeline]") {
+  // eval --jobs 2 over predictions of one instance: the second waits for the
+  // first's baseline and reads it from the cache instead of running its own.
+  World w;
+  fake::Engine first, second;
+  fake::Run slow_baseline = fake::failing();
+  slow_baseline.wait_ms = 400;  // the first holds the baseline while the second arrives
+  first.runs = {fake::passing(), slow_baseline};
+  fake::Run patched = fake::passing();
+  patched.wait_ms = 100;
+  second.runs = {patched, fake::failing()};
+  Result<RunResult> a = Error{ErrorKind::kEngine, "not run"}, b = Error{ErrorKind::kEngine, "not run"};
+  std::thread ta([&] { a = prove_judged(w.request(), judged(), first, w.store, nullptr); });
+  std::thread tb([&] { b = prove_judged(w.request(), judged(), second, w.store, nullptr); });
+  ta.join();
+  tb.join();
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(first.run_ids.size() + second.run_ids.size() == 3);  // two patched runs, one baseline
+  CHECK(a->category == Category::kPassed);
+  CHECK(b->category == Category::kPassed);
+  CHECK(a->triage["fixed"] == b->triage["fixed"]);
+  CHECK(a->triage["fixed"] == json::array({"test_calculator.CalculatorTest.test_add"}));
+  CHECK(a->triage["baseline"]["cached"] != b->triage["baseline"]["cached"]);  // one ran it, one read it
 }
 
 TEST_CASE("pipeline: an isolation violation is its own kind, recorded with the probe, never retried", "[pipeline]") {
