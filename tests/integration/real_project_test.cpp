@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "ply_repo.h"
 #include "provider/provider_stub.h"
 
 using nlohmann::json;
@@ -34,74 +35,8 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kKey = "sk-lazyagent-it-real-project-0123456789";
-const std::string kBug = "            return self.slice[n - 1].value\n";
-const std::string kRight = "            return self.slice[n].value\n";
-
-void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
-
-void git(const std::string& dir, const std::string& args) {
-  REQUIRE(sh("git -C " + dir + " -c user.name=it -c user.email=it@example.invalid " + args + " >/dev/null 2>&1; echo $?") ==
-          "0\n");
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// PLY as a git repository with the bug committed.
-struct PlyRepo {
-  TempDir dir;
-  std::string repo;
-  PlyRepo() {
-    const std::string src = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/debian-source.sh ply 2>/dev/null"));
-    INFO("scripts/debian-source.sh ply gave '" << src << "' (the Debian mirror must be reachable the first time)");
-    REQUIRE(fs::exists(src + "/ply/yacc.py"));
-    repo = dir.path() + "/ply";
-    fs::copy(src, repo, fs::copy_options::recursive);
-    fs::remove(repo + "/.lazyagent-source");
-    put(repo + "/.gitignore", "*.pyc\n__pycache__/\ntest/parser.out\ntest/parsetab.py\ntest/lextab.py\n");
-    git(repo, "init -q -b main");
-    git(repo, "add -A");
-    git(repo, "commit -q -m 'ply 3.11 (Debian source package ply)'");
-    std::string yacc = read_file(yacc_path());
-    REQUIRE(yacc.size() > 12000);
-    const auto at = yacc.find(kRight);
-    REQUIRE(at != std::string::npos);
-    yacc.replace(at, kRight.size(), kBug);
-    put(yacc_path(), yacc);
-    git(repo, "commit -q -am 'yacc: an off-by-one in YaccProduction.__getitem__'");
-    // Build output a developer would have lying around: ignored, never copied.
-    fs::create_directories(repo + "/test/__pycache__");
-    put(repo + "/test/__pycache__/junk.cpython-311.pyc", "junk");
-  }
-  std::string yacc_path() const { return repo + "/ply/yacc.py"; }
-  // The fix as `git diff` writes it (the work tree is restored afterwards).
-  std::string git_diff() const {
-    const std::string buggy = read_file(yacc_path());
-    std::string fixed = buggy;
-    fixed.replace(fixed.find(kBug), kBug.size(), kRight);
-    put(yacc_path(), fixed);
-    const std::string d = sh("git -C " + repo + " diff");
-    put(yacc_path(), buggy);
-    return d;
-  }
-  // The fix as `diff -u` writes it, from outside the tree.
-  std::string plain_diff() const {
-    std::string fixed = read_file(yacc_path());
-    fixed.replace(fixed.find(kBug), kBug.size(), kRight);
-    fs::create_directories(dir.path() + "/fixed/ply");
-    put(dir.path() + "/fixed/ply/yacc.py", fixed);
-    return sh("cd " + dir.path() + " && diff -u ply/ply/yacc.py fixed/ply/yacc.py");
-  }
-  std::string config(const TempDir& where, const std::string& extra = "") const {
-    return where.file("config.yaml",
-                      "seed:\n  path: " + repo + "\n  exclude: [doc/, example/]\nallow: [ply/]\n"
-                      "test_command: unset PYTHONDONTWRITEBYTECODE; cd test && python3 testlex.py -v && python3 testyacc.py -v\n"
-                      "patch:\n  format: diff\n  max_files: 20\n  max_diff_bytes: 65536\n  max_changed_lines: 2000\n" +
-                          extra);
-  }
-};
+const std::string& kBug = PlyRepo::kBug;
+const std::string& kRight = PlyRepo::kRight;
 
 // The project's planner image with this build's binary in it, under a tag of
 // its own (the shared image is rebuilt by scripts/build-images.sh, not here).
@@ -226,7 +161,7 @@ TEST_CASE("a real project: run, with the scripted provider replying with the dif
   REQUIRE(d.exit_code == 0);
   CHECK(d.out.rfind("diff --git a/ply/yacc.py b/ply/yacc.py\n--- a/ply/yacc.py\n+++ b/ply/yacc.py\n@@ -", 0) == 0);
   CHECK(d.out.find("\n-" + kBug + "+" + kRight) != std::string::npos);
-  put(work.path() + "/proven.diff", d.out);
+  ply_put(work.path() + "/proven.diff", d.out);
   CHECK(sh("git -C " + ply.repo + " apply --check " + work.path() + "/proven.diff 2>&1; echo $?") == "0\n");
 
   CliResult a = run_cli({state.path()}, {"apply", id, "--branch", "lazyagent/ply-yacc-fix", "--switch", "--json"});
