@@ -296,14 +296,18 @@ oom_score = 0
           Root = "$C_STATE/ctrd/runsc-shim-root"
           SystemdCgroup = false
 EOF
-  # The local registry (scripts/k8s-registry.sh): plain HTTP on loopback.
-  local reg; reg="$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" address)"
-  mkdir -p "$C_STATE/conf/certs.d/$reg"
-  cat >"$C_STATE/conf/certs.d/$reg/hosts.toml" <<EOF
+  # The local registry (scripts/k8s-registry.sh): plain HTTP on loopback; and
+  # the address of the authenticated one a test starts (the pull Secret's test).
+  local reg
+  for reg in "$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" address)" \
+             "$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" auth-address)"; do
+    mkdir -p "$C_STATE/conf/certs.d/$reg"
+    cat >"$C_STATE/conf/certs.d/$reg/hosts.toml" <<EOF
 server = "http://$reg"
 [host."http://$reg"]
   capabilities = ["pull", "resolve"]
 EOF
+  done
   cat >"$C_STATE/cni/net.d/10-lazyagent-bridge.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "lazyagent-k8s", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,

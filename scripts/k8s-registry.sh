@@ -15,6 +15,9 @@
 # State: $LAZYAGENT_K8S_REGISTRY_STATE (default /var/lib/lazyagent-oci/k8s-registry):
 # config.yml, data/, registry.pid, registry.log. Port: $LAZYAGENT_K8S_REGISTRY_PORT
 # (default 25500). Deletes are enabled (the CLI deletes a run's manifest by digest).
+# Basic auth (htpasswd, bcrypt): LAZYAGENT_K8S_REGISTRY_USER and
+# LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE; the cluster's second, authenticated
+# registry for the image pull Secret's test runs on port 25501 (`auth-address`).
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -34,7 +37,29 @@ pid_alive() {  # pid_alive NAME: the registry recorded in NAME.pid still runs
   printf '%s' "$pid"
 }
 
-answers() { curl -fs -o /dev/null --max-time 2 "http://$R_ADDR/v2/"; }
+R_USER="${LAZYAGENT_K8S_REGISTRY_USER:-}"
+R_PASSWORD_FILE="${LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE:-}"
+
+# It answers /v2/: 200, or 401 when it asks for credentials.
+answers() {
+  local code
+  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$R_ADDR/v2/" || true)"
+  [ "$code" = 200 ] || { [ -n "$R_USER" ] && [ "$code" = 401 ]; }
+}
+
+# The htpasswd file the registry reads (bcrypt only): libxcrypt's crypt(3)
+# through Python's crypt module, so no extra package.
+write_htpasswd() {
+  [ -f "$R_PASSWORD_FILE" ] || die "LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE=$R_PASSWORD_FILE: no such file"
+  python3 -W ignore - "$R_USER" "$R_PASSWORD_FILE" >"$R_STATE/htpasswd" <<'PY'
+import crypt, sys
+user, pw = sys.argv[1], open(sys.argv[2]).read().rstrip("\r\n")
+h = crypt.crypt(pw, crypt.mksalt(crypt.METHOD_BLOWFISH))
+assert h and h.startswith("$2"), "crypt(3) has no bcrypt here"
+print(f"{user}:{h}")
+PY
+  chmod 0600 "$R_STATE/htpasswd"
+}
 
 write_config() {
   cat >"$R_STATE/config.yml" <<EOF2
@@ -56,6 +81,15 @@ http:
   headers:
     X-Content-Type-Options: [nosniff]
 EOF2
+  if [ -n "$R_USER" ]; then
+    write_htpasswd
+    cat >>"$R_STATE/config.yml" <<EOF2
+auth:
+  htpasswd:
+    realm: lazyagent-k8s-registry
+    path: $R_STATE/htpasswd
+EOF2
+  fi
 }
 
 do_start() {
@@ -100,6 +134,7 @@ case "${1:-}" in
   gc) do_gc ;;
   status) pid_alive registry >/dev/null && answers && printf '%s\n' "$R_ADDR" || { info "not running"; exit 1; } ;;
   address) printf '%s\n' "$R_ADDR" ;;
-  -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  auth-address) printf '127.0.0.1:%s\n' "${LAZYAGENT_K8S_REGISTRY_AUTH_PORT:-25501}" ;;
+  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
