@@ -164,6 +164,9 @@ struct K8sConfig {
   // image pull Secret created and deleted with the run's objects.
   std::string registry_username;
   std::string registry_password_file;
+  // A seed image older than this is deleted by any `reap`, whoever pushed it
+  // (a run on another host, whose process this host cannot ask about).
+  std::int64_t registry_ttl_hours = 48;
 };
 
 // The planner's context and tool loop (planner_task.h LoopSettings).

@@ -334,7 +334,8 @@ TEST_CASE("k8s registry: a moved tag does not change what a digest names, and re
   for (const auto& t : seed_tags()) CHECK(t != tag);
 }
 
-TEST_CASE("k8s registry: reap deletes the seed image of a dead run by digest and keeps a live one's",
+TEST_CASE("k8s registry: reap deletes the seed image of a dead run by digest and keeps a live one's, and "
+          "deletes any past k8s.registry_ttl_hours",
           "[k8s][registry]") {
   RegistryClient reg = registry();
   // A run owned by a pid that is gone (this host), and one owned by this test process.
@@ -356,6 +357,25 @@ TEST_CASE("k8s registry: reap deletes the seed image of a dead run by digest and
   auto limg = push_seed_image(reg, *l, live);
   REQUIRE(dimg.ok());
   REQUIRE(limg.ok());
+  // Two of another host's runs (whose processes this host cannot judge):
+  // one pushed three days ago, past the default 48-hour TTL, one just now.
+  const std::string old_run = "it-reap-old-" + std::to_string(getpid());
+  const std::string new_run = "it-reap-new-" + std::to_string(getpid());
+  const long long now = static_cast<long long>(time(nullptr));
+  auto elsewhere = [&](const std::string& run, long long pushed) {
+    auto labels = k8s_owner_labels("sandbox", run);
+    labels[kLabelOwner] = "someone@another-host.example";
+    labels[kAnnotationPushed] = std::to_string(pushed);
+    return labels;
+  };
+  auto o = build_seed_image({{"x", old_run, 0644}}, {}, elsewhere(old_run, now - 3 * 86400));
+  auto n = build_seed_image({{"x", new_run, 0644}}, {}, elsewhere(new_run, now));
+  REQUIRE(o.ok());
+  REQUIRE(n.ok());
+  auto oimg = push_seed_image(reg, *o, old_run);
+  auto nimg = push_seed_image(reg, *n, new_run);
+  REQUIRE(oimg.ok());
+  REQUIRE(nimg.ok());
   TempDir dir;
   const std::string config = dir.file("config.yaml", "k8s:\n  registry: " + registry_address() +
                                                          "\n  registry_plain_http: true\n");
@@ -371,6 +391,15 @@ TEST_CASE("k8s registry: reap deletes the seed image of a dead run by digest and
   CHECK_FALSE(dm->has_value());
   CHECK(lm->has_value());
   CHECK(reg.delete_manifest(kSeedImageRepo, limg->digest).ok());
+  auto om = reg.get_manifest(kSeedImageRepo, oimg->digest, kOciManifestType);
+  auto nm = reg.get_manifest(kSeedImageRepo, nimg->digest, kOciManifestType);
+  REQUIRE(om.ok());
+  REQUIRE(nm.ok());
+  CHECK_FALSE(om->has_value());  // past the TTL: reaped whoever owns it
+  CHECK(nm->has_value());        // another host's, young: not ours to judge
+  CHECK(r.out.find(old_run) != std::string::npos);
+  CHECK(r.out.find(new_run) == std::string::npos);
+  CHECK(reg.delete_manifest(kSeedImageRepo, nimg->digest).ok());
 }
 
 TEST_CASE("k8s registry: after the suite the registry holds no seed image", "[k8s][registry][zz-last]") {

@@ -379,7 +379,7 @@ TEST_CASE("the k8s section: namespace, Secret, RuntimeClass, plain-http opt-in, 
         "cfg.yaml: k8s.namespce: unknown key (valid keys: namespace, secret, runtime_class, plain_http_provider_ip, "
         "ttl_seconds_after_finished, isolation, egress_probe_targets, planner_egress, "
                                  "planner_egress_required, registry, registry_plain_http, registry_ca_file, "
-                                 "registry_username, registry_password_file)");
+                                 "registry_username, registry_password_file, registry_ttl_hours)");
   CHECK(d->k8s.ttl_seconds_after_finished == 3600);
   auto ttl = lazyagent::parse_config("k8s: {ttl_seconds_after_finished: 30}\n", "cfg.yaml", "/tmp");
   REQUIRE(ttl.ok());

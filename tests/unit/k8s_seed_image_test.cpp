@@ -71,3 +71,18 @@ TEST_CASE("seed image: more than 20,000 files or 100 MiB is refused naming the l
   REQUIRE_FALSE(no.ok());
   CHECK(no.error().message.find("apt-get install busybox-static") != std::string::npos);
 }
+
+TEST_CASE("k8s seed image: expired only when its push time is older than the TTL", "[k8s_seed_image]") {
+  using nlohmann::json;
+  const std::int64_t now = 1800000000, ttl = 48 * 3600;
+  CHECK(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", std::to_string(now - ttl - 1)}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", std::to_string(now - ttl)}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", std::to_string(now)}}, ttl, now));
+  // No push time (an image from before the TTL), or one that is not a number: never by age.
+  CHECK_FALSE(lazyagent::seed_image_expired(json::object(), ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", "-5"}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", "12ab"}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", 5}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json{{"io.lazyagent.pushed", std::string(40, '9')}}, ttl, now));
+  CHECK_FALSE(lazyagent::seed_image_expired(json(), ttl, now));
+}

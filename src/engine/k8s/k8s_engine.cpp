@@ -52,6 +52,7 @@ K8sRunSettings k8s_settings_from_config(const Config& config) {
   s.registry_ca_file = config.k8s.registry_ca_file;
   s.registry_username = config.k8s.registry_username;
   s.registry_password_file = config.k8s.registry_password_file;
+  s.registry_ttl_seconds = config.k8s.registry_ttl_hours * 3600;
   return s;
 }
 

@@ -67,6 +67,7 @@ struct K8sRunSettings {
   // Config::k8s.registry*: the seed image's registry ("" = the ConfigMap).
   std::string registry;
   bool registry_plain_http = false;
+  std::int64_t registry_ttl_seconds = 48 * 3600;  // k8s.registry_ttl_hours
   std::string registry_ca_file, registry_username, registry_password_file;
 };
 

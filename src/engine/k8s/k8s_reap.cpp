@@ -34,7 +34,10 @@ Result<ReapReport> K8sEngine::reap(bool all) {
   // The seed images of dead runs (k8s.registry), deleted by digest.
   if (report && !s_.registry.empty()) {
     auto reg = registry();
-    auto gone = reg ? reap_seed_images(**reg, all, &report->left_running) : Result<std::vector<std::string>>(reg.error());
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::system_clock::now().time_since_epoch()).count();
+    auto gone = reg ? reap_seed_images(**reg, all, &report->left_running, s_.registry_ttl_seconds, now)
+                    : Result<std::vector<std::string>>(reg.error());
     if (!gone) report->errors.push_back(gone.error().message);
     else for (auto& g : *gone) report->removed.push_back(s_.registry + "/" + g);
   }

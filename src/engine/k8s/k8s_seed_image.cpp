@@ -167,7 +167,16 @@ Status verify_seed_image(RegistryClient& reg, const SeedImage& img) {
   return ok_status();
 }
 
-Result<std::vector<std::string>> reap_seed_images(RegistryClient& reg, bool all, std::vector<std::string>* left) {
+bool seed_image_expired(const json& annotations, std::int64_t ttl_seconds, std::int64_t now) {
+  const json pushed = annotations.is_object() ? annotations.value(kAnnotationPushed, json()) : json();
+  if (!pushed.is_string()) return false;
+  const std::string& text = pushed.get_ref<const std::string&>();
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  return now - std::stoll(text) > ttl_seconds;
+}
+
+Result<std::vector<std::string>> reap_seed_images(RegistryClient& reg, bool all, std::vector<std::string>* left,
+                                                  std::int64_t ttl_seconds, std::int64_t now) {
   std::vector<std::string> removed;
   auto tags = reg.tags(kSeedImageRepo);
   if (!tags) return tags.error().context("reaping the registry");
@@ -177,7 +186,7 @@ Result<std::vector<std::string>> reap_seed_images(RegistryClient& reg, bool all,
     if (!*m) continue;
     const json man = json::parse(**m, nullptr, false);
     const json ann = man.is_object() ? man.value("annotations", json::object()) : json::object();
-    if (!all && owner_alive(owner_labels_from_k8s(ann))) {
+    if (!all && !seed_image_expired(ann, ttl_seconds, now) && owner_alive(owner_labels_from_k8s(ann))) {
       if (left) left->push_back(std::string(kSeedImageRepo) + ":" + tag);
       continue;
     }

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/k8s/oci_registry.h"
 #include "export/export_k8s_configmap.h"
 #include "util/result.h"
@@ -68,8 +70,17 @@ Result<SeedImage> push_seed_image(RegistryClient& reg, const SeedImageBlobs& blo
 // each blob's bytes hash to its digest. Any difference refuses the run.
 Status verify_seed_image(RegistryClient& reg, const SeedImage& image);
 
-// Seed images whose owner (annotations) is gone, or all: deleted by digest.
-// Returns "REPO:TAG@DIGEST" of each one removed.
-Result<std::vector<std::string>> reap_seed_images(RegistryClient& reg, bool all, std::vector<std::string>* left);
+// The manifest annotation with the push time (unix seconds), for the TTL.
+inline constexpr const char* kAnnotationPushed = "io.lazyagent.pushed";
+
+// Whether a seed image's annotations say it was pushed more than
+// `ttl_seconds` before `now` (no or malformed push time: not expired). Pure.
+bool seed_image_expired(const nlohmann::json& annotations, std::int64_t ttl_seconds, std::int64_t now);
+
+// Seed images whose owner (annotations) is gone, older than the TTL whoever
+// owns them, or all: deleted by digest. Returns "REPO:TAG@DIGEST" of each
+// one removed.
+Result<std::vector<std::string>> reap_seed_images(RegistryClient& reg, bool all, std::vector<std::string>* left,
+                                                  std::int64_t ttl_seconds, std::int64_t now);
 
 }  // namespace lazyagent

@@ -84,6 +84,9 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const 
   if (!files) return files.error().context("the seed image");
   std::map<std::string, std::string> annotations;
   for (const auto& [k, v] : k8s_owner_labels("sandbox", spec.run_id)) annotations[k] = v;
+  annotations[kAnnotationPushed] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count());
   auto blobs = build_seed_image(*files, empty_dirs, annotations);
   if (!blobs) return blobs.error();
   files->clear();
