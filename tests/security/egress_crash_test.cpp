@@ -52,6 +52,7 @@ bool running(pid_t pid, const std::string& role) {
 json reap_and_check(const std::string& state, const std::string& before) {
   const CliResult r = run_cli({state}, {"reap", "--json"});
   INFO(r.err);
+  INFO(r.out);
   REQUIRE(r.exit_code == 0);
   const json j = json_out(r);
   INFO(j.dump());
