@@ -71,6 +71,25 @@ json reap_and_check(const std::string& state, const std::string& before) {
   return j;
 }
 
+// SIGKILL to `pid`, then: it left its network, squid and its own container
+// (named `own` + ...), and `reap --json` in `state` removes them all.
+void kill_then_reap(pid_t pid, const std::string& state, const std::string& own, const std::string& what) {
+  kill(pid, SIGKILL);
+  CHECK(wait_cli(pid, 10) == 128 + SIGKILL);
+  const std::string before = left_by(pid);
+  INFO(before);
+  // The crash really left them.
+  CHECK(lines(before, "network lazyagent-egress-") == 1);
+  CHECK(lines(before, "container lazyagent-egress-") == 1);
+  CHECK(lines(before, "container " + own) == 1);
+
+  const json j = reap_and_check(state, before);
+  CHECK(j["errors"].empty());
+  CHECK(left_by(pid).empty());
+  evidence("egress crash, " + what + ": left " + std::to_string(lines(before, "network ")) + " network(s) and " +
+           std::to_string(lines(before, "container ")) + " container(s); after reap: \"" + left_by(pid) + "\"");
+}
+
 }  // namespace
 
 TEST_CASE("egress crash: SIGKILL during an allow-listed set-up, then reap removes its network, proxy and set-up",
@@ -83,20 +102,7 @@ TEST_CASE("egress crash: SIGKILL during an allow-listed set-up, then reap remove
   const pid_t pid = spawn_cli({state.path()}, {"env", "build", "--config", config, "--rebuild", "--json"}, io.path());
   // The set-up runs (its probe, then the sleep): the proxy is up by then.
   REQUIRE(wait_for([&] { return running(pid, "envbuild"); }, 120));
-  kill(pid, SIGKILL);
-  CHECK(wait_cli(pid, 10) == 128 + SIGKILL);
-  const std::string before = left_by(pid);
-  INFO(before);
-  // The crash really left them: the network, squid, the set-up container.
-  CHECK(lines(before, "network lazyagent-egress-") == 1);
-  CHECK(lines(before, "container lazyagent-egress-") == 1);
-  CHECK(lines(before, "container lazyagent-envbuild-") == 1);
-
-  const json j = reap_and_check(state.path(), before);
-  CHECK(j["errors"].empty());
-  CHECK(left_by(pid).empty());
-  evidence("egress crash, set-up: left " + std::to_string(lines(before, "network ")) + " network(s) and " +
-           std::to_string(lines(before, "container ")) + " container(s); after reap: \"" + left_by(pid) + "\"");
+  kill_then_reap(pid, state.path(), "lazyagent-envbuild-", "set-up");
 }
 
 TEST_CASE("egress crash: SIGKILL during an allow-listed planner run, then reap removes its network, proxy and planner",
@@ -112,17 +118,5 @@ TEST_CASE("egress crash: SIGKILL during an allow-listed planner run, then reap r
   const pid_t pid = spawn_cli({p.state.path()}, {"run", "--config", p.config(), "--json"}, io.path());
   // Its request came through the proxy: the planner, squid and the network exist.
   REQUIRE(wait_for([&] { return !p.stub().request_log().empty(); }, 180));
-  kill(pid, SIGKILL);
-  CHECK(wait_cli(pid, 10) == 128 + SIGKILL);
-  const std::string before = left_by(pid);
-  INFO(before);
-  CHECK(lines(before, "network lazyagent-egress-") == 1);
-  CHECK(lines(before, "container lazyagent-egress-") == 1);
-  CHECK(lines(before, "container lazyagent-planner-") == 1);
-
-  const json j = reap_and_check(p.state.path(), before);
-  CHECK(j["errors"].empty());
-  CHECK(left_by(pid).empty());
-  evidence("egress crash, planner: left " + std::to_string(lines(before, "network ")) + " network(s) and " +
-           std::to_string(lines(before, "container ")) + " container(s); after reap: \"" + left_by(pid) + "\"");
+  kill_then_reap(pid, p.state.path(), "lazyagent-planner-", "planner");
 }
