@@ -28,12 +28,15 @@ fi
 echo "==> leftovers" >&2
 left=$(podman ps -a --filter label=io.lazyagent.role --format '{{.ID}} {{.Names}}')
 vols=$(podman volume ls --filter label=io.lazyagent.role --format '{{.Name}}')
-if [ -n "$left$vols" ]; then
-  echo "FAIL: the suite left containers or volumes behind:" >&2
-  echo "$left $vols" >&2
+# The egress allow-list's internal networks (src/engine/podman/egress_proxy.h;
+# its squid containers carry io.lazyagent.role=egress-proxy, counted above).
+nets=$(podman network ls --filter label=io.lazyagent.role --format '{{.Name}}')
+if [ -n "$left$vols$nets" ]; then
+  echo "FAIL: the suite left containers, volumes or egress networks behind:" >&2
+  echo "$left $vols $nets" >&2
   status=1
 else
-  echo "no lazyagent containers or volumes left" >&2
+  echo "no lazyagent containers, volumes or egress networks left" >&2
 fi
 # Run cgroups (/lazyagent/<run> in each hierarchy, src/engine/podman/cgroup_usage.h):
 # a run removes its own, or leaves a detached remover for up to 60 s when conmon

@@ -173,8 +173,9 @@ int cmd_reap(const std::vector<std::string>& args) {
   BackendOptions backend;
   ArgParser p("reap", "[--all] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--config FILE] [--json]",
               "Removes what runs whose owning process is gone left behind, e.g. after `kill -9`: on podman,\n"
-              "lazyagent-oci containers (found by label), private seed copies and every unclaimed warm\n"
-              "spare (`warm`); on Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and\n"
+              "lazyagent-oci containers (found by label), the internal networks of egress allow-lists\n"
+              "(environment.egress, provider.network: allowlist), private seed copies and every unclaimed\n"
+              "warm spare (`warm`); on Kubernetes (--backend k8s), the Jobs, pods, ConfigMaps and\n"
               "NetworkPolicies labelled io.lazyagent.run. On both it removes the run store's interrupted\n"
               "writes and sessions past their idle TTL or maximum age, and closes those runs' records as\n"
               "`interrupted`, with the reason.\n"
@@ -215,6 +216,7 @@ int cmd_reap(const std::vector<std::string>& args) {
                 {"temp_files_removed", report->temp_files_removed},
                 {"records_closed", report->records_closed},
                 {"cgroups_removed", report->cgroups_removed},
+                {"networks_removed", report->networks_removed},
                 {"errors", report->errors}};
     // Where the engine works beyond the config (Kubernetes: its namespace).
     if (const auto where = engine->placement().settings; where.is_object() && where.contains("namespace")) {
@@ -228,9 +230,10 @@ int cmd_reap(const std::vector<std::string>& args) {
     for (const auto& r : report->temp_files_removed) std::cout << "removed interrupted write " << escape_for_terminal(r) << "\n";
     for (const auto& r : report->records_closed) std::cout << "closed the record of " << r << " as interrupted (its process is gone)\n";
     for (const auto& r : report->cgroups_removed) std::cout << "removed the empty cgroup /lazyagent/" << r << "\n";
+    for (const auto& r : report->networks_removed) std::cout << "removed the egress allow-list network " << r << "\n";
     for (const auto& e : report->errors) std::cerr << "error: " << escape_for_terminal(e) << "\n";
     if (report->removed.empty() && report->work_dirs_removed.empty() && report->temp_files_removed.empty() &&
-        report->records_closed.empty() && report->cgroups_removed.empty()) {
+        report->records_closed.empty() && report->cgroups_removed.empty() && report->networks_removed.empty()) {
       std::cout << "nothing to reap\n";
     }
   }

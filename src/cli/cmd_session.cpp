@@ -1,11 +1,13 @@
 // `lazyagent-oci session open|exec|close|list` (write, read, diff and prove
 // are in cmd_session_files.cpp): an agent's working copy in which every
 // command runs in a fresh sandbox (pipeline/session.h).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "cli/cli_args.h"
 #include "cli/session_command.h"
@@ -62,6 +64,30 @@ Result<SessionContext> session_context(const std::string& id, const RunStore& st
   return SessionContext{std::move(*rec), std::move(*config), (*factory)()};
 }
 
+// The deferred removals of one command, in a detached child that holds the
+// session's removals lock (shared) until they are done; a thread of this
+// process waits for the child, so a long-lived caller (the MCP server) keeps
+// no zombie.
+pid_t remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id) {
+  WarmPool* pool = engine.warm_pool();
+  if (pool == nullptr) return 0;  // nothing was deferred
+  auto lock = sessions.removals_lock(id, false);
+  if (!lock) {
+    (void)pool->finish_removals();
+    return 0;
+  }
+  const pid_t pid = fork_detached(*pool);
+  if (pid < 0) return 0;  // removed here (fork_detached did)
+  if (pid > 0) {  // the parent's lock closes; the child's copy holds it
+    std::thread([pid] {
+      int status = 0;
+      (void)::waitpid(pid, &status, 0);
+    }).detach();
+    return pid;
+  }
+  ::_exit(pool->finish_removals() ? 0 : 1);
+}
+
 namespace {
 
 std::string age_text(std::int64_t seconds) {
@@ -113,20 +139,6 @@ std::string command_text(const std::vector<std::string>& words) {
   return out;
 }
 
-// The deferred removals of one command, in a detached child that holds the
-// session's removals lock (shared) until they are done.
-void remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id) {
-  WarmPool* pool = engine.warm_pool();
-  if (pool == nullptr) return;  // nothing was deferred
-  auto lock = sessions.removals_lock(id, false);
-  if (!lock) {
-    (void)pool->finish_removals();
-    return;
-  }
-  if (fork_detached(*pool) != 0) return;  // the parent's lock closes; the child's copy holds it
-  ::_exit(pool->finish_removals() ? 0 : 1);
-}
-
 int session_exec(const std::vector<std::string>& args) {
   std::string id;
   long timeout = 0;
@@ -174,7 +186,7 @@ int session_exec(const std::vector<std::string>& args) {
     Engine& engine;
     const SessionStore sessions;
     const std::string& id;
-    ~RemoveAfter() { remove_after_answer(engine, sessions, id); }
+    ~RemoveAfter() { (void)remove_after_answer(engine, sessions, id); }
   } remove_after{*s->engine, SessionStore(store), id};
   if (!r) return report_error(r.error(), as_json, "its container is removed");
   if (as_json) {

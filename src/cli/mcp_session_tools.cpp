@@ -10,6 +10,7 @@
 #include "cli/cli_args.h"
 #include "cli/mcp_args.h"
 #include "cli/session_command.h"
+#include "engine/warm_pool.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -90,8 +91,14 @@ Result<json> mcp_session_exec(const SessionToolSetup& s, const json& args, const
   req.command = v[0];
   req.timeout_seconds = args.contains("timeout_seconds") ? args["timeout_seconds"].get<std::int64_t>()
                                                          : ctx->config.timeouts.test_seconds;
-  auto r = exec_in_session(ctx->record.id, ctx->config, req, *ctx->engine, SessionStore(default_run_store()),
-                           log_and(progress, "session_exec " + ctx->record.id));
+  // As `session exec`: the container is removed after the answer, by a
+  // child holding the session's removals lock (session_close waits for it).
+  if (WarmPool* pool = ctx->engine->warm_pool()) pool->defer_removals();
+  const ProgressFn said = log_and(progress, "session_exec " + ctx->record.id);
+  auto r = exec_in_session(ctx->record.id, ctx->config, req, *ctx->engine, SessionStore(default_run_store()), said);
+  if (const pid_t pid = remove_after_answer(*ctx->engine, SessionStore(default_run_store()), ctx->record.id); pid > 0) {
+    said("its container is removed after the answer (pid " + std::to_string(pid) + ")");
+  }
   if (!r) return r.error();
   return exec_result_json(*r);
 }

@@ -3,6 +3,8 @@
 // its record, its engine, and the diff and prove steps as both call them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "cli/cli.h"
@@ -42,6 +44,12 @@ Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, 
 
 // `session diff --json` / the session_diff tool.
 nlohmann::json session_diff_json(const std::string& id, const CopyDiff& d);
+
+// After a command whose removals were deferred (WarmPool::defer_removals):
+// removes its container in a detached child holding the session's removals
+// lock (shared; `close` waits for it), so that the caller answers first. The
+// child's pid (0 when none was needed or the fork failed: then removed here).
+pid_t remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id);
 
 // The MCP server's session_* tools (mcp_session_tools.cpp).
 std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Config& config);

@@ -28,6 +28,7 @@ struct ReapReport {
   std::vector<std::string> temp_files_removed;  // "runs/<id>.json.tmp.<pid>" of dead writers
   std::vector<std::string> records_closed;      // run ids whose records now say "interrupted"
   std::vector<std::string> cgroups_removed;     // /lazyagent/<name> cgroups of runs with no container left
+  std::vector<std::string> networks_removed;    // egress allow-list networks (egress_proxy.h) of dead owners
   std::vector<std::string> errors;
   // Unclaimed, unexpired warm spares of this run store left in place: a run
   // started by this process may claim one (warm_spares.h).

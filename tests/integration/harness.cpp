@@ -92,6 +92,15 @@ pid_t spawn_cli(const CliEnv& env, const std::vector<std::string>& args, const s
   return pid;
 }
 
+bool wait_for(const std::function<bool()>& cond, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
 int wait_cli(pid_t pid, int timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   int status = 0;

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -49,6 +50,8 @@ CliResult run_cli(const CliEnv& env, const std::vector<std::string>& args, int t
 pid_t spawn_cli(const CliEnv& env, const std::vector<std::string>& args, const std::string& out_dir);
 // Waits for a spawned CLI; returns its exit code (or 128+signal).
 int wait_cli(pid_t pid, int timeout_s);
+// Polls `cond` every 25 ms until it holds (true) or timeout_s passed (false).
+bool wait_for(const std::function<bool()>& cond, int timeout_s);
 
 // The seed, a fixing patch, a wrong patch, and a patch whose calculator.py
 // runs `python_prelude` at import and otherwise fixes add.

@@ -38,15 +38,6 @@ std::string warm_config(int warm, int ttl, const std::vector<std::pair<std::stri
   return text;
 }
 
-bool wait_until(const std::function<bool()>& cond, int timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 // Waits for the refill a `test` started after its result (it holds the lock).
 void wait_for_refill(const TempDir& state) {
   const std::string lock = state.path() + "/lazyagent-oci/refill.lock";
@@ -198,7 +189,7 @@ TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[w
   TempDir out;
   const pid_t pid = spawn_cli(env, {"test", "--seed", seed_dir(), "--patch", io.file("fix.json", fixing_patch()),
                                     "--config", config, "--json"}, out.path());
-  REQUIRE(wait_until([&] { return fs::exists(marker); }, 60));
+  REQUIRE(wait_for([&] { return fs::exists(marker); }, 60));
   kill(pid, SIGKILL);
   CHECK(wait_cli(pid, 10) == 128 + SIGKILL);
   // The claim happened: the spare now carries a run's name and its copy is filled.

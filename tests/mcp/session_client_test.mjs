@@ -70,7 +70,16 @@ try {
   check(failing.structuredContent?.exit_code === 1 && /FAILED/.test(failing.structuredContent?.output) &&
     failing.structuredContent?.truncated === false && failing.structuredContent?.timed_out === false,
     "session_exec: the failing tests fail", failing.structuredContent);
-  check(sessionContainers(id).length === 0, "session_exec: its container is gone when it returns");
+  // Its container is removed after the answer, by a child of the server
+  // (as `session exec` does): the server says so, and it is gone soon after.
+  let left = sessionContainers(id);
+  for (let i = 0; i < 150 && left.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    left = sessionContainers(id);
+  }
+  check(left.length === 0, "session_exec: its container is gone soon after it returns", left);
+  check(/session_exec s-[^:]*: its container is removed after the answer \(pid [0-9]+\)/.test(serverLog),
+    "session_exec: the container's removal is handed to a child, after the answer", serverLog.slice(-2000));
 
   // A reconnect: the session is in the run store, not in the server.
   await client.close();

@@ -36,15 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-bool wait_for(const std::function<bool()>& cond, int timeout_s) {
-  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return false;
-}
-
 long ms_since(Clock::time_point t0) {
   return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
 }

@@ -336,3 +336,47 @@ TEST_CASE("egress allow-list: a Go set-up from Debian packages through the proxy
   CHECK(egress_leftovers().empty());
   remove_image(json_out(b)["image"]);
 }
+
+TEST_CASE("egress allow-list: a Cargo set-up from Debian packages through the proxy builds with Debian's crates, and "
+          "a dependency from an unlisted host is refused by name") {
+  // cargo and librust-itoa-dev from the listed Debian mirror; project `ok`
+  // takes itoa from Debian's directory source (/usr/share/cargo/registry,
+  // no network); project `far` wants a git dependency on the npm registry's
+  // host, which is not listed: cargo goes through the proxy (https_proxy)
+  // and the step fails with the denial named.
+  const std::string mirror = debian_mirror_host();
+  const std::string registry = npm_registry_host();
+  REQUIRE(!mirror.empty());
+  REQUIRE(!registry.empty());
+  TempDir dir;
+  const std::string seed = dir.path() + "/seed";
+  for (const char* d : {"/ok/src", "/ok/.cargo", "/far/src"}) fs::create_directories(seed + d);
+  put(seed + "/ok/Cargo.toml", "[package]\nname = \"ok\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+                               "[dependencies]\nitoa = \"1\"\n");
+  put(seed + "/ok/.cargo/config.toml", "[source.crates-io]\nreplace-with = \"debian\"\n\n"
+                                       "[source.debian]\ndirectory = \"/usr/share/cargo/registry\"\n");
+  put(seed + "/ok/src/main.rs", "fn main() { println!(\"cargo built: {}\", itoa::Buffer::new().format(42u64)); }\n");
+  put(seed + "/far/Cargo.toml", "[package]\nname = \"far\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n"
+                                "[dependencies]\nunlisted = { git = \"https://" + registry + "/lazyagent-unlisted.git\" }\n");
+  put(seed + "/far/src/main.rs", "fn main() {}\n");
+  const std::string config = dir.file(
+      "env.yaml", "seed: " + seed + "\nallow: [ok/src/main.rs]\nenvironment:\n"
+      "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cargo librust-itoa-dev\",\n"
+      "          \"cd /lazyagent-env/ok && cargo run -q\",\n"
+      "          \"cd /lazyagent-env/far && cargo fetch\"]\n"
+      "  inputs: [ok/Cargo.toml, ok/.cargo/config.toml, ok/src/main.rs, far/Cargo.toml, far/src/main.rs]\n"
+      "  egress: [" + mirror + "]\n");
+  CliEnv env;
+  TempDir state;
+  env.state_dir = state.path();
+  const std::string images_before = sh("podman images --filter label=io.lazyagent.role=environment -q | sort");
+  const auto b = run_cli(env, {"env", "build", "--config", config, "--rebuild", "--json"}, 1500);
+  INFO(b.err);
+  CHECK(b.exit_code == 5);
+  CHECK(b.err.find("  | cargo built: 42") != std::string::npos);  // step 3: Debian's crates, through the allow-list
+  const std::string error = json_out(b)["error"];
+  CHECK(error.find("environment: set-up step 4 was denied egress to " + registry +
+                   ":443: add it to environment.egress\nenvironment: set-up step 4 of 4 failed") != std::string::npos);
+  CHECK(egress_leftovers().empty());
+  CHECK(sh("podman images --filter label=io.lazyagent.role=environment -q | sort") == images_before);
+}

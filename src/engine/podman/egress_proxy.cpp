@@ -142,10 +142,7 @@ Status EgressProxy::remove() {
     else container_.clear();
   }
   if (!network_.empty()) {
-    auto r = podman_.call("DELETE", "/networks/" + url_escape(network_) + "?force=true");
-    if (!r) return r.error().context("egress proxy: removing network " + network_);
-    if (r->status != 200 && r->status != 204 && r->status != 404)
-      return engine_error("egress proxy: removing network " + network_ + ": " + podman_error_text(r->status, r->body));
+    if (auto st = podman_.remove_network(network_); !st) return st.error().context("egress proxy");
     network_.clear();
   }
   return out;

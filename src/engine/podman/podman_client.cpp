@@ -291,6 +291,19 @@ Result<json> PodmanClient::list_by_label(const std::string& label) {
   return parse_json_reply(r, "listing containers");
 }
 
+Result<json> PodmanClient::list_networks_by_label(const std::string& label) {
+  const json filters = {{"label", json::array({label})}};
+  auto r = call("GET", "/networks/json?filters=" + url_escape(filters.dump()));
+  if (auto st = expect(r, {200}, "listing networks"); !st) return st.error();
+  return parse_json_reply(r, "listing networks");
+}
+
+Status PodmanClient::remove_network(const std::string& name) {
+  auto r = call("DELETE", "/networks/" + url_escape(name));
+  if (r && r->status == 404) return ok_status();
+  return expect(r, {200, 204}, "removing network " + name);
+}
+
 Result<bool> PodmanClient::secret_exists(const std::string& name) {
   auto r = call("GET", "/secrets/" + url_escape(name) + "/json");
   if (r && r->status == 404) return false;

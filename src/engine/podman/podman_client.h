@@ -104,6 +104,12 @@ class PodmanClient {
   Status remove(const std::string& id);
   // Containers (running or not) carrying `label` (key or key=value).
   Result<nlohmann::json> list_by_label(const std::string& label);
+  // Networks carrying `label` (key or key=value): libpod's network objects
+  // ("name", "labels", ...).
+  Result<nlohmann::json> list_networks_by_label(const std::string& label);
+  // Removes the network `name` (not forced: a container still on it is an
+  // error); one already gone is ok.
+  Status remove_network(const std::string& name);
 
   // Podman secrets (values are never returned by podman, nor logged here).
   Result<bool> secret_exists(const std::string& name);

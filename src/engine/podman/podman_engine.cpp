@@ -323,7 +323,7 @@ void merge(ReapReport& into, ReapReport&& r) {
   using List = std::vector<std::string> ReapReport::*;
   for (List v : {&ReapReport::removed, &ReapReport::left_running, &ReapReport::work_dirs_removed,
                  &ReapReport::temp_files_removed, &ReapReport::records_closed, &ReapReport::cgroups_removed,
-                 &ReapReport::errors, &ReapReport::spares_left}) {
+                 &ReapReport::networks_removed, &ReapReport::errors, &ReapReport::spares_left}) {
     (into.*v).insert((into.*v).end(), (r.*v).begin(), (r.*v).end());
   }
 }

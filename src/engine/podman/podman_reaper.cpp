@@ -23,9 +23,10 @@ using nlohmann::json;
 
 namespace {
 
+// A container's "Labels" or a network's "labels".
 std::map<std::string, std::string> labels_of(const json& c) {
   std::map<std::string, std::string> out;
-  const json& l = c.contains("Labels") ? c["Labels"] : json();
+  const json& l = c.contains("Labels") ? c["Labels"] : c.contains("labels") ? c["labels"] : json();
   if (l.is_object()) {
     for (const auto& [k, v] : l.items()) {
       if (v.is_string()) out[k] = v.get<std::string>();
@@ -107,6 +108,17 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
     } else {
       report.errors.push_back(st.error().message);
     }
+  }
+  // The egress allow-list networks (egress_proxy.h) of dead owners: after
+  // their containers (the proxy, the set-up or planner on them), which the
+  // loop above removed by the same rule.
+  auto networks = podman.list_networks_by_label(kLabelRole);
+  if (!networks) return networks.error().context("looking for leftover networks");
+  for (const auto& n : *networks) {
+    const std::string name = n.value("name", "");
+    if (name.empty() || (!all && owner_alive(labels_of(n)))) continue;
+    if (auto st = podman.remove_network(name); st) report.networks_removed.push_back(name);
+    else report.errors.push_back(st.error().message);
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(store.work_dir(), ec)) {

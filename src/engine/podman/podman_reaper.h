@@ -2,7 +2,9 @@
 //
 // A run killed with SIGKILL cannot clean up. Its containers keep our labels
 // (sandbox_policy.h), its private seed copy stays under the run store's
-// work/ directory, and its cgroup stays. Every `test`/`run`/`eval` start and
+// work/ directory, and its cgroup stays; an allow-listed set-up or planner
+// leaves its squid container and its internal network (egress_proxy.h),
+// both labelled the same way. Every `test`/`run`/`eval` start and
 // `lazyagent-oci reap` remove those whose owner process is gone
 // (ownership.h), then sweep the run store (store_sweep.h: temp files of dead
 // writers, records of dead runs closed as "interrupted"). Containers of live

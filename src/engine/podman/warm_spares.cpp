@@ -40,6 +40,12 @@ constexpr long kClaimMarginSeconds = 5;
 class SpareLock {
  public:
   explicit SpareLock(const RunStore& store) {
+    // A run store nothing has written to yet (`reap` after a killed `env
+    // build`, which keeps no records) has no directory for the lock.
+    if (auto st = store.ensure(); !st) {
+      error_ = st.error().message;
+      return;
+    }
     const std::string path = store.dir() + "/spares.lock";
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
