@@ -48,6 +48,14 @@ inline std::string host_ip() {
   return ip && *ip ? ip : "10.244.91.1";
 }
 
+// The local registry's HOST:PORT (scripts/k8s-registry.sh, started with the cluster).
+inline std::string registry_address() {
+  std::string a = sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh status 2>/dev/null");
+  while (!a.empty() && (a.back() == '\n' || a.back() == ' ')) a.pop_back();
+  REQUIRE_FALSE(a.empty());
+  return a;
+}
+
 inline K8sClient client() {
   auto c = load_kubeconfig(kubeconfig());
   REQUIRE(c.ok());

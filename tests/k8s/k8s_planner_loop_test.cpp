@@ -11,6 +11,7 @@
 #include "k8s_fixtures.h"
 #include "engine/k8s/k8s_seed_image.h"
 #include "engine/k8s/oci_registry.h"
+#include "policy/sandbox_policy.h"
 
 using nlohmann::json;
 using namespace it;
@@ -18,22 +19,13 @@ using namespace lazyagent;
 
 namespace {
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string registry_address() {
-  const std::string a = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh status 2>/dev/null"));
-  REQUIRE_FALSE(a.empty());
-  return a;
-}
-
-StubReply tool_call(const std::string& name, const json& args, std::vector<std::string> require_last = {}) {
-  StubReply r;
-  r.tool_calls = json::array({{{"name", name}, {"arguments", args}}});
-  r.require_last = std::move(require_last);
-  return r;
+// A reply calling one tool, as a script gives it (parse_stub_script makes the protocol's tool_calls).
+StubReply tool_call(const std::string& name, const json& args, const std::vector<std::string>& require_last = {}) {
+  json reply = {{"tool_calls", {{{"name", name}, {"arguments", args}}}}};
+  if (!require_last.empty()) reply["require_last"] = require_last;
+  auto s = parse_stub_script(json{{"api_key", kKey}, {"replies", {reply}}}.dump());
+  REQUIRE(s.ok());
+  return s->replies.at(0);
 }
 
 const std::string kLoopYaml = "planner:\n  tools: true\n  max_turns: 4\n";

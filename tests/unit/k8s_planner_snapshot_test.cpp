@@ -82,7 +82,7 @@ std::set<std::string> secrets_named(const json& pod) {
 }  // namespace
 
 TEST_CASE("k8s planner pod with the snapshot: an init container pulls it by digest into an emptyDir the planner "
-          "mounts read-only at /seed; the provider Secret is the only Secret") {
+          "mounts read-only at /seed, the provider Secret is the only Secret") {
   K8sRunSettings s;
   s.secret = "my-provider";
   const K8sDocuments d = planner_documents(kImage, s);
@@ -140,7 +140,7 @@ TEST_CASE("k8s planner pod with the snapshot and planner_egress: both init conta
   CHECK(secrets_named(pod) == std::set<std::string>{"volume:lazyagent-provider"});
 }
 
-TEST_CASE("planner_snapshot: the seed's directories and regular files, read-only; no symlink; over the bounds left "
+TEST_CASE("planner_snapshot: the seed's directories and regular files, read-only, no symlink, over the bounds left "
           "out; the same for both engines but the prefix") {
   const SeedSnapshot seed = loop_seed();
   std::vector<std::string> left;
