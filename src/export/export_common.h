@@ -43,6 +43,12 @@ struct ExportInput {
   // mounts read-only at /seed; no seed ConfigMap then. "" = the ConfigMap.
   std::string k8s_seed_image;
   std::int64_t k8s_seed_image_bytes = 0;
+  // Kubernetes only: the planner's snapshot (contract/planner_snapshot.h) as
+  // a seed image, pulled the same way into an emptyDir the planner mounts
+  // read-only at /seed (`plan --snapshot /seed`: its tool loop). "" = none:
+  // the planner has no snapshot and asks with the one-shot prompt.
+  std::string k8s_planner_snapshot_image;
+  std::int64_t k8s_planner_snapshot_bytes = 0;
 };
 
 struct ExportedFile {

@@ -112,6 +112,27 @@ ordered_json job(ordered_json meta, std::int64_t deadline, ordered_json pod_labe
             {"template", {{"metadata", {{"labels", std::move(pod_labels)}}}, {"spec", std::move(pod_spec)}}}}}};
 }
 
+// A seed image's emptyDir on the node's disk, which its init container fills:
+// room for the copy as the kubelet measures it (its disk blocks, not its
+// bytes: a sizeLimit below that gets the pod evicted mid-run), plus slack.
+ordered_json seed_image_volume(std::int64_t disk_bytes) {
+  const std::int64_t room = ((disk_bytes * 5 / 4 + (16LL << 20)) >> 20) << 20;
+  return {{"name", "seed"}, {"emptyDir", {{"sizeLimit", bytes_quantity(room)}}}};
+}
+
+// The seed image (pulled by digest) copies its /seed into the emptyDir, under
+// the same restrictions and limits as the pod's container.
+ordered_json seed_image_copier(const std::string& image, const ordered_json& limits) {
+  return {{"name", "seed"},
+          {"image", image},
+          {"imagePullPolicy", "IfNotPresent"},
+          {"command", {"/bin/busybox", "cp", "-R", std::string(kSeedMount) + "/.", "/out/"}},
+          {"workingDir", "/"},
+          {"securityContext", container_security()},
+          {"resources", {{"limits", limits}, {"requests", limits}}},
+          {"volumeMounts", {{{"name", "seed"}, {"mountPath", "/out"}}}}};
+}
+
 // The seed volume: the ConfigMap's items, or (a seed image, k8s_seed_image.h)
 // an emptyDir on the node's disk the init container fills.
 ordered_json seed_volume(const ExportInput& in, const Names& n, const ordered_json& seed_items) {
@@ -119,10 +140,7 @@ ordered_json seed_volume(const ExportInput& in, const Names& n, const ordered_js
     return {{"name", "seed"},
             {"configMap", {{"name", n.seed_cm}, {"items", seed_items}, {"defaultMode", kConfigMapDefaultMode}}}};
   }
-  // Room for the copy as the kubelet measures it (its disk blocks, not its
-  // bytes: a sizeLimit below that gets the pod evicted mid-run), plus slack.
-  const std::int64_t room = ((in.k8s_seed_image_bytes * 5 / 4 + (16LL << 20)) >> 20) << 20;
-  return {{"name", "seed"}, {"emptyDir", {{"sizeLimit", bytes_quantity(room)}}}};
+  return seed_image_volume(in.k8s_seed_image_bytes);
 }
 
 ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_json& seed_items) {
@@ -163,17 +181,7 @@ ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_js
       {"volumes", {seed_volume(in, n, seed_items), memory_dir("work", p.work_tmpfs_bytes), memory_dir("tmp", p.tmp_tmpfs_bytes)}},
   };
   if (!in.k8s_seed_image.empty()) {
-    // The seed image (pulled by digest) copies its /seed into the emptyDir,
-    // under the same restrictions as the sandbox container.
-    spec["initContainers"] = ordered_json::array(
-        {{{"name", "seed"},
-          {"image", in.k8s_seed_image},
-          {"imagePullPolicy", "IfNotPresent"},
-          {"command", {"/bin/busybox", "cp", "-R", std::string(kSeedMount) + "/.", "/out/"}},
-          {"workingDir", "/"},
-          {"securityContext", container_security()},
-          {"resources", {{"limits", limits}, {"requests", limits}}},
-          {"volumeMounts", {{{"name", "seed"}, {"mountPath", "/out"}}}}}});
+    spec["initContainers"] = ordered_json::array({seed_image_copier(in.k8s_seed_image, limits)});
   }
   ordered_json meta = metadata(n.sandbox_job, n, "sandbox");
   meta["annotations"] = {{"io.lazyagent.seed-sha256", in.seed.sha256}};
@@ -217,6 +225,17 @@ ordered_json planner_job(const ExportInput& in, const Names& n) {
         {{"name", "provider"}, {"secret", {{"secretName", n.secret}, {"items", items}, {"defaultMode", 0440}}}},
         memory_dir("tmp", 16LL << 20)}},
   };
+  if (!in.k8s_planner_snapshot_image.empty()) {
+    // The tools' snapshot: read-only at /seed, as the sandbox's copy is; no
+    // nesting under the task ConfigMap's /task (a ConfigMap volume is
+    // read-only: no mount point can be made inside it).
+    ordered_json& c = spec["containers"][0];
+    c["args"].push_back("--snapshot");
+    c["args"].push_back(kSeedMount);
+    c["volumeMounts"].push_back({{"name", "seed"}, {"mountPath", kSeedMount}, {"readOnly", true}});
+    spec["volumes"].push_back(seed_image_volume(in.k8s_planner_snapshot_bytes));
+    spec["initContainers"] = ordered_json::array({seed_image_copier(in.k8s_planner_snapshot_image, limits)});
+  }
   return job(metadata(n.planner_job, n, "planner"), r.timeout_seconds, labels(n, "planner"), std::move(spec));
 }
 

@@ -97,6 +97,10 @@ Result<PlannerOutcome> run_planner(Engine& engine, const RunStore& store, const 
   auto prepared = engine.prepare_planner(spec);
   if (!prepared) return prepared.error().context("creating the planner");
   Container& planner = **prepared;  // removes itself on every path out
+  // The engine could not give the tools their snapshot (k8s without a registry): said, not silent.
+  if (const json d = planner.describe(); progress && d.contains("snapshot") && d["snapshot"].contains("reason")) {
+    progress("planner: " + d["snapshot"].value("reason", std::string()));
+  }
   if (auto st = planner.create(); !st) return st.error().context("creating the planner");
   o.container_id = planner.id();
   if (progress) progress("planner: asking the provider (task " + task.task_id + ")");

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "k8s_fixtures.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/k8s_seed_image.h"
@@ -30,21 +31,7 @@ using namespace lazyagent;
 
 namespace {
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string reg_kubeconfig() {
-  if (const char* k = std::getenv("KUBECONFIG"); k && *k) return k;
-  return trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-cluster.sh status 2>/dev/null"));
-}
-
-std::string registry_address() {
-  const std::string a = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh status 2>/dev/null"));
-  REQUIRE_FALSE(a.empty());
-  return a;
-}
+std::string reg_kubeconfig() { return kubeconfig(); }
 
 std::string registry_state() {
   const char* s = std::getenv("LAZYAGENT_K8S_REGISTRY_STATE");
@@ -119,41 +106,9 @@ std::string registry_config(const TempDir& dir, const std::string& seed, int fil
                                      registry_address() + "\n  registry_plain_http: true\n");
 }
 
-// Every Job of the sandbox role seen while it lives (a watch in a thread).
-class JobRecorder {
- public:
-  JobRecorder() : st_(std::make_shared<State>()) {
-    auto st = st_;
-    const std::string kc = reg_kubeconfig();
-    std::thread([st, kc] {
-      auto c = load_kubeconfig(kc);
-      if (!c) return;
-      K8sClient k(*c);
-      K8sListQuery q;
-      q.label_selector = "io.lazyagent.role=sandbox";
-      (void)k.watch_until(kK8sJobs, "default", q,
-                          [st](const std::string&, const json& obj) {
-                            std::lock_guard<std::mutex> l(st->mu);
-                            st->seen.push_back(obj);
-                            return st->stop.load();
-                          },
-                          900000);
-    }).detach();
-  }
-  ~JobRecorder() { st_->stop = true; }
-  std::vector<json> stop() {
-    st_->stop = true;
-    std::lock_guard<std::mutex> l(st_->mu);
-    return st_->seen;
-  }
-
- private:
-  struct State {
-    std::mutex mu;
-    std::vector<json> seen;
-    std::atomic<bool> stop{false};
-  };
-  std::shared_ptr<State> st_;
+// Every Job of the sandbox role seen while it lives.
+struct JobRecorder : Recorder {
+  JobRecorder() : Recorder(kK8sJobs, "io.lazyagent.role=sandbox") {}
 };
 
 // The checks every registry run shares: the seed went as an image by digest

@@ -143,8 +143,8 @@ Status K8sEngine::check(const ProgressFn& progress) {
 
 Result<K8sDocuments> K8sEngine::documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
                                           const std::vector<FileWrite>* writes, const PlannerTask* task,
-                                          const std::string& run_id, const std::string& seed_image,
-                                          std::int64_t seed_image_bytes) const {
+                                          const std::string& run_id, const SeedImage* seed_image,
+                                          const SeedImage* planner_snapshot) const {
   ExportInput in;
   in.config = config;
   in.policy = policy;
@@ -154,8 +154,14 @@ Result<K8sDocuments> K8sEngine::documents(const Config& config, const SandboxPol
   if (task) in.task = *task;
   in.name = run_id;
   in.k8s_namespace = s_.ns;
-  in.k8s_seed_image = seed_image;
-  in.k8s_seed_image_bytes = seed_image_bytes;
+  if (seed_image) {
+    in.k8s_seed_image = seed_image->reference();
+    in.k8s_seed_image_bytes = static_cast<std::int64_t>(seed_image->disk_bytes);
+  }
+  if (planner_snapshot) {
+    in.k8s_planner_snapshot_image = planner_snapshot->reference();
+    in.k8s_planner_snapshot_bytes = static_cast<std::int64_t>(planner_snapshot->disk_bytes);
+  }
   auto docs = k8s_documents(in);
   if (!docs) return docs.error();
   adapt_documents(*docs, s_, run_id);
@@ -229,16 +235,31 @@ Status K8sEngine::check_planner(const Config&) {
 Result<std::unique_ptr<Container>> K8sEngine::prepare_planner(const PlannerSpec& spec) {
   SandboxPolicy policy = policy_from_config(*spec.config, spec.config->timeouts.test_seconds);
   adapt_policy(&policy);
-  auto d = documents(*spec.config, policy, *spec.seed, nullptr, spec.task, spec.run_id);
-  if (!d) return d.error();
+  json why_none;
+  auto snapshot = planner_snapshot_image(spec, &why_none);
+  if (!snapshot) return snapshot.error();
+  auto d = documents(*spec.config, policy, *spec.seed, nullptr, spec.task, spec.run_id, nullptr,
+                     *snapshot ? &(*snapshot)->image : nullptr);
+  if (!d) {
+    if (*snapshot) (void)(*snapshot)->extras.on_remove();
+    return d.error();
+  }
   K8sObjects objects{{&kK8sConfigMaps, d->task_configmap}};
+  K8sJobExtras extras;
+  if (*snapshot) {
+    add_pull_secret(objects, d->planner_job, "planner", spec.run_id);
+    extras = std::move((*snapshot)->extras);
+  } else {
+    extras.seed = why_none;
+  }
   if (!s_.planner_egress.empty()) {
     std::string targets;
     for (const auto& t : egress_targets()) targets += (targets.empty() ? "" : " ") + t;
     objects.emplace_back(&kK8sNetworkPolicies, add_planner_egress(*d, s_, spec.run_id, targets));
   }
   return std::unique_ptr<Container>(
-      make_k8s_job(*k8s_, s_, spec.run_id, "planner", std::move(objects), d->planner_job, false, policy, *d));
+      make_k8s_job(*k8s_, s_, spec.run_id, "planner", std::move(objects), d->planner_job, false, policy, *d,
+                   std::move(extras)));
 }
 
 EnginePlacement K8sEngine::placement() const {

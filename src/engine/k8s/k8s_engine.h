@@ -47,7 +47,9 @@
 #include "config.h"
 #include "engine/engine.h"
 #include "export/export_k8s.h"
+#include "export/export_k8s_configmap.h"
 #include "engine/k8s/k8s_client.h"
+#include "engine/k8s/k8s_seed_image.h"
 #include "engine/k8s/oci_registry.h"
 #include "store/run_store.h"
 
@@ -140,6 +142,14 @@ struct K8sJobExtras {
   std::function<Status()> on_remove;
   nlohmann::json seed;  // null: the ConfigMap
 };
+// A seed image pushed for one Job (k8s_seed_transport.cpp): the image and the
+// extras that verify it by digest before the pod starts and delete it with
+// the run's objects.
+struct K8sPushedSeed {
+  SeedImage image;
+  K8sJobExtras extras;
+};
+
 std::unique_ptr<Sandbox> make_k8s_job(K8sClient& k8s, const K8sRunSettings& s, const std::string& run_id,
                                       const char* role, K8sObjects objects, nlohmann::ordered_json job, bool paused,
                                       const SandboxPolicy& policy, const K8sDocuments& d, K8sJobExtras extras = {});
@@ -179,14 +189,24 @@ class K8sEngine : public Engine {
   Result<Environments*> environments() override;
 
  private:
+  // `seed_image`: the sandbox's private copy; `planner_snapshot`: the
+  // planner's tools' snapshot (null: none, the ConfigMap / the one-shot prompt).
   Result<K8sDocuments> documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
                                  const std::vector<FileWrite>* writes, const PlannerTask* task,
-                                 const std::string& run_id, const std::string& seed_image = "",
-                                 std::int64_t seed_image_bytes = 0) const;
+                                 const std::string& run_id, const SeedImage* seed_image = nullptr,
+                                 const SeedImage* planner_snapshot = nullptr) const;
   // The seed image's registry (k8s.registry), made on first use.
   Result<RegistryClient*> registry();
+  // `files` as a seed image for `role`'s Job, tagged `tag` (k8s_seed_transport.cpp).
+  Result<K8sPushedSeed> push_seed(std::vector<K8sFile> files, const std::vector<std::string>& empty_dirs,
+                                  const char* role, const std::string& run_id, const std::string& tag);
+  // The registry's image pull Secret for `role`'s Job, when it has credentials.
+  void add_pull_secret(K8sObjects& objects, nlohmann::ordered_json& job, const char* role, const std::string& run_id);
   // The sandbox's private copy pushed as a seed image; its objects and extras.
   Result<std::unique_ptr<Sandbox>> prepare_sandbox_from_registry(const SandboxSpec& spec, SandboxPolicy policy);
+  // The planner's snapshot (planner_snapshot.h) as a seed image for the tool
+  // loop, or, without k8s.registry, none and why (k8s_planner_snapshot.cpp).
+  Result<std::optional<K8sPushedSeed>> planner_snapshot_image(const PlannerSpec& spec, nlohmann::json* why_none);
 
   std::unique_ptr<K8sClient> k8s_;
   K8sRunSettings s_;

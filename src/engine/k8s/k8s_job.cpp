@@ -197,20 +197,17 @@ class K8sJob : public Sandbox {
         if (!r.empty()) found.push_back("NetworkPolicy " + name + ": spec." + rules + " has rules");
       }
     }
-    if (found.empty()) {
-      if (!extras_.before_start) return ok_status();
-      const auto t0 = std::chrono::steady_clock::now();
-      Status st = extras_.before_start();
-      extras_.seed["verify_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::steady_clock::now() - t0).count();
-      return st;
-    }
+    if (found.empty()) return check_before_start();
     std::string all;
     for (const auto& f : found) all += (all.empty() ? "" : "; ") + f;
     return engine_error("the sandbox Kubernetes stored does not match the policy, refusing to start it: " + all);
   }
 
+  // A Job started without verify() (the planner) has its seed image checked here.
   Status start() override {
+    if (!paused_) {
+      if (auto st = check_before_start(); !st) return st.error().context("starting the " + role_);
+    }
     auto p = k8s_.merge_patch(kK8sJobs, s_.ns, job_name_, {{"spec", {{"parallelism", 1}}}});
     if (!p) return p.error().context("starting the " + role_);
     return ok_status();
@@ -292,7 +289,12 @@ class K8sJob : public Sandbox {
     return st;
   }
 
-  nlohmann::json describe() const override { return names_; }
+  // The planner's: its snapshot too (the tool loop's, or why there is none).
+  nlohmann::json describe() const override {
+    json d = names_;
+    if (role_ == "planner" && !extras_.seed.is_null()) d["snapshot"] = extras_.seed;
+    return d;
+  }
 
   // How the probe is judged: the local cluster's RuntimeClass is gVisor
   // (scripts/runsc-nonet.py); any other pod is judged strictly, as runc.
@@ -390,6 +392,16 @@ class K8sJob : public Sandbox {
   static constexpr const char* kNnpNote =
       "no_new_privs not observable in the pod: gVisor's /proc/self/status has no NoNewPrivs line "
       "(allowPrivilegeEscalation: false is in the spec)";
+
+  // The extras' check (the seed image by digest), timed into the seed's record.
+  Status check_before_start() {
+    if (!extras_.before_start) return ok_status();
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = extras_.before_start();
+    extras_.seed["verify_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }
 
   Result<ContainerExit> timed_out(ContainerExit exit) {
     timed_out_ = true;

@@ -115,7 +115,7 @@ ordered_json add_planner_egress(K8sDocuments& d, const K8sRunSettings& s, const 
   if (s.planner_egress_required) planner["args"].push_back("--egress-required");
   // Last: a new key of an ordered_json moves its members (`planner` is one).
   pod["volumes"].push_back({{"name", "egress"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "1Mi"}}}});
-  pod["initContainers"] = ordered_json::array({probe});
+  pod["initContainers"].push_back(probe);  // after the snapshot's copier, if any
   ordered_json np = {{"apiVersion", "networking.k8s.io/v1"},
                      {"kind", "NetworkPolicy"},
                      {"metadata", {{"name", run_id + "-planner-egress"}, {"namespace", s.ns}}},

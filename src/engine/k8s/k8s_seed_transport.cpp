@@ -35,8 +35,7 @@ long seed_ms_since(std::chrono::steady_clock::time_point t0) {
 
 // The image pull Secret (kubernetes.io/dockerconfigjson) for a registry
 // with credentials: the kubelet reads it to pull; no container mounts it.
-ordered_json registry_pull_secret(const RegistryConnection& c, const std::string& name, const std::string& ns,
-                         const std::string& run_id) {
+ordered_json registry_pull_secret(const RegistryConnection& c, const std::string& name, const std::string& ns) {
   json auths;
   auths["auths"][c.address] = {{"username", c.username},
                                {"password", c.password},
@@ -46,7 +45,6 @@ ordered_json registry_pull_secret(const RegistryConnection& c, const std::string
                     {"metadata", {{"name", name}, {"namespace", ns}}},
                     {"type", "kubernetes.io/dockerconfigjson"},
                     {"data", {{".dockerconfigjson", base64_encode(auths.dump())}}}};
-  for (const auto& [k, v] : k8s_owner_labels("sandbox", run_id)) s["metadata"]["labels"][k] = v;
   return s;
 }
 
@@ -73,59 +71,72 @@ Result<RegistryClient*> K8sEngine::registry() {
   return registry_.get();
 }
 
-Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const SandboxSpec& spec,
-                                                                           SandboxPolicy policy) {
+Result<K8sPushedSeed> K8sEngine::push_seed(std::vector<K8sFile> files, const std::vector<std::string>& empty_dirs,
+                                           const char* role, const std::string& run_id, const std::string& tag) {
   auto reg = registry();
   if (!reg) return reg.error();
   const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, std::string> annotations;
+  for (const auto& [k, v] : k8s_owner_labels(role, run_id)) annotations[k] = v;
+  annotations[kAnnotationPushed] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                      std::chrono::system_clock::now().time_since_epoch())
+                                                      .count());
+  auto blobs = build_seed_image(files, empty_dirs, annotations);
+  if (!blobs) return blobs.error();
+  files.clear();
+  const long build_ms = seed_ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto img = push_seed_image(**reg, *blobs, tag);
+  if (!img) return img.error();
+  const long push_ms = seed_ms_since(t1);
+  // From here the image exists: every path out deletes it (extras.on_remove).
+  std::shared_ptr<RegistryClient> client = registry_;
+  K8sPushedSeed out;
+  out.image = *img;
+  const SeedImage image = *img;
+  out.extras.on_remove = [client, image]() { return client->delete_manifest(image.repo, image.digest); };
+  out.extras.before_start = [client, image]() { return verify_seed_image(*client, image); };
+  out.extras.seed = {{"transport", "registry"},
+                     {"image", image.reference()},
+                     {"digest", image.digest},
+                     {"layer_digest", image.layer_digest},
+                     {"bytes", image.seed_bytes},
+                     {"layer_bytes", image.layer_bytes},
+                     {"files", image.files},
+                     {"build_ms", build_ms},
+                     {"push_ms", push_ms},
+                     {"pull_secret", !client->connection().username.empty()}};
+  return out;
+}
+
+void K8sEngine::add_pull_secret(K8sObjects& objects, nlohmann::ordered_json& job, const char* role,
+                                const std::string& run_id) {
+  const RegistryConnection& c = registry_->connection();
+  if (c.username.empty()) return;
+  const std::string name = run_id + (std::string(role) == "sandbox" ? "" : "-" + std::string(role)) + "-registry";
+  ordered_json secret = registry_pull_secret(c, name, s_.ns);
+  for (const auto& [k, v] : k8s_owner_labels(role, run_id)) secret["metadata"]["labels"][k] = v;
+  objects.emplace_back(&kK8sSecrets, std::move(secret));
+  job["spec"]["template"]["spec"]["imagePullSecrets"] = ordered_json::array({{{"name", name}}});
+}
+
+Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const SandboxSpec& spec,
+                                                                           SandboxPolicy policy) {
   std::vector<std::string> empty_dirs;
   auto files = spec.writes ? seed_files(*spec.seed, *spec.writes, &empty_dirs)
                            : seed_files(*spec.seed, std::optional<Patch>(), &empty_dirs);
   if (!files) return files.error().context("the seed image");
-  std::map<std::string, std::string> annotations;
-  for (const auto& [k, v] : k8s_owner_labels("sandbox", spec.run_id)) annotations[k] = v;
-  annotations[kAnnotationPushed] = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                      std::chrono::system_clock::now().time_since_epoch())
-                                                      .count());
-  auto blobs = build_seed_image(*files, empty_dirs, annotations);
-  if (!blobs) return blobs.error();
-  files->clear();
-  const long build_ms = seed_ms_since(t0);
-  const auto t1 = std::chrono::steady_clock::now();
-  auto img = push_seed_image(**reg, *blobs, spec.run_id);
-  if (!img) return img.error();
-  const long push_ms = seed_ms_since(t1);
-  // From here the image exists: every path out deletes it.
-  std::shared_ptr<RegistryClient> client = registry_;
-  const SeedImage image = *img;
-  auto remove = [client, image]() { return client->delete_manifest(image.repo, image.digest); };
-  auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id, image.reference(),
-                     static_cast<std::int64_t>(image.disk_bytes));
+  auto pushed = push_seed(std::move(*files), empty_dirs, "sandbox", spec.run_id, spec.run_id);
+  if (!pushed) return pushed.error();
+  auto d = documents(*spec.config, policy, *spec.seed, spec.writes, nullptr, spec.run_id, &pushed->image);
   if (!d) {
-    (void)remove();
+    (void)pushed->extras.on_remove();
     return d.error();
   }
   K8sObjects objects{{&kK8sNetworkPolicies, d->network_policy}};
-  if (!client->connection().username.empty()) {
-    const std::string name = spec.run_id + "-registry";
-    objects.emplace_back(&kK8sSecrets, registry_pull_secret(client->connection(), name, s_.ns, spec.run_id));
-    d->sandbox_job["spec"]["template"]["spec"]["imagePullSecrets"] = ordered_json::array({{{"name", name}}});
-  }
-  K8sJobExtras extras;
-  extras.on_remove = remove;
-  extras.before_start = [client, image]() { return verify_seed_image(*client, image); };
-  extras.seed = {{"transport", "registry"},
-                 {"image", image.reference()},
-                 {"digest", image.digest},
-                 {"layer_digest", image.layer_digest},
-                 {"bytes", image.seed_bytes},
-                 {"layer_bytes", image.layer_bytes},
-                 {"files", image.files},
-                 {"build_ms", build_ms},
-                 {"push_ms", push_ms},
-                 {"pull_secret", !client->connection().username.empty()}};
+  add_pull_secret(objects, d->sandbox_job, "sandbox", spec.run_id);
   return make_k8s_job(*k8s_, s_, spec.run_id, "sandbox", std::move(objects), d->sandbox_job, true, policy, *d,
-                      std::move(extras));
+                      std::move(pushed->extras));
 }
 
 }  // namespace lazyagent

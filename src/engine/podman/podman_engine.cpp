@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "contract/planner_snapshot.h"
 #include "engine/podman/cgroup_usage.h"
 #include "engine/podman/exit_file.h"
 #include "engine/podman/log_stream.h"
@@ -267,34 +268,6 @@ class PodmanPlanner : public Container {
   std::string task_tar_;
 };
 
-// The snapshot the planner's tools read (provider/planner_tools.h), as tar
-// entries under kSnapshotUploadDir of the task upload: the seed's regular
-// files, read hash-checked (read_seed_file); symlinks are not copied; a file
-// over `max_file` bytes or past `max_total` in all is left out.
-std::vector<TarEntry> snapshot_upload(const SeedSnapshot& seed, std::size_t max_file, std::size_t max_total,
-                                      std::vector<std::string>* left_out) {
-  std::vector<TarEntry> out;
-  out.push_back({kSnapshotUploadDir, "", 0755, true});
-  std::size_t used = 0;
-  for (const auto& e : seed.entries) {
-    if (e.kind == SeedEntry::Kind::kDir) {
-      out.push_back({std::string(kSnapshotUploadDir) + "/" + e.path, "", 0755, true});
-      continue;
-    }
-    if (e.kind != SeedEntry::Kind::kFile) continue;
-    auto content = e.size > max_file || used + e.size > max_total
-                       ? Result<std::string>(usage_error("over the budget"))
-                       : read_seed_file(seed, e, max_file);
-    if (!content) {
-      if (left_out) left_out->push_back(e.path);
-      continue;
-    }
-    used += content->size();
-    out.push_back({std::string(kSnapshotUploadDir) + "/" + e.path, std::move(*content), 0444, false});
-  }
-  return out;
-}
-
 Status check_secrets(PodmanClient& podman, const Config& config) {
   std::vector<std::string> missing;
   for (const auto& name : {config.provider.base_url_secret, config.provider.model_secret,
@@ -510,7 +483,7 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   req.labels = owner_labels(current_owner(), "planner", spec.run_id);
   std::vector<TarEntry> entries = {{"task.json", task_to_json(*spec.task).dump(), 0644, false}};
   if (spec.task->loop.tools && spec.seed != nullptr) {  // the tools' read-only snapshot (planner_tools.h)
-    auto files = snapshot_upload(*spec.seed, kMaxSnapshotFileBytes, kMaxSnapshotBytes, nullptr);
+    auto files = planner_snapshot(*spec.seed, kSnapshotUploadDir, kMaxSnapshotFileBytes, kMaxSnapshotBytes, nullptr);
     entries.insert(entries.end(), std::make_move_iterator(files.begin()), std::make_move_iterator(files.end()));
   }
   auto tar = write_tar(entries);
