@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "k8s_registry_support.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/k8s_seed_image.h"
@@ -27,52 +28,9 @@
 using nlohmann::json;
 using namespace it;
 using namespace lazyagent;
+using namespace k8sreg;
 
 namespace {
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-std::string reg_kubeconfig() {
-  if (const char* k = std::getenv("KUBECONFIG"); k && *k) return k;
-  return trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-cluster.sh status 2>/dev/null"));
-}
-
-std::string registry_address() {
-  const std::string a = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh status 2>/dev/null"));
-  REQUIRE_FALSE(a.empty());
-  return a;
-}
-
-std::string registry_state() {
-  const char* s = std::getenv("LAZYAGENT_K8S_REGISTRY_STATE");
-  return s && *s ? s : "/var/lib/lazyagent-oci/k8s-registry";
-}
-
-RegistryClient registry() {
-  RegistryConnection c;
-  c.address = registry_address();
-  c.plain_http = true;
-  return RegistryClient(c);
-}
-
-K8sClient reg_client() {
-  auto c = load_kubeconfig(reg_kubeconfig());
-  REQUIRE(c.ok());
-  return K8sClient(*c);
-}
-
-std::size_t run_leftovers(K8sClient& k, const std::string& run_id) {
-  std::size_t n = 0;
-  for (const K8sKind* kind : {&kK8sJobs, &kK8sPods, &kK8sConfigMaps, &kK8sNetworkPolicies}) {
-    auto l = k.list(*kind, "default", std::string(kLabelRun) + "=" + run_id);
-    REQUIRE(l.ok());
-    n += l->value("items", json::array()).size();
-  }
-  return n;
-}
 
 std::vector<std::string> seed_tags() {
   RegistryClient r = registry();
@@ -118,43 +76,6 @@ std::string registry_config(const TempDir& dir, const std::string& seed, int fil
                                      "\n  work_tmpfs_mib: " + std::to_string(work_mib) + "\nk8s:\n  registry: " +
                                      registry_address() + "\n  registry_plain_http: true\n");
 }
-
-// Every Job of the sandbox role seen while it lives (a watch in a thread).
-class JobRecorder {
- public:
-  JobRecorder() : st_(std::make_shared<State>()) {
-    auto st = st_;
-    const std::string kc = reg_kubeconfig();
-    std::thread([st, kc] {
-      auto c = load_kubeconfig(kc);
-      if (!c) return;
-      K8sClient k(*c);
-      K8sListQuery q;
-      q.label_selector = "io.lazyagent.role=sandbox";
-      (void)k.watch_until(kK8sJobs, "default", q,
-                          [st](const std::string&, const json& obj) {
-                            std::lock_guard<std::mutex> l(st->mu);
-                            st->seen.push_back(obj);
-                            return st->stop.load();
-                          },
-                          900000);
-    }).detach();
-  }
-  ~JobRecorder() { st_->stop = true; }
-  std::vector<json> stop() {
-    st_->stop = true;
-    std::lock_guard<std::mutex> l(st_->mu);
-    return st_->seen;
-  }
-
- private:
-  struct State {
-    std::mutex mu;
-    std::vector<json> seen;
-    std::atomic<bool> stop{false};
-  };
-  std::shared_ptr<State> st_;
-};
 
 // The checks every registry run shares: the seed went as an image by digest
 // (the Job the API server stored names it), the pod got no Secret, and

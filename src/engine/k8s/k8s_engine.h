@@ -175,7 +175,12 @@ class K8sEngine : public Engine {
   // Jobs, ConfigMaps and NetworkPolicies labelled with this host's owner and `pid`.
   Result<std::vector<std::string>> left_by_process(int pid) override;
   EnginePlacement placement() const override;
+  // k8s_environments.h: built by the builder's engine (the local podman
+  // service), pushed to k8s.registry; none without k8s.registry.
   Result<Environments*> environments() override;
+  void set_environment_builder(std::function<std::unique_ptr<Engine>()> builder) {
+    environment_builder_ = std::move(builder);
+  }
 
  private:
   Result<K8sDocuments> documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
@@ -195,6 +200,8 @@ class K8sEngine : public Engine {
   const std::vector<std::string>& egress_targets();
   std::optional<std::vector<std::string>> egress_targets_;
   std::shared_ptr<RegistryClient> registry_;
+  std::function<std::unique_ptr<Engine>()> environment_builder_;
+  std::unique_ptr<Environments> environments_;
 };
 
 }  // namespace lazyagent

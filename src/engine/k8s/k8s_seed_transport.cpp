@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/k8s/k8s_engine.h"
+#include "engine/k8s/k8s_environments.h"
 #include "engine/k8s/k8s_seed_image.h"
 #include "export/export_k8s_configmap.h"
 #include "policy/sandbox_policy.h"
@@ -110,7 +111,16 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const 
   }
   K8sJobExtras extras;
   extras.on_remove = remove;
-  extras.before_start = [client, image]() { return verify_seed_image(*client, image); };
+  // The environment image (k8s_environments.h), when the sandbox runs one:
+  // still in the registry as checked when it was resolved.
+  const auto& env = spec.config->environment.resolved;
+  const std::string env_digest = env.registry.digest;
+  const std::string env_config = env.id.rfind("sha256:", 0) == 0 ? env.id : "sha256:" + env.id;
+  extras.before_start = [client, image, env_digest, env_config]() -> Status {
+    if (auto st = verify_seed_image(*client, image); !st) return st;
+    if (env_digest.empty()) return ok_status();
+    return verify_environment_image(*client, env_digest, env_config);
+  };
   extras.seed = {{"transport", "registry"},
                  {"image", image.reference()},
                  {"digest", image.digest},
