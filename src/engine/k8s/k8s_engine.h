@@ -46,6 +46,7 @@
 
 #include "config.h"
 #include "engine/engine.h"
+#include "engine/environments.h"
 #include "export/export_k8s.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/oci_registry.h"
