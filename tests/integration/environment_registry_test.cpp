@@ -131,7 +131,8 @@ current-context: x
   INFO(listed.err);
   REQUIRE(listed.exit_code == 0);
   bool found = false;
-  for (const auto& row : json_out(listed)["environments"]) {
+  const json rows = json_out(listed)["environments"];
+  for (const auto& row : rows) {
     if (row["key"] == key) {
       found = true;
       CHECK(row["registry"] == reg.address() + "/lazyagent-env:" + key + "@" + t["registry"]["digest"].get<std::string>());

@@ -108,7 +108,8 @@ void prove_on_k8s(const corpus::CorpusProject& p) {
   const auto listed = run_cli(env, {"env", "list", "--backend", "k8s", "--config", config, "--json"});
   REQUIRE(listed.exit_code == 0);
   bool found = false;
-  for (const auto& row : json_out(listed)["environments"]) {
+  const json rows = json_out(listed)["environments"];
+  for (const auto& row : rows) {
     if (row["key"] == key) found = row["registry"] == reg + "/lazyagent-env:" + key + "@" + digest;
   }
   CHECK(found);
