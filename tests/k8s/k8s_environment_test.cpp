@@ -124,8 +124,3 @@ TEST_CASE("k8s environment: python-ordered-set with its pytest environment, push
           "[k8s][registry][environment]") {
   prove_on_k8s(corpus::ordered_set_project());
 }
-
-TEST_CASE("k8s environment: cjson with its cmake and gcc environment, the fix proven, a wrong fix fails",
-          "[k8s][registry][environment]") {
-  prove_on_k8s(corpus::cjson_project());
-}
