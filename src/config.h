@@ -220,6 +220,16 @@ struct EnvironmentConfig {
     // (policy/setup_egress_probe.h): "enforced", or why not; its attempts.
     std::string egress_probe;
     std::vector<std::string> egress_probe_attempts;  // "NAME OUTCOME"
+    std::string id;  // the built image's id: the sha256 of its config
+    // On the Kubernetes backend (engine/k8s/k8s_environments.h): the image
+    // pushed to k8s.registry, as the sandbox pod pulls it.
+    struct Registry {
+      std::string image;   // REGISTRY/lazyagent-env@sha256:... (images.sandbox)
+      std::string tag;     // REGISTRY/lazyagent-env:<key>
+      std::string digest;  // the registry's manifest digest
+      bool pushed = false;  // pushed by this command (false: the registry had it)
+      long push_ms = 0;
+    } registry;
   } resolved;
 };
 

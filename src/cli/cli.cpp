@@ -273,8 +273,19 @@ Result<EngineFactory> make_engine_factory(const BackendOptions& o, const Config&
     if (!conn) return conn.error();
     K8sRunSettings settings = k8s_settings_from_config(config);
     if (!o.ns.empty()) settings.ns = o.ns;
-    return EngineFactory([conn = *conn, settings, store] {
-      return std::unique_ptr<Engine>(std::make_unique<K8sEngine>(std::make_unique<K8sClient>(conn), settings, store));
+    // Environments are built by the local podman service (the runc one: a
+    // build needs a network), as on podman, then pushed to k8s.registry.
+    std::string local;
+    if (auto sock = podman_socket_from_env(); sock) local = *sock;
+    return EngineFactory([conn = *conn, settings, store, local] {
+      auto engine = std::make_unique<K8sEngine>(std::make_unique<K8sClient>(conn), settings, store);
+      if (!local.empty()) {
+        engine->set_environment_builder([local, store] {
+          return std::unique_ptr<Engine>(
+              std::make_unique<PodmanEngine>(std::make_unique<PodmanClient>(local), nullptr, store, kRuntimeRunc));
+        });
+      }
+      return std::unique_ptr<Engine>(std::move(engine));
     });
   }
   auto sandbox = podman_socket_for_runtime(config);

@@ -14,6 +14,15 @@
 
 namespace lazyagent {
 
+// Where a built environment image is sent (the Kubernetes backend's
+// registry, k8s.registry: k8s_environments.h).
+struct ImagePushTarget {
+  std::string destination;  // REGISTRY/REPO:TAG
+  bool tls_verify = true;   // false: plain http (a registry on loopback)
+  std::string username, password;
+  long timeout_ms = 1800000;
+};
+
 class Environments {
  public:
   virtual ~Environments() = default;
@@ -27,6 +36,13 @@ class Environments {
   // told: no environment, no seed, an unreadable input or base).
   virtual std::string current_key(const Config& config) = 0;
   virtual Status remove(const std::string& id) = 0;
+  // Pushes the environment image `image` (resolved.image) to `target`; the
+  // caller checks the registry for what arrived. Builders that keep their
+  // images elsewhere say so.
+  virtual Status push(const std::string& image, const ImagePushTarget& target) {
+    (void)target;
+    return usage_error("environment: " + image + " cannot be pushed from here");
+  }
 };
 
 }  // namespace lazyagent

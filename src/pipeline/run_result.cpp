@@ -58,6 +58,12 @@ json environment_json(const EnvironmentConfig& env) {
   if (!env.present || env.resolved.key.empty()) return nullptr;
   json j = {{"key", env.resolved.key},     {"image", env.resolved.image},  {"digest", env.resolved.digest},
             {"built", env.resolved.built}, {"build_ms", env.resolved.build_ms}};
+  if (!env.resolved.registry.image.empty()) {
+    // Kubernetes: the same image, pushed to k8s.registry and pulled by digest.
+    const auto& reg = env.resolved.registry;
+    j["registry"] = {{"image", reg.image}, {"tag", reg.tag},       {"digest", reg.digest},
+                     {"pushed", reg.pushed}, {"push_ms", reg.push_ms}};
+  }
   if (!env.egress.empty()) {
     // What the allow-list let through (hashed into the image's labels) and refused.
     j["egress"] = {{"allowed", env.egress},

@@ -16,84 +16,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "corpus_projects.h"
 #include "harness.h"
 #include "provider/provider_stub.h"
 
 using nlohmann::json;
 using namespace it;
+using namespace corpus;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct CorpusProject {
-  std::string package;               // Debian source package
-  std::string file;                  // the file the bug is injected into
-  std::string right, bug, wrong;     // one line each: upstream's, the bug, a wrong fix
-  std::string config;                // the config without `seed:`
-  std::vector<std::string> fixed;    // what the fix fixes (the tests the bug breaks), sorted
-};
-
-void put(const std::string& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-void git(const std::string& dir, const std::string& args) {
-  REQUIRE(sh("git -C " + dir + " -c user.name=it -c user.email=it@example.invalid " + args + " >/dev/null 2>&1; echo $?") ==
-          "0\n");
-}
-
-// `text` with the one occurrence of `from` replaced by `to`.
-std::string replaced_once(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  REQUIRE(text.find(from, at + 1) == std::string::npos);
-  return text.replace(at, from.size(), to);
-}
-
-std::vector<std::string> sorted_strings(const json& list) {
-  std::vector<std::string> v = list.get<std::vector<std::string>>();
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-// The project's git repository with the bug committed, and the fix and the
-// wrong fix as `git diff`s (files under `dir`).
-struct Prepared {
-  TempDir dir;
-  std::string repo, fix, wrong, fix_file, wrong_file;
-};
-
-void prepare(const CorpusProject& p, Prepared* out) {
-  const std::string src = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/debian-source.sh " + p.package + " 2>/dev/null"));
-  INFO("scripts/debian-source.sh " << p.package << " gave '" << src << "' (the Debian mirror must be reachable the first time)");
-  REQUIRE(fs::exists(src + "/" + p.file));
-  TempDir& dir = out->dir;
-  const std::string repo = dir.path() + "/" + p.package;
-  fs::copy(src, repo, fs::copy_options::recursive);
-  fs::remove(repo + "/.lazyagent-source");
-  git(repo, "init -q -b main");
-  git(repo, "add -A");
-  git(repo, "commit -q -m 'upstream (Debian source package " + p.package + ")'");
-  const std::string path = repo + "/" + p.file;
-  const std::string upstream = read_file(path);
-  const std::string buggy = replaced_once(upstream, p.right, p.bug);
-  put(path, buggy);
-  git(repo, "commit -q -am 'the injected bug'");
-  put(path, upstream);
-  const std::string fix = sh("git -C " + repo + " diff");
-  put(path, replaced_once(buggy, p.bug, p.wrong));
-  const std::string wrong = sh("git -C " + repo + " diff");
-  put(path, buggy);
-  REQUIRE(sh("git -C " + repo + " status --porcelain") == "");
-  out->repo = repo;
-  out->fix = fix;
-  out->wrong = wrong;
-  out->fix_file = dir.file("fix.diff", fix);
-  out->wrong_file = dir.file("wrong.diff", wrong);
-}
 
 void prove(const CorpusProject& p) {
   Prepared prep;
@@ -131,17 +63,11 @@ void prove(const CorpusProject& p) {
   CHECK(sorted_strings(w["triage"]["still_failing"]) == p.fixed);
 }
 
-const std::string kPytestEnv =
-    "environment:\n"
-    "  setup: [apt-get update, \"apt-get install -y --no-install-recommends python3-pytest\"]\n";
 
 }  // namespace
 
 TEST_CASE("corpus: python-ordered-set (Python, pytest), an index off by one after discard") {
-  prove({"python-ordered-set", "ordered_set/__init__.py", "                    self.map[k] = v - 1\n",
-         "                    self.map[k] = v\n", "                    self.map[k] = v + 1\n",
-         "allow: [ordered_set/]\ntest_command: python3 -m pytest -v -p no:cacheprovider\npatch: {format: diff}\n" + kPytestEnv,
-         {"README.md", "test.test_ordered_set.test_remove"}});
+  prove(ordered_set_project());
 }
 
 TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base") {
@@ -185,21 +111,6 @@ TEST_CASE("corpus: golang-github-google-uuid (Go, go test -v), Version reads the
          "  setup: [apt-get update, \"apt-get install -y --no-install-recommends golang-go gcc libc6-dev\"]\n",
          {"github.com/google/uuid.TestDCE", "github.com/google/uuid.TestNew", "github.com/google/uuid.TestRandomUUID",
           "github.com/google/uuid.TestRandomUUID_Pooled", "github.com/google/uuid.TestUUID"}});
-}
-
-// Configured, built and tested by CMake in a build directory under $TMPDIR
-// (executable); each ctest test is one of cJSON's unity test programs.
-CorpusProject cjson_project() {
-  return {"cjson", "cJSON.c", "            h += (unsigned int) 10 + input[i] - 'a';\n",
-          "            h += (unsigned int) input[i] - 'a';\n", "            h += (unsigned int) 10 + input[i] - 'A';\n",
-          "allow: [cJSON.c]\n"
-          "test_command: cmake -S . -B \"$TMPDIR/build\" && cmake --build \"$TMPDIR/build\" -j2 && "
-          "ctest --test-dir \"$TMPDIR/build\"\n"
-          "patch: {format: diff}\n"
-          "limits: {work_tmpfs_mib: 128}\n"
-          "environment:\n"
-          "  setup: [apt-get update, \"apt-get install -y --no-install-recommends cmake make gcc libc6-dev\"]\n",
-          {"parse_hex4", "parse_string"}};
 }
 
 TEST_CASE("corpus: cjson (C, CMake and ctest), a lower-case hex digit loses its 10") { prove(cjson_project()); }

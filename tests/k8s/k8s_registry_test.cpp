@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "harness.h"
-#include "k8s_fixtures.h"
+#include "k8s_registry_support.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/k8s_engine.h"
 #include "engine/k8s/k8s_seed_image.h"
@@ -28,38 +28,9 @@
 using nlohmann::json;
 using namespace it;
 using namespace lazyagent;
+using namespace k8sreg;
 
 namespace {
-
-std::string reg_kubeconfig() { return kubeconfig(); }
-
-std::string registry_state() {
-  const char* s = std::getenv("LAZYAGENT_K8S_REGISTRY_STATE");
-  return s && *s ? s : "/var/lib/lazyagent-oci/k8s-registry";
-}
-
-RegistryClient registry() {
-  RegistryConnection c;
-  c.address = registry_address();
-  c.plain_http = true;
-  return RegistryClient(c);
-}
-
-K8sClient reg_client() {
-  auto c = load_kubeconfig(reg_kubeconfig());
-  REQUIRE(c.ok());
-  return K8sClient(*c);
-}
-
-std::size_t run_leftovers(K8sClient& k, const std::string& run_id) {
-  std::size_t n = 0;
-  for (const K8sKind* kind : {&kK8sJobs, &kK8sPods, &kK8sConfigMaps, &kK8sNetworkPolicies}) {
-    auto l = k.list(*kind, "default", std::string(kLabelRun) + "=" + run_id);
-    REQUIRE(l.ok());
-    n += l->value("items", json::array()).size();
-  }
-  return n;
-}
 
 std::vector<std::string> seed_tags() {
   RegistryClient r = registry();
@@ -105,11 +76,6 @@ std::string registry_config(const TempDir& dir, const std::string& seed, int fil
                                      "\n  work_tmpfs_mib: " + std::to_string(work_mib) + "\nk8s:\n  registry: " +
                                      registry_address() + "\n  registry_plain_http: true\n");
 }
-
-// Every Job of the sandbox role seen while it lives.
-struct JobRecorder : Recorder {
-  JobRecorder() : Recorder(kK8sJobs, "io.lazyagent.role=sandbox") {}
-};
 
 // The checks every registry run shares: the seed went as an image by digest
 // (the Job the API server stored names it), the pod got no Secret, and

@@ -270,9 +270,4 @@ EnginePlacement K8sEngine::placement() const {
   return p;
 }
 
-Result<Environments*> K8sEngine::environments() {
-  return usage_error("environment: --backend k8s cannot use a built environment yet (the image exists only in the "
-                     "local podman); use --backend podman, or push the image and name it in images.sandbox");
-}
-
 }  // namespace lazyagent

@@ -46,6 +46,7 @@
 
 #include "config.h"
 #include "engine/engine.h"
+#include "engine/environments.h"
 #include "export/export_k8s.h"
 #include "export/export_k8s_configmap.h"
 #include "engine/k8s/k8s_client.h"
@@ -186,7 +187,12 @@ class K8sEngine : public Engine {
   // Jobs, ConfigMaps and NetworkPolicies labelled with this host's owner and `pid`.
   Result<std::vector<std::string>> left_by_process(int pid) override;
   EnginePlacement placement() const override;
+  // k8s_environments.h: built by the builder's engine (the local podman
+  // service), pushed to k8s.registry; none without k8s.registry.
   Result<Environments*> environments() override;
+  void set_environment_builder(std::function<std::unique_ptr<Engine>()> builder) {
+    environment_builder_ = std::move(builder);
+  }
 
  private:
   // `seed_image`: the sandbox's private copy; `planner_snapshot`: the
@@ -216,6 +222,8 @@ class K8sEngine : public Engine {
   const std::vector<std::string>& egress_targets();
   std::optional<std::vector<std::string>> egress_targets_;
   std::shared_ptr<RegistryClient> registry_;
+  std::function<std::unique_ptr<Engine>()> environment_builder_;
+  std::unique_ptr<Environments> environments_;
 };
 
 }  // namespace lazyagent

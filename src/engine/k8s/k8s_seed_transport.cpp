@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/k8s/k8s_engine.h"
+#include "engine/k8s/k8s_environments.h"
 #include "engine/k8s/k8s_seed_image.h"
 #include "export/export_k8s_configmap.h"
 #include "policy/sandbox_policy.h"
@@ -135,6 +136,21 @@ Result<std::unique_ptr<Sandbox>> K8sEngine::prepare_sandbox_from_registry(const 
   }
   K8sObjects objects{{&kK8sNetworkPolicies, d->network_policy}};
   add_pull_secret(objects, d->sandbox_job, "sandbox", spec.run_id);
+  // The environment image (k8s_environments.h), when the sandbox runs one:
+  // still in the registry as checked when it was resolved.
+  const auto& env = spec.config->environment.resolved;
+  if (!env.registry.digest.empty()) {
+    std::shared_ptr<RegistryClient> client = registry_;
+    const std::string env_digest = env.registry.digest;
+    const std::string env_config = env.id.rfind("sha256:", 0) == 0 ? env.id : "sha256:" + env.id;
+    auto seed_check = pushed->extras.before_start;
+    pushed->extras.before_start = [client, seed_check, env_digest, env_config]() -> Status {
+      if (seed_check) {
+        if (auto st = seed_check(); !st) return st;
+      }
+      return verify_environment_image(*client, env_digest, env_config);
+    };
+  }
   return make_k8s_job(*k8s_, s_, spec.run_id, "sandbox", std::move(objects), d->sandbox_job, true, policy, *d,
                       std::move(pushed->extras));
 }

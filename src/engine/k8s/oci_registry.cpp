@@ -116,6 +116,20 @@ Result<std::optional<std::string>> RegistryClient::get_manifest(const std::strin
   return std::optional<std::string>(std::move(r->body));
 }
 
+Result<std::optional<std::string>> RegistryClient::manifest_digest(const std::string& repo,
+                                                                   const std::string& reference,
+                                                                   const std::string& media_types) {
+  auto r = call("HEAD", "/v2/" + repo + "/manifests/" + reference, {"Accept: " + media_types});
+  if (!r) return r.error();
+  if (r->status == 404) return std::optional<std::string>();
+  if (r->status != 200) return error_of(*r, "HEAD manifest " + repo + ":" + reference);
+  const std::string d = r->header("Docker-Content-Digest");
+  if (d.rfind("sha256:", 0) != 0 || d.size() != 71) {
+    return engine_error("the registry " + conn_.address + " named no sha256 digest for " + repo + ":" + reference);
+  }
+  return std::optional<std::string>(d);
+}
+
 Status RegistryClient::delete_manifest(const std::string& repo, const std::string& digest) {
   auto r = call("DELETE", "/v2/" + repo + "/manifests/" + digest);
   if (!r) return r.error();

@@ -48,6 +48,10 @@ class RegistryClient {
   // The manifest's bytes, or nullopt when the registry has none.
   Result<std::optional<std::string>> get_manifest(const std::string& repo, const std::string& reference,
                                                   const std::string& media_type);
+  // HEAD: the manifest's digest as the registry names it
+  // (Docker-Content-Digest), or nullopt when it has none.
+  Result<std::optional<std::string>> manifest_digest(const std::string& repo, const std::string& reference,
+                                                     const std::string& media_types);
   // DELETE by digest; one already gone is fine.
   Status delete_manifest(const std::string& repo, const std::string& digest);
   // The repository's tags ([] when it has none or does not exist).

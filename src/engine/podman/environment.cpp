@@ -468,6 +468,7 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
   // The same digest the result's image_digest is (podman_engine.cpp digest_of).
   env.resolved.digest = built->value("Digest", "");
   if (env.resolved.digest.empty()) env.resolved.digest = built->value("Id", "");
+  env.resolved.id = built->value("Id", "");
   if (!env.egress.empty() && !env.resolved.built) {
     // A reused image: what its set-up reached, from its labels.
     const json image_labels = built->contains("Labels") && (*built)["Labels"].is_object() ? (*built)["Labels"] : json::object();

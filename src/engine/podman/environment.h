@@ -113,6 +113,8 @@ class PodmanEnvironments : public Environments {
   Result<nlohmann::json> list() override;
   std::string current_key(const Config& config) override;
   Status remove(const std::string& id) override;
+  // Through the podman service's push (podman_client.h image_push).
+  Status push(const std::string& image, const ImagePushTarget& target) override;
 
  private:
   PodmanClient& podman_;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "util/interrupt.h"
+#include "util/terminal_text.h"
 
 namespace lazyagent {
 namespace {
@@ -430,6 +431,39 @@ Result<json> PodmanClient::images_by_label(const std::string& label) {
 
 Status PodmanClient::image_remove(const std::string& name) {
   return expect(call("DELETE", "/images/" + url_escape(name)), {200}, "removing image " + name);
+}
+
+Status PodmanClient::image_push(const std::string& name, const std::string& destination, bool tls_verify,
+                               const std::string& auth, long timeout_ms) {
+  const std::string what = "pushing " + name + " to " + destination;
+  const std::string path = "/images/" + url_escape(name) + "/push?destination=" + url_escape(destination) +
+                           "&tlsVerify=" + (tls_verify ? "true" : "false");
+  TransferRequest t;
+  t.method = "POST";
+  t.url = std::string("http://d") + kApiPrefix + path;
+  t.unix_socket = socket_path_;
+  if (!auth.empty()) t.headers.push_back("X-Registry-Auth: " + auth);
+  const std::string none;
+  t.body = &none;
+  t.connect_timeout_ms = 5000;
+  t.timeout_ms = timeout_ms;
+  t.interruptible = true;
+  TransferReply x = send(t);
+  if (!x.ok()) return transport_error(x, what, timeout_ms);
+  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, x.body));
+  // A streamed reply may carry the failure in its body ({"error": ...}).
+  for (std::size_t from = 0; from < x.body.size();) {
+    std::size_t end = x.body.find('\n', from);
+    if (end == std::string::npos) end = x.body.size();
+    const auto line = nlohmann::json::parse(x.body.substr(from, end - from), nullptr, false);
+    if (line.is_object() && line.contains("error") && line["error"].is_string() &&
+        !line["error"].get<std::string>().empty()) {
+      return engine_error(what + ": podman said: " +
+                          escape_for_terminal(line["error"].get<std::string>().substr(0, 500)));
+    }
+    from = end + 1;
+  }
+  return ok_status();
 }
 
 }  // namespace lazyagent

@@ -135,6 +135,12 @@ class PodmanClient {
   Result<nlohmann::json> images_by_label(const std::string& label);
   // DELETE /images/{name}: an image in use is an error naming it.
   Status image_remove(const std::string& name);
+  // POST /images/{name}/push?destination=...&tlsVerify=...: the podman
+  // service pushes the image to a registry (X-Registry-Auth: `auth`, the
+  // base64 of {"username","password"}; "" = none). Podman 4.3 answers when
+  // the push is done; the caller checks the registry for what arrived.
+  Status image_push(const std::string& name, const std::string& destination, bool tls_verify,
+                    const std::string& auth, long timeout_ms);
 
   // GET /containers/{id}/export: the container's filesystem as a tar stream,
   // written to `fd` as it arrives (an image's root is too big to hold in

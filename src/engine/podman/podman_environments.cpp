@@ -3,6 +3,7 @@
 #include "engine/podman/environment.h"
 
 #include "engine/podman/podman_client.h"
+#include "util/base64.h"
 
 namespace lazyagent {
 
@@ -55,5 +56,15 @@ std::string PodmanEnvironments::current_key(const Config& config) {
 }
 
 Status PodmanEnvironments::remove(const std::string& id) { return podman_.image_remove(id); }
+
+Status PodmanEnvironments::push(const std::string& image, const ImagePushTarget& target) {
+  std::string auth;
+  if (!target.username.empty()) {
+    // Podman decodes X-Registry-Auth as URL-safe base64.
+    auth = base64_encode(json{{"username", target.username}, {"password", target.password}}.dump());
+    for (char& c : auth) c = c == '+' ? '-' : c == '/' ? '_' : c;
+  }
+  return podman_.image_push(image, target.destination, target.tls_verify, auth, target.timeout_ms);
+}
 
 }  // namespace lazyagent
