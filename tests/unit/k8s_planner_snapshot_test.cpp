@@ -146,7 +146,7 @@ TEST_CASE("k8s planner pod with the snapshot and planner_egress: both init conta
 }
 
 TEST_CASE("planner_snapshot: the seed's directories and regular files, read-only, no symlink, over the bounds left "
-          "out; the same for both engines but the prefix") {
+          "out, the same for both engines but the prefix") {
   const SeedSnapshot seed = loop_seed();
   std::vector<std::string> left;
   const auto k8s = planner_snapshot(seed, "", 32, 1 << 20, &left);

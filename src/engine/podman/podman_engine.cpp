@@ -346,7 +346,7 @@ Status PodmanEngine::check(const ProgressFn& progress) {
   if (planner_) {
     if (auto v = planner_->ping(); !v) return v.error();
   }
-  auto reaped = reap(false);
+  auto reaped = reap_leftovers_of_both(false, false);
   if (!reaped) return reaped.error();
   // The reaper's listing already showed the spares: a run claims one when
   // there is one, whatever engine.warm says, at no extra podman call when
@@ -536,10 +536,12 @@ Result<std::vector<std::string>> PodmanEngine::left_by_process(int pid) {
   return left;
 }
 
-Result<ReapReport> PodmanEngine::reap(bool all) {
-  auto report = reap_leftovers(*sandbox_, store_, all);
+Result<ReapReport> PodmanEngine::reap(bool all) { return reap_leftovers_of_both(all, true); }
+
+Result<ReapReport> PodmanEngine::reap_leftovers_of_both(bool all, bool networks) {
+  auto report = reap_leftovers(*sandbox_, store_, all, networks);
   if (!report || !planner_ || planner_->socket_path() == sandbox_->socket_path()) return report;
-  auto more = reap_leftovers(*planner_, store_, all);
+  auto more = reap_leftovers(*planner_, store_, all, networks);
   if (!more) return more.error();
   merge(*report, std::move(*more));
   return report;

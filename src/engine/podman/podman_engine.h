@@ -63,6 +63,9 @@ class PodmanEngine : public Engine, public WarmPool {
   Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
 
   Result<ReapReport> reap(bool all) override;
+  // reap_leftovers (podman_reaper.h) on the sandbox's and the planner's
+  // services; `networks` false at a run's start (see there).
+  Result<ReapReport> reap_leftovers_of_both(bool all, bool networks);
   Result<bool> sandbox_exists(const std::string& id) override;
   Result<std::vector<std::string>> left_by_process(int pid) override;
   EnginePlacement placement() const override {

@@ -56,7 +56,7 @@ bool recently_modified(const fs::path& p, long seconds) {
 
 }  // namespace
 
-Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all) {
+Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all, bool networks) {
   ReapReport report;
   auto list = podman.list_by_label(kLabelRole);
   if (!list) return list.error().context("looking for leftover containers");
@@ -112,9 +112,10 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
   // The egress allow-list networks (egress_proxy.h) of dead owners: after
   // their containers (the proxy, the set-up or planner on them), which the
   // loop above removed by the same rule.
-  auto networks = podman.list_networks_by_label(kLabelRole);
-  if (!networks) return networks.error().context("looking for leftover networks");
-  for (const auto& n : *networks) {
+  const bool crashed = !report.removed.empty();
+  auto nets = networks || all || crashed ? podman.list_networks_by_label(kLabelRole) : Result<json>(json::array());
+  if (!nets) return nets.error().context("looking for leftover networks");
+  for (const auto& n : *nets) {
     const std::string name = n.value("name", "");
     if (name.empty() || (!all && owner_alive(labels_of(n)))) continue;
     if (auto st = podman.remove_network(name); st) report.networks_removed.push_back(name);

@@ -20,6 +20,10 @@
 
 namespace lazyagent {
 
-Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all);
+// `networks`: also list the egress allow-list networks (an extra call). The
+// `reap` command always does; a run's start only when this pass removed a
+// container of a dead run (a crash left something: its network may be there),
+// so a cold run makes no call for them (the call-budget test keeps it so).
+Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, bool all, bool networks = true);
 
 }  // namespace lazyagent
