@@ -187,18 +187,23 @@ std::string hash_tree(const std::string& dir) {
   return snap ? snap->sha256 : "unreadable: " + snap.error().message;
 }
 
+int bind_every_address(int type, int* port) {
+  const int fd = socket(AF_INET6, type, 0);
+  int off = 0;
+  setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_any;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin6_port);
+  return fd;
+}
+
 HostListener::HostListener(bool every_address) {
   if (every_address) {
-    fd_ = socket(AF_INET6, SOCK_STREAM, 0);
-    int off = 0;
-    setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
-    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin6_port);
+    fd_ = bind_every_address(SOCK_STREAM, &port_);
   } else {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};

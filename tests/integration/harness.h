@@ -99,6 +99,10 @@ std::string hash_tree(const std::string& dir);  // sha256 over paths + contents 
 // connections: what a sandbox sharing the host's network would reach. With
 // `every_address`, on all of the host's addresses, IPv4 and IPv6: what a
 // set-up that escaped its network would reach.
+// A socket of `type` bound to every address, IPv4 and IPv6 (a dual-stack
+// [::], port chosen by the kernel, written to *port); not yet listening.
+int bind_every_address(int type, int* port);
+
 class HostListener {
  public:
   explicit HostListener(bool every_address = false);

@@ -63,19 +63,7 @@ class Listeners {
   int unix_conns() const { return unix_n_; }
 
  private:
-  static int bound(int type, int* port) {
-    const int fd = socket(AF_INET6, type, 0);
-    int zero = 0;
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_addr = in6addr_any;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    *port = ntohs(a.sin6_port);
-    return fd;
-  }
+  static int bound(int type, int* port) { return bind_every_address(type, port); }
   void loop() {
     while (!stop_) {
       pollfd fds[3] = {{tcp_, POLLIN, 0}, {udp_, POLLIN, 0}, {unix_, POLLIN, 0}};
