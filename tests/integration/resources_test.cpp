@@ -7,6 +7,9 @@
 
 #include <glob.h>
 
+#include <chrono>
+#include <thread>
+
 #include "harness.h"
 
 using nlohmann::json;
@@ -34,13 +37,24 @@ json prove(const TempDir& state, const std::string& body) {
   return j;
 }
 
-std::size_t cgroup_dirs_of(const std::string& run_id) {
+std::size_t cgroup_dirs_now(const std::string& run_id) {
   glob_t g{};
   const std::string pattern = "/sys/fs/cgroup/*/lazyagent/" + run_id;
   ::glob(pattern.c_str(), 0, nullptr, &g);
   const std::size_t n = g.gl_pathc;
   ::globfree(&g);
   return n;
+}
+
+// The run removes its cgroup directories in one pass and leaves what conmon
+// still held for a moment to a detached remover (cgroup_usage.h): they must
+// be gone within seconds of the run's end, not at once.
+std::size_t cgroup_dirs_of(const std::string& run_id) {
+  for (int i = 0; i < 100; ++i) {
+    if (cgroup_dirs_now(run_id) == 0) return 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return cgroup_dirs_now(run_id);
 }
 
 }  // namespace

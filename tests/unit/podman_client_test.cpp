@@ -30,3 +30,28 @@ TEST_CASE("podman's own error message is carried") {
         "podman said 404: no container with name or ID \"x\" found: no such container");
   CHECK(podman_error_text(500, "plain failure\n") == "podman said 500: plain failure");
 }
+
+TEST_CASE("a DELETE's own answer confirms the removal only when it names the container without an error") {
+  const std::string id(64, 'a');
+  auto reply = [](long status, std::string body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  };
+  // What podman 4.3.1 answers (measured): the report, no "Err" key.
+  CHECK(removal_reported(id, reply(200, R"([{"Id":")" + id + R"(","RawInput":")" + id + R"("}])")));
+  CHECK(removal_reported(id, reply(200, R"([{"Id":")" + id + R"(","Err":null}])")));
+  CHECK(removal_reported(id, reply(404, R"({"cause":"no such container","message":"no container with name or ID found: no such container","response":404})")));
+  // Asked again instead: an error in the report, another container, more than
+  // one, not a report, a compat 204, a 404 for another reason, a 500.
+  CHECK_FALSE(removal_reported(id, reply(200, R"([{"Id":")" + id + R"(","Err":{}}])")));
+  CHECK_FALSE(removal_reported(id, reply(200, R"([{"Id":")" + id + R"(","Err":"device or resource busy"}])")));
+  CHECK_FALSE(removal_reported(id, reply(200, R"([{"Id":")" + std::string(64, 'b') + R"("}])")));
+  CHECK_FALSE(removal_reported(id, reply(200, R"([{"Id":")" + id + R"("},{"Id":")" + id + R"("}])")));
+  CHECK_FALSE(removal_reported(id, reply(200, "[]")));
+  CHECK_FALSE(removal_reported(id, reply(200, "not json")));
+  CHECK_FALSE(removal_reported(id, reply(204, "")));
+  CHECK_FALSE(removal_reported(id, reply(404, R"({"message":"page not found"})")));
+  CHECK_FALSE(removal_reported(id, reply(500, R"({"cause":"device or resource busy"})")));
+}

@@ -92,8 +92,9 @@ class CgroupWatch {
   // After stop(): {"available": true, "source": ..., "cpu_ms", ...,
   // "notes": [...]}, or unavailable with the reason.
   nlohmann::json figures() const;
-  // Removes the run's (now empty) cgroup directories in every hierarchy;
-  // what conmon still holds is left to remove_cgroup_dirs_later.
+  // Removes the run's (now empty) cgroup directories in every hierarchy in
+  // one pass, without waiting; what conmon still holds is left to
+  // remove_cgroup_dirs_later (gone within a moment, or the reaper's sweep).
   void remove_dirs() const;
 
  private:

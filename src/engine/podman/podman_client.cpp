@@ -256,6 +256,28 @@ Result<bool> PodmanClient::exists(const std::string& id) {
                       podman_error_text(r->status, r->body));
 }
 
+// Whether podman's own answer to the DELETE says the container is gone, so
+// that no `exists` call is needed to confirm it (measured: 53 ms on a cold
+// run, right after the DELETE). libpod answers 200 with one report per
+// container only when its removal had no error ({"Id": ..., "RawInput": ...},
+// an "Err" otherwise answered 500), and 404 "no such container" when there is
+// none. Anything else (204 from a compat path, a body that does not name this
+// container) is confirmed by asking.
+bool removal_reported(const std::string& id, const HttpResponse& r) {
+  if (r.status == 404) return r.body.find("no such container") != std::string::npos;
+  if (r.status != 200) return false;
+  const json j = json::parse(r.body, nullptr, false);
+  if (!j.is_array() || j.size() != 1 || !j[0].is_object()) return false;
+  const json& rep = j[0];
+  const auto err = rep.find("Err");
+  if (err != rep.end() && !err->is_null() && !(err->is_string() && err->get<std::string>().empty())) return false;
+  for (const char* key : {"Id", "RawInput"}) {
+    const auto got = rep.find(key);
+    if (got != rep.end() && got->is_string() && got->get<std::string>() == id) return true;
+  }
+  return false;
+}
+
 Status PodmanClient::remove(const std::string& id) {
   const std::string what = "removing container " + id.substr(0, 12);
   std::string last;
@@ -273,6 +295,8 @@ Status PodmanClient::remove(const std::string& id) {
       // delay the error by seconds per container (measured: ~4 s each).
       last = r.error().message;
       break;
+    } else if (removal_reported(id, *r)) {
+      return ok_status();
     } else if (r->status == 200 || r->status == 204 || r->status == 404) {
       auto gone = exists(id);
       if (gone && !*gone) return ok_status();

@@ -99,8 +99,9 @@ class PodmanClient {
   Status kill(const std::string& id, const std::string& signal = "SIGKILL");
   Status put_archive(const std::string& id, const std::string& dest, const std::string& tar);
   Result<bool> exists(const std::string& id);
-  // DELETE ?force=true&v=true, retrying "device or resource busy", then
-  // confirms with exists() == false. Removing a container already gone is ok.
+  // DELETE ?force=true&v=true, retrying "device or resource busy"; gone when
+  // podman's answer says so (removal_reported), else confirmed with
+  // exists() == false. Removing a container already gone is ok.
   Status remove(const std::string& id);
   // Containers (running or not) carrying `label` (key or key=value).
   Result<nlohmann::json> list_by_label(const std::string& label);
@@ -185,5 +186,9 @@ class ScopedContainer {
   PodmanClient& podman_;
   std::string id_;
 };
+
+// Whether podman's answer to DELETE /containers/ID says that container is
+// gone: 200 with one error-free report naming it, or 404 "no such container".
+bool removal_reported(const std::string& id, const HttpResponse& r);
 
 }  // namespace lazyagent
