@@ -150,7 +150,9 @@ ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_js
   // test process gets exactly the allowlist, as under podman (unsetenvall).
   ordered_json command = {"/usr/bin/env", "-i"};
   for (const auto& [k, v] : p.env) command.push_back(k8s_literal(k + "=" + v));
-  for (const auto& arg : sandbox_command(in.config.test_command, p.log_bytes, egress_targets_arg(p))) command.push_back(k8s_literal(arg));
+  for (const auto& arg : sandbox_command(in.config.test_command, p.log_bytes, egress_targets_arg(p), EgressProbe::kAlways)) {
+    command.push_back(k8s_literal(arg));
+  }
   const ordered_json limits = {{"cpu", cpu_quantity(p.cpu_quota, p.cpu_period)}, {"memory", bytes_quantity(p.memory_bytes)}};
   ordered_json container = {
       {"name", "sandbox"},

@@ -46,6 +46,10 @@
 // runtimeclass) and is stated as not observable where the interface check
 // carries it (podman, runtime-nonet). A probe that did not finish (no
 // "egress_done=N" line with N attempts) counts as not run.
+// When it runs: wherever the sandbox has an interface besides lo, and on
+// Kubernetes always; a sandbox with only lo (podman's network none) has no
+// route anywhere, so its probe prints "egress_runner=not-needed" instead of
+// starting the interpreter (kEgressNotNeeded).
 // Whole cost: python3's start plus a few ms where every attempt fails at
 // once (no interface, no route: 30-50 ms measured in a podman sandbox), up
 // to kEgressAttemptSeconds where every packet is dropped (and once more only
@@ -73,8 +77,14 @@ struct EgressAttempt {
   bool reached() const;
 };
 
+// The runner's name when the probe was not needed: the sandbox had only lo
+// (in sysfs and in /proc/net/dev), so no address could be reached and every
+// attempt would fail at once. The engine asks for the probe always on
+// Kubernetes (sandbox_command's EGRESS_PROBE argument).
+inline constexpr const char* kEgressNotNeeded = "not-needed";
+
 struct EgressReport {
-  std::string runner;     // "python3"; "none" when the image has none
+  std::string runner;     // "python3"; "none" when the image has none; kEgressNotNeeded
   bool finished = false;  // the probe's last line came, with as many attempts as it said
   long ms = -1;           // its own time from start to the last attempt
   std::vector<EgressAttempt> attempts;

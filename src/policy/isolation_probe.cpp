@@ -30,7 +30,7 @@ const std::string& isolation_probe_shell() {
   // exported variables as "export NAME=..." (dash) or "export NAME" lines.
   static const std::string shell = R"sh(p=lazyagent-probe
 n=; for i in /sys/class/net/*; do n="$n${i##*/},"; done; printf '%s: ifaces=%s\n' $p "$n"
-n=; while read -r l; do case "$l" in *:*) n="$n${l%%:*},";; esac; done </proc/net/dev; printf '%s: netdev=%s\n' $p "$n"
+d=; while read -r l; do case "$l" in *:*) d="$d${l%%:*},";; esac; done </proc/net/dev; printf '%s: netdev=%s\n' $p "$d"
 while read -r k v; do case "$k" in CapEff:|CapPrm:|CapBnd:|NoNewPrivs:|Seccomp:) printf '%s: %s=%s\n' $p "${k%:}" "$v";; esac; done </proc/self/status
 read -r a b c </proc/self/uid_map; printf '%s: uid_map=%s %s %s\n' $p "$a" "$b" "$c"
 if ( : >/.lazyagent-probe ) 2>/dev/null; then printf '%s: root=writable\n' $p; else printf '%s: root=read-only\n' $p; fi
@@ -153,7 +153,7 @@ json probe_to_json(const ProbeReport& r, const std::vector<std::string>& violati
     unseen.push_back("no_new_privs (not reported in /proc/self/status)");
   }
   if (sysfs_unreadable(r)) unseen.push_back("interfaces via /sys/class/net (unreadable; judged by /proc/net/dev)");
-  if (r.found && !r.egress.finished) {
+  if (r.found && !r.egress.finished && r.egress.runner != kEgressNotNeeded) {
     unseen.push_back(r.egress.runner == "none" ? "egress (the sandbox image has no python3 to run the egress probe)"
                                                : "egress (the egress probe did not finish)");
   }

@@ -22,7 +22,7 @@ std::string probe_form(const std::string& hp) {
 }  // namespace
 
 std::string planner_egress_probe_script() {
-  return "p=lazyagent-probe\nset -- \"\" \"\" \"\" \"$1\"\nexec >" + std::string(kPlannerEgressFile) + "\n" +
+  return "p=lazyagent-probe\nset -- \"\" \"\" \"\" \"$1\" always\nexec >" + std::string(kPlannerEgressFile) + "\n" +
          egress_probe_shell();
 }
 

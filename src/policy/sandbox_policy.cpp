@@ -135,9 +135,10 @@ std::string runner_script();
 }  // namespace
 
 std::vector<std::string> sandbox_command(const std::string& test_command, std::int64_t output_bytes,
-                                         const std::string& egress_targets) {
+                                         const std::string& egress_targets, EgressProbe probe) {
   // $1 is the test command, $2/$3 the head/tail output budgets, $4 the
-  // egress probe's targets, all passed as
+  // egress probe's targets, $5 "always" to run the egress probe even with
+  // only lo (egress_probe.h), all passed as
   // arguments so that no quoting is ever needed.
   //
   // The plumbing leaves no node in any directory the test can see (/tmp,
@@ -170,8 +171,10 @@ std::vector<std::string> sandbox_command(const std::string& test_command, std::i
   static const std::string script = std::string("cp -R ") + kSeedMount + "/. " + kWorkDir + "/ && " +
                                     runner_script();
   const std::int64_t tail = output_bytes >= (128 << 10) ? (64 << 10) : output_bytes / 2;
-  return {"/bin/sh", "-c", script, "lazyagent-test", test_command,
-          std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+  std::vector<std::string> argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command,
+                                   std::to_string(output_bytes - tail), std::to_string(tail), egress_targets};
+  if (probe == EgressProbe::kAlways) argv.push_back("always");
+  return argv;
 }
 
 std::vector<std::string> session_command(const std::string& command, std::int64_t output_bytes,

@@ -141,10 +141,15 @@ inline constexpr const char* kOutputCutMarker = "[lazyagent-oci: output cut";
 // tail kept), exit with its status. Before the test, the isolation probe
 // (isolation_probe.h) with the egress probe's targets (egress_probe.h:
 // "label=host:port", space-separated; the engine's, e.g. the Kubernetes API).
-// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL, TARGETS}.
+// argv = {"/bin/sh", "-c", script, "lazyagent-test", test_command, HEAD, TAIL, TARGETS[, "always"]}.
+// The egress probe runs where the sandbox has an interface besides lo, or
+// always (kAlways: Kubernetes, where the isolation modes rest on it and a
+// pod's start is seconds, so its 30-50 ms cost nothing there).
+enum class EgressProbe { kWhenRouted, kAlways };
 std::vector<std::string> sandbox_command(const std::string& test_command,
                                          std::int64_t output_bytes,
-                                         const std::string& egress_targets = "");
+                                         const std::string& egress_targets = "",
+                                         EgressProbe probe = EgressProbe::kWhenRouted);
 // A session's command (session.h): the same probe and capture, run in the
 // working copy the engine bind-mounts at /work (no seed copy, no tmpfs there).
 // argv = {"/bin/sh", "-c", script, "lazyagent-session", command, HEAD, TAIL, TARGETS}.

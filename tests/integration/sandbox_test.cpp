@@ -5,10 +5,14 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "harness.h"
+#include "policy/isolation_probe.h"
+#include "policy/sandbox_policy.h"
 
 using nlohmann::json;
 using namespace it;
@@ -38,20 +42,16 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CHECK(r.result["isolation_probe"]["violations"].empty());
   CHECK(r.result["isolation_probe"]["root"] == "read-only");
   CHECK(r.result["test_output"].get<std::string>().find("lazyagent-probe") == std::string::npos);
-  // The egress probe ran (python3 in the sandbox image) and reached nothing:
-  // with only lo, every attempt fails at once.
+  // Only lo in both views: no route anywhere, so the egress probe was not
+  // needed and its interpreter not started (egress_probe.h; the next test
+  // shows it runs as soon as the sandbox sees another interface).
   const json egress = r.result["isolation_probe"]["egress"];
-  CHECK(egress["runner"] == "python3");
-  CHECK(egress["ran"] == true);
+  CHECK(egress["runner"] == "not-needed");
+  CHECK(egress["ran"] == false);
+  CHECK(egress["attempts"].empty());
   CHECK(egress["reached"].empty());
-  CHECK(egress["attempts"].size() >= 3);  // this machine's addresses on 22, 80, 443
-  std::set<std::string> targets;
-  for (const auto& a : egress["attempts"]) {
-    targets.insert(a["target"].get<std::string>() + " " + a["proto"].get<std::string>());
-    CHECK(a["outcome"] != "connected");
-  }
-  CHECK(targets.count("host tcp") == 1);  // the host and the podman gateway: no route
-  CHECK(egress["ms"].get<long>() < 1000);  // nothing to wait for: no route anywhere
+  CHECK(egress["not_needed"].get<std::string>().rfind("only lo in the sandbox", 0) == 0);
+  CHECK_FALSE(r.result["isolation_probe"].contains("not_observable"));
   CHECK_FALSE(r.result.contains("reason"));
   CHECK(container_gone(r.result["sandbox_id"]));
   CHECK(hash_tree(seed_dir()) == before);
@@ -69,8 +69,57 @@ TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged
   CHECK(rows[1 - mine]["exists"] == false);
 }
 
-TEST_CASE("an image without python3: the egress probe cannot run, said as not observable, only lo carries the "
-          "verdict on podman", "[sandbox]") {
+// The sandbox's own script (sandbox_command) in the real image under
+// --network none, its probe block read as the engine reads it. The egress
+// probe's decision rests on what the sandbox sees: a sysfs listing another
+// interface (a fake /sys/class/net bound over it) must start it, as must
+// "always" (Kubernetes); only lo in both views skips it.
+TEST_CASE("the egress probe runs as soon as the sandbox sees an interface besides lo, or when asked always, "
+          "and only then", "[sandbox]") {
+  TempDir d;
+  std::ofstream(d.path() + "/s.sh") << lazyagent::sandbox_command("true", 4096, "host=10.88.0.1:22")[2];
+  std::filesystem::create_directories(d.path() + "/net/lo");
+  std::filesystem::create_directories(d.path() + "/net/eth9");
+  auto probe = [&](const std::string& extra_mount, const std::string& fifth,
+                   const std::string& image = "localhost/lazyagent-sandbox:latest") {
+    const std::string out = sh("podman run --rm --network none --read-only --cap-drop ALL --tmpfs /work --tmpfs /tmp "
+                               "--label io.lazyagent.role=test -v " + seed_dir() + ":/seed:ro -v " + d.path() +
+                               ":/m:ro " + extra_mount + " " + image + " /bin/sh /m/s.sh true 2048 "
+                               "2048 host=10.88.0.1:22 " + fifth + " 2>&1");
+    std::string rest;
+    lazyagent::ProbeReport r = lazyagent::take_probe(out, &rest);
+    INFO(out);
+    REQUIRE(r.found);
+    return r;
+  };
+  const lazyagent::ProbeReport lo_only = probe("", "");
+  CHECK(lo_only.interfaces == std::vector<std::string>{"lo"});
+  CHECK(lo_only.egress.runner == lazyagent::kEgressNotNeeded);
+  CHECK(lo_only.egress.attempts.empty());
+
+  const lazyagent::ProbeReport other = probe("-v " + d.path() + "/net:/sys/class/net:ro", "");
+  CHECK(other.interfaces == std::vector<std::string>({"eth9", "lo"}));
+  CHECK(other.egress.runner == "python3");
+  CHECK(other.egress.finished);
+  REQUIRE(other.egress.attempts.size() == 1);
+  CHECK(other.egress.attempts[0].outcome == "unreachable");  // still no route: the kernel's view has only lo
+
+  const lazyagent::ProbeReport always = probe("", "always");
+  CHECK(always.egress.runner == "python3");
+  CHECK(always.egress.finished);
+  CHECK(always.egress.attempts.size() == 1);
+
+  // An image without python3 (the Debian base) where the probe is needed:
+  // said as such ("none"), which the modes resting on it refuse.
+  const lazyagent::ProbeReport none =
+      probe("-v " + d.path() + "/net:/sys/class/net:ro", "", "localhost/lazyagent-base:bookworm");
+  CHECK(none.egress.runner == "none");
+  CHECK_FALSE(none.egress.finished);
+  CHECK(containers_with_label("io.lazyagent.role=test").empty());
+}
+
+TEST_CASE("an image without python3 on podman: only lo, so the egress probe is not needed and nothing is "
+          "unobserved", "[sandbox]") {
   // The Debian base image has sh and coreutils but no python3.
   TempDir state;
   Run r = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
@@ -81,10 +130,11 @@ TEST_CASE("an image without python3: the egress probe cannot run, said as not ob
   CHECK(r.result["test_exit_code"] == 0);
   const json probe = r.result["isolation_probe"];
   CHECK(probe["violations"].empty());
-  CHECK(probe["egress"]["runner"] == "none");
+  CHECK(probe["interfaces"] == json::array({"lo"}));
+  CHECK(probe["egress"]["runner"] == "not-needed");
   CHECK(probe["egress"]["ran"] == false);
   CHECK(probe["egress"]["attempts"].empty());
-  CHECK(probe["not_observable"] == json::array({"egress (the sandbox image has no python3 to run the egress probe)"}));
+  CHECK_FALSE(probe.contains("not_observable"));
 }
 
 TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {

@@ -170,3 +170,26 @@ TEST_CASE("egress probe: lines after the block's end are the tests' output, not 
   CHECK(probe_violations(take_probe(with_eth0(kHead) + forged, nullptr), SandboxPolicy{}, "runc", true) ==
         std::vector<std::string>{"egress reached: gateway tcp 10.244.91.1:22 (connected)"});
 }
+
+TEST_CASE("egress probe: not needed with only lo, said as such, never a violation on podman nor unobserved, "
+          "a violation where the mode rests on it") {
+  const ProbeReport r = take_probe(kHead + "lazyagent-probe: egress_runner=not-needed\nlazyagent-probe: end\n", nullptr);
+  REQUIRE(r.found);
+  CHECK(r.egress.runner == kEgressNotNeeded);
+  CHECK_FALSE(r.egress.finished);
+  CHECK(probe_violations(r, SandboxPolicy{}).empty());
+  const auto j = probe_to_json(r, {});
+  CHECK(j["egress"]["runner"] == "not-needed");
+  CHECK(j["egress"]["ran"] == false);
+  CHECK(j["egress"]["attempts"].empty());
+  CHECK(j["egress"]["not_needed"].get<std::string>().find("no route to any address") != std::string::npos);
+  CHECK_FALSE(j.contains("not_observable"));
+  // A mode that rests on the probe (Kubernetes networkpolicy, runtimeclass)
+  // asks for it always; a block without it is refused there.
+  const auto v = probe_violations(r, SandboxPolicy{}, "runc", true);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].rfind("the egress probe was not run", 0) == 0);
+  // The script: the skip needs both views to list only lo and no "always".
+  const std::string& shell = isolation_probe_shell();
+  CHECK(shell.find("if [ \"$5\" != always ] && [ \"$n\" = lo, ] && [ \"$d\" = lo, ]; then") != std::string::npos);
+}
