@@ -314,6 +314,11 @@ EOF
    "ipam": {"type": "host-local", "dataDir": "$C_STATE/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET"}]],
             "routes": [{"dst": "0.0.0.0/0"}]}}]}
 EOF
+  # podPidsLimit counts host tasks: under the gVisor runtime (ptrace platform) that is the
+  # Sentry's Go threads plus a stub process per guest address space, not the sandbox's own
+  # processes. At 512, cJSON's cmake/make -j2 build made the Sentry's clone fail with EAGAIN
+  # ("panic: error initializing first thread", the pod's exit 2). The sandbox's own pids
+  # limit is not enforced on Kubernetes either way (export k8s: "not enforced").
   cat >"$C_STATE/conf/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -332,7 +337,7 @@ volumePluginDir: $C_STATE/kubelet/volume-plugins
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
-podPidsLimit: 512
+podPidsLimit: 4096
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%"}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98

@@ -43,7 +43,7 @@ void prove_on_k8s(const corpus::CorpusProject& p) {
 
   k8sreg::JobRecorder jobs;
   const auto good = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json",
-                                  "--timeout", "300"},
+                                  "--timeout", "400"},
                             900);
   INFO(good.err.substr(good.err.size() > 6000 ? good.err.size() - 6000 : 0));
   REQUIRE(good.exit_code == 0);
@@ -89,7 +89,7 @@ void prove_on_k8s(const corpus::CorpusProject& p) {
 
   // The wrong fix: the registry has the environment (a HEAD says so): no push, the same digest; its tests fail.
   const auto bad = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.wrong_file, "--json",
-                                 "--timeout", "300"},
+                                 "--timeout", "400"},
                            900);
   INFO(bad.err.substr(bad.err.size() > 6000 ? bad.err.size() - 6000 : 0));
   CHECK(bad.exit_code == 1);
@@ -123,4 +123,15 @@ TEST_CASE("k8s environment: python-ordered-set with its pytest environment, push
           "fix proven, a wrong fix fails",
           "[k8s][registry][environment]") {
   prove_on_k8s(corpus::ordered_set_project());
+}
+
+// cJSON: a C project built by cmake/make in $TMPDIR and tested by ctest, in a
+// 450 MB environment (cmake, make, gcc). Under the cluster's gVisor runtime it
+// needs the seccomp names and clone3 as runc reads them and room in the pod's
+// pids cgroup for the Sentry (scripts/runsc-nonet.py, k8s-cluster.sh's
+// podPidsLimit): without either its build fails in the pod.
+TEST_CASE("k8s environment: cJSON with its cmake/gcc environment, built and tested in the pod, the fix proven, a "
+          "wrong fix fails",
+          "[k8s][registry][environment]") {
+  prove_on_k8s(corpus::cjson_project());
 }
