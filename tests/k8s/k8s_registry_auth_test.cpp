@@ -129,7 +129,7 @@ TEST_CASE("k8s registry auth: the environment image is pushed with credentials a
 }
 
 TEST_CASE("k8s registry auth: the planner pod pulls its tools' snapshot through its own pull Secret, beside the "
-          "provider Secret only; the sandbox pod gets the pull Secret only; both go with the run",
+          "provider Secret only, the sandbox pod gets the pull Secret only, both go with the run",
           "[k8s][registry][auth][loop]") {
   AuthRegistry reg;
   const json fix = json::parse(fixing_patch());
