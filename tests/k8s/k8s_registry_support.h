@@ -1,21 +1,27 @@
 // What the tests on the local cluster's registry share
-// (scripts/k8s-registry.sh; k8s_registry_test.cpp, k8s_environment_test.cpp),
-// on top of the cluster's fixtures (k8s_fixtures.h): a client of the registry
-// and of the cluster, a run's leftovers, and a recorder of the sandbox Jobs as
-// the API server stored them.
+// (scripts/k8s-registry.sh; k8s_registry_test.cpp, k8s_environment_test.cpp,
+// k8s_registry_auth_test.cpp), on top of the cluster's fixtures
+// (k8s_fixtures.h): a client of the registry and of the cluster, a run's
+// leftovers, a recorder of the sandbox Jobs as the API server stored them,
+// and the registry with credentials (its pull Secret's checks).
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "k8s_fixtures.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/kubeconfig.h"
+#include "engine/k8s/k8s_seed_image.h"
 #include "engine/k8s/oci_registry.h"
 #include "policy/sandbox_policy.h"
+#include "util/base64.h"
 
 namespace k8sreg {
 
@@ -63,5 +69,110 @@ inline std::size_t run_leftovers(K8sClient& k, const std::string& run_id) {
 struct JobRecorder : it::Recorder {
   JobRecorder() : Recorder(kK8sJobs, "io.lazyagent.role=sandbox") {}
 };
+
+// A second registry, with basic auth (scripts/k8s-registry.sh with
+// LAZYAGENT_K8S_REGISTRY_USER / _PASSWORD_FILE), on the address the cluster's
+// containerd already knows (`auth-address`, port 25501); stopped, its storage
+// removed, when the test ends.
+struct AuthRegistry {
+  it::TempDir dir;
+  std::string user = "lazyagent";
+  std::string password = "pw-lazyagent-it-" + std::to_string(getpid()) + "-registry";
+  std::string password_file, address, env;
+  AuthRegistry() {
+    password_file = dir.file("password", password + "\n");
+    address = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh auth-address"));
+    const std::string port = address.substr(address.rfind(':') + 1);
+    env = "LAZYAGENT_K8S_REGISTRY_PORT=" + port + " LAZYAGENT_K8S_REGISTRY_STATE=/var/lib/lazyagent-oci/k8s-registry-auth"
+          " LAZYAGENT_K8S_REGISTRY_USER=" + user + " LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE=" + password_file;
+    const std::string out = trimmed(sh(env + " " + LAZYAGENT_SOURCE_DIR + "/scripts/k8s-registry.sh start 2>&1"));
+    INFO(out);
+    REQUIRE(out.size() >= address.size());
+    REQUIRE(out.substr(out.size() - address.size()) == address);
+  }
+  ~AuthRegistry() { sh(env + " " + LAZYAGENT_SOURCE_DIR + "/scripts/k8s-registry.sh stop >/dev/null 2>&1"); }
+  // The k8s: lines of a config using it.
+  std::string config_lines() const {
+    return "  registry: " + address + "\n  registry_plain_http: true\n  registry_username: " + user +
+           "\n  registry_password_file: " + password_file + "\n";
+  }
+  RegistryClient client() const {
+    RegistryConnection c;
+    c.address = address;
+    c.plain_http = true;
+    c.username = user;
+    c.password = password;
+    return RegistryClient(c);
+  }
+  std::vector<std::string> tags(const std::string& repo = kSeedImageRepo) const {
+    RegistryClient r = client();
+    auto t = r.tags(repo);
+    REQUIRE(t.ok());
+    return *t;
+  }
+  // The password in every form a leak would take: itself, HTTP basic's
+  // user:password, podman's X-Registry-Auth (URL-safe base64 JSON), base64.
+  std::vector<std::string> credential_texts() const {
+    std::string x_auth = base64_encode(json{{"username", user}, {"password", password}}.dump());
+    for (char& c : x_auth) c = c == '+' ? '-' : c == '/' ? '_' : c;
+    return {password, base64_encode(user + ":" + password), x_auth, base64_encode(password)};
+  }
+  // How many files under `dir` hold any of them.
+  std::size_t files_with_credentials(const std::string& path) const {
+    std::size_t n = 0;
+    for (const auto& t : credential_texts()) {
+      n += std::stoul(trimmed(sh("grep -rlF -e '" + t + "' " + path + " 2>/dev/null | wc -l")));
+    }
+    return n;
+  }
+  bool in_text(const std::string& text) const {
+    for (const auto& t : credential_texts()) {
+      if (text.find(t) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+// A pod template as the API server stored it pulls through exactly the pull
+// Secret `name`, which the kubelet reads and nothing else: no container or
+// init container names it (env, envFrom, a mount), no volume is made of it,
+// and the password is nowhere in the spec. Returns the pod's Secret volumes'
+// names (the planner's provider Secret; none for the sandbox).
+inline std::vector<std::string> check_pull_secret_only(const json& pod, const std::string& name,
+                                                       const AuthRegistry& reg) {
+  CHECK(pod.value("imagePullSecrets", json()) == json::array({{{"name", name}}}));
+  const std::string spec = pod.dump();
+  // Named once: in imagePullSecrets.
+  std::size_t named = 0;
+  for (auto at = spec.find("\"" + name + "\""); at != std::string::npos; at = spec.find("\"" + name + "\"", at + 1)) {
+    ++named;
+  }
+  CHECK(named == 1);
+  json containers = pod.value("containers", json::array());
+  for (const auto& c : pod.value("initContainers", json::array())) containers.push_back(c);
+  for (const auto& c : containers) {
+    const std::string cs = c.dump();
+    CHECK(cs.find("envFrom") == std::string::npos);
+    CHECK(cs.find(name) == std::string::npos);
+  }
+  CHECK_FALSE(reg.in_text(spec));
+  std::vector<std::string> secret_volumes;
+  for (const auto& v : pod.value("volumes", json::array())) {
+    if (v.contains("secret")) secret_volumes.push_back(v["secret"].value("secretName", ""));
+  }
+  return secret_volumes;
+}
+
+// The run's pull Secrets are gone: none labelled with the run, none by name.
+inline void check_pull_secrets_gone(K8sClient& k, const std::string& run_id, const std::vector<std::string>& names) {
+  auto secrets = k.list(kK8sSecrets, "default", std::string(kLabelRun) + "=" + run_id);
+  REQUIRE(secrets.ok());
+  CHECK(secrets->value("items", json::array()).empty());
+  for (const auto& n : names) {
+    auto by_name = k.get(kK8sSecrets, "default", n);
+    REQUIRE(by_name.ok());
+    CHECK_FALSE(by_name->has_value());
+  }
+}
 
 }  // namespace k8sreg

@@ -328,43 +328,6 @@ TEST_CASE("k8s registry: after the suite the registry holds no seed image", "[k8
   CHECK(seed_tags().empty());
 }
 
-namespace {
-
-// A second registry, with basic auth (scripts/k8s-registry.sh with
-// LAZYAGENT_K8S_REGISTRY_USER / _PASSWORD_FILE), on the address the cluster's
-// containerd already knows (`auth-address`, port 25501); stopped, its storage
-// removed, when the test ends.
-struct AuthRegistry {
-  TempDir dir;
-  std::string password = "pw-lazyagent-it-" + std::to_string(getpid()) + "-registry";
-  std::string password_file, address, env;
-  AuthRegistry() {
-    password_file = dir.file("password", password + "\n");
-    address = trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh auth-address"));
-    const std::string port = address.substr(address.rfind(':') + 1);
-    env = "LAZYAGENT_K8S_REGISTRY_PORT=" + port + " LAZYAGENT_K8S_REGISTRY_STATE=/var/lib/lazyagent-oci/k8s-registry-auth"
-          " LAZYAGENT_K8S_REGISTRY_USER=lazyagent LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE=" + password_file;
-    const std::string out = trimmed(sh(env + " " + LAZYAGENT_SOURCE_DIR + "/scripts/k8s-registry.sh start 2>&1"));
-    INFO(out);
-    REQUIRE(out.size() >= address.size());
-    REQUIRE(out.substr(out.size() - address.size()) == address);
-  }
-  ~AuthRegistry() { sh(env + " " + LAZYAGENT_SOURCE_DIR + "/scripts/k8s-registry.sh stop >/dev/null 2>&1"); }
-  std::vector<std::string> tags() const {
-    RegistryConnection c;
-    c.address = address;
-    c.plain_http = true;
-    c.username = "lazyagent";
-    c.password = password;
-    RegistryClient r(c);
-    auto t = r.tags(kSeedImageRepo);
-    REQUIRE(t.ok());
-    return *t;
-  }
-};
-
-}  // namespace
-
 TEST_CASE("k8s registry: with credentials the pod pulls through its own image pull Secret that no container "
           "sees and that goes with the run (without them the push is refused and nothing starts)",
           "[k8s][registry][auth]") {
@@ -382,10 +345,12 @@ TEST_CASE("k8s registry: with credentials the pod pulls through its own image pu
                                 dir.file("fix.json", fixing_patch()), "--no-baseline", "--json"}, 300);
     INFO(r.out << r.err);
     CHECK(r.exit_code != 0);
-    CHECK((r.out + r.err).find("401") != std::string::npos);
+    CHECK((r.out + r.err).find("k8s.registry: the registry " + reg.address + " said 401") != std::string::npos);
+    CHECK((r.out + r.err).find("it asks for credentials: set k8s.registry_username and k8s.registry_password_file") !=
+          std::string::npos);
   }
-  const std::string config = dir.file("auth.yaml", base + "  registry_username: lazyagent\n  registry_password_file: " +
-                                                       reg.password_file + "\n");
+  const std::string config =
+      dir.file("auth.yaml", "seed: " + seed + "\ntest_command: python3 -m unittest -v\nk8s:\n" + reg.config_lines());
   JobRecorder jobs;
   CliResult r = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch",
                               dir.file("fix.json", fixing_patch()), "--no-baseline", "--json", "--timeout", "120"},
@@ -403,31 +368,16 @@ TEST_CASE("k8s registry: with credentials the pod pulls through its own image pu
   for (const auto& job : jobs.stop()) {
     if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != run_id) continue;
     saw = true;
-    const json pod = job["spec"]["template"]["spec"];
-    CHECK(pod["imagePullSecrets"] == json::array({{{"name", run_id + "-registry"}}}));
     // The kubelet uses it to pull; no container mounts it or reads it as env.
-    json containers = pod["containers"];
-    for (const auto& c : pod.value("initContainers", json::array())) containers.push_back(c);
-    for (const auto& c : containers) {
-      const std::string spec = c.dump();
-      CHECK(spec.find("secretKeyRef") == std::string::npos);
-      CHECK(spec.find("envFrom") == std::string::npos);
-      CHECK(spec.find(reg.password) == std::string::npos);
-    }
-    for (const auto& v : pod.value("volumes", json::array())) CHECK_FALSE(v.contains("secret"));
-    CHECK(pod.dump().find(reg.password) == std::string::npos);
+    CHECK(check_pull_secret_only(job["spec"]["template"]["spec"], run_id + "-registry", reg).empty());
   }
   CHECK(saw);
   // Gone with the run: the Secret, the Job's objects, the seed image.
   K8sClient k = reg_client();
-  auto secrets = k.list(kK8sSecrets, "default", std::string(kLabelRun) + "=" + run_id);
-  REQUIRE(secrets.ok());
-  CHECK(secrets->value("items", json::array()).empty());
-  auto by_name = k.get(kK8sSecrets, "default", run_id + "-registry");
-  REQUIRE(by_name.ok());
-  CHECK_FALSE(by_name->has_value());
+  check_pull_secrets_gone(k, run_id, {run_id + "-registry"});
   CHECK(run_leftovers(k, run_id) == 0);
   for (const auto& t : reg.tags()) CHECK(t != run_id);
   // The password is in no file of the run store.
-  CHECK(sh("grep -rl '" + reg.password + "' " + dir.path() + "/state 2>/dev/null | wc -l") == "0\n");
+  CHECK(reg.files_with_credentials(dir.path() + "/state") == 0);
+  CHECK_FALSE(reg.in_text(r.out + r.err));
 }

@@ -129,9 +129,7 @@ Status K8sEngine::check(const ProgressFn& progress) {
   if (!ns) return ns.error();
   if (!*ns) return usage_error("namespace '" + s_.ns + "' does not exist (kubectl create namespace " + s_.ns + ")");
   if (!s_.registry.empty()) {
-    auto reg = registry();
-    if (!reg) return reg.error();
-    if (auto st = (*reg)->ping(); !st) return st.error().context("k8s.registry");
+    if (auto reg = registry(); !reg) return reg.error();  // answers, and takes the credentials
   }
   auto reaped = reap(false);
   if (!reaped) return reaped.error();

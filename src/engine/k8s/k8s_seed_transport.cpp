@@ -67,8 +67,13 @@ Result<RegistryClient*> K8sEngine::registry() {
     while (!pw->empty() && (pw->back() == '\n' || pw->back() == '\r')) pw->pop_back();
     c.username = s_.registry_username;
     c.password = *pw;
+    c.password_file = s_.registry_password_file;
   }
-  registry_ = std::make_shared<RegistryClient>(std::move(c));
+  // Asked once, before anything is pushed or any Job made: a registry that
+  // is down, asks for credentials or refuses them says so here, by name.
+  auto client = std::make_shared<RegistryClient>(std::move(c));
+  if (auto st = client->ping(); !st) return st.error().context("k8s.registry");
+  registry_ = std::move(client);
   return registry_.get();
 }
 

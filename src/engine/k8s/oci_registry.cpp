@@ -48,7 +48,13 @@ Error RegistryClient::error_of(const TransferReply& r, const std::string& what) 
   }
   std::string msg = "the registry " + conn_.address + " said " + std::to_string(r.status) + " to " + what + ": " +
                     escape_for_terminal(detail);
-  if (r.status == 401) msg += " (set k8s.registry_username and k8s.registry_password_file)";
+  if (r.status == 401 && conn_.username.empty()) {
+    msg += " (it asks for credentials: set k8s.registry_username and k8s.registry_password_file)";
+  } else if (r.status == 401) {
+    msg += " (it refused the user '" + escape_for_terminal(conn_.username) + "' with the password in " +
+           escape_for_terminal(conn_.password_file) +
+           ": fix k8s.registry_username or the password in k8s.registry_password_file)";
+  }
   if (r.status == 405 && what.rfind("deleting", 0) == 0) msg += " (enable deletes: storage.delete.enabled: true)";
   return engine_error(msg);
 }

@@ -29,6 +29,7 @@ struct RegistryConnection {
   std::string ca_pem;        // https: trust this CA (PEM), else the system's
   std::string username;      // basic auth; empty = none
   std::string password;
+  std::string password_file; // where the password came from (named in errors, never the password)
 };
 
 class RegistryClient {
