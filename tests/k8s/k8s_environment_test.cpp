@@ -2,9 +2,13 @@
 // project's `environment:` built by the local podman exactly as on podman,
 // pushed once to the cluster's registry (scripts/k8s-registry.sh) and
 // pulled by the sandbox pod by digest; the bug's fix proven against its
-// baseline through `test --backend k8s`, a wrong fix failing.
+// baseline through `test --backend k8s`, a wrong fix failing; and `run`
+// (the planner pod, the scripted provider) and `eval --jobs 2` with the
+// environment, judged as on podman, naming the same environment.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include <set>
 
 #include "../corpus/corpus_projects.h"
 #include "harness.h"
@@ -134,4 +138,160 @@ TEST_CASE("k8s environment: cJSON with its cmake/gcc environment, built and test
           "wrong fix fails",
           "[k8s][registry][environment]") {
   prove_on_k8s(corpus::cjson_project());
+}
+
+namespace {
+
+std::string prediction(const std::string& id, const std::string& patch) {
+  return json{{"instance_id", id}, {"model_patch", patch}, {"model_name_or_path", "it"}}.dump() + "\n";
+}
+
+// `eval --jobs 2` of the predictions on `backend`: its summary; the per-task results under `out`.
+json eval_on(const CliEnv& env, const std::string& backend, const std::string& preds, const std::string& map,
+             const std::string& config, const std::string& out) {
+  const auto r = run_cli(env, {"eval", "--predictions", preds, "--seed-map", map, "--config", config, "--jobs", "2",
+                               "--timeout", "400", "--out", out, "--json", "--backend", backend},
+                         900);
+  INFO(backend << ": " << r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
+  CHECK(r.exit_code == 0);  // every task judged: a failed one is a verdict
+  json s = json::parse(r.out, nullptr, false);
+  REQUIRE(s.is_object());
+  return s;
+}
+
+json result_of(const std::string& out, const std::string& id) {
+  json r = json::parse(read_file(out + "/results/" + id + ".json"), nullptr, false);
+  INFO(out << "/results/" << id << ".json");
+  REQUIRE(r.is_object());
+  return r;
+}
+
+}  // namespace
+
+// `run` (the planner pod asking the scripted provider, the sandbox pods on the
+// environment's image) and `eval --jobs 2` on the cluster, with the same
+// environment as on podman: the planner's fix passes with its triage; of the
+// predictions, the fix passes and the wrong fix fails, as `eval` on podman
+// judges them, each result naming the same environment key, image and digest
+// as podman's results do (plus the registry's copy, pulled by digest).
+TEST_CASE("k8s environment: run and eval --jobs 2 with python-ordered-set's environment, the fix passes and a wrong "
+          "fix fails as on podman, the same environment key and digest in every result",
+          "[k8s][registry][environment][eval]") {
+  const corpus::CorpusProject p = corpus::ordered_set_project();
+  corpus::Prepared prep;
+  corpus::prepare(p, &prep);
+  const std::string reg = k8sreg::registry_address();
+  const std::string k8s_yaml = "  registry: " + reg + "\n  registry_plain_http: true\n";
+  const std::string config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + k8s_yaml);
+  const CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", k8sreg::reg_kubeconfig()}}};
+
+  // The environment on podman: the reference.
+  const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
+  INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
+  REQUIRE(built.exit_code == 0);
+  const json local = json_out(built);
+  const std::string key = local["key"];
+  REQUIRE(key.size() == 32);
+
+  // eval of the same two predictions on podman, then on the cluster.
+  const std::string preds = prep.dir.file("preds.jsonl", prediction("oset-fix", prep.fix) +
+                                                             prediction("oset-wrong", prep.wrong));
+  const std::string map = prep.dir.file("seeds.json", json{{"oset-fix", prep.repo}, {"oset-wrong", prep.repo}}.dump());
+  const std::string out_podman = prep.dir.path() + "/out-podman", out_k8s = prep.dir.path() + "/out-k8s";
+  json sp = eval_on(env, "podman", preds, map, config, out_podman);
+  k8sreg::JobRecorder jobs;
+  json sk = eval_on(env, "k8s", preds, map, config, out_k8s);
+  CHECK(sp["passed"]["ids"] == json({"oset-fix"}));
+  CHECK(sp["failed"]["ids"] == json({"oset-wrong"}));
+  for (const char* category : {"passed", "failed", "refused", "infra_error", "isolation_violation"}) {
+    INFO(category);
+    CHECK(sk[category]["ids"] == sp[category]["ids"]);
+  }
+  std::string registry_digest;
+  for (const char* id : {"oset-fix", "oset-wrong"}) {
+    INFO(id);
+    json rp = result_of(out_podman, id), rk = result_of(out_k8s, id);
+    CHECK(rk["status"] == rp["status"]);
+    CHECK(rk["tests_passed"] == rp["tests_passed"]);
+    CHECK(corpus::sorted_strings(rk["triage"]["fixed"]) == corpus::sorted_strings(rp["triage"]["fixed"]));
+    CHECK(corpus::sorted_strings(rk["triage"]["still_failing"]) ==
+          corpus::sorted_strings(rp["triage"]["still_failing"]));
+    // The same environment: podman's own image, the cluster's the registry's copy of it by digest.
+    json ep = rp["environment"], ek = rk["environment"];
+    INFO(ep.dump() << "\n" << ek.dump());
+    CHECK(ep["key"] == key);
+    CHECK(ep["digest"] == local["digest"]);
+    CHECK(ep["image"] == local["image"]);
+    CHECK_FALSE(ep.contains("registry"));
+    CHECK(ek["key"] == key);
+    CHECK(ek["digest"] == local["digest"]);
+    CHECK(ek["image"] == local["image"]);
+    json re = ek["registry"];
+    REQUIRE(re.is_object());
+    CHECK(re["tag"] == reg + "/lazyagent-env:" + key);
+    const std::string d = re["digest"];
+    REQUIRE(d.rfind("sha256:", 0) == 0);
+    if (registry_digest.empty()) registry_digest = d;
+    CHECK(d == registry_digest);
+    CHECK(rk["image"] == re["image"]);
+    CHECK(rk["image"] == reg + "/lazyagent-env@" + d);
+    CHECK(rk["image_digest"].get<std::string>().find(d) != std::string::npos);
+    CHECK(rk["sandbox_id"].get<std::string>().rfind("default/", 0) == 0);
+  }
+  json fixed_k8s = result_of(out_k8s, "oset-fix");
+  CHECK(corpus::sorted_strings(fixed_k8s["triage"]["fixed"]) == p.fixed);
+  CHECK(corpus::sorted_strings(result_of(out_k8s, "oset-wrong")["triage"]["still_failing"]) == p.fixed);
+
+  // run: the scripted provider answers with the fix as a diff; the planner
+  // pod gets it, the sandbox pods (baseline and fix) run it on the environment.
+  StubReply answer;
+  answer.content = "The last element's index is not shifted down in discard:\n\n```diff\n" + prep.fix + "```\n";
+  it::Provider provider({answer}, k8s_yaml + p.config, prep.repo);
+  const auto ran = run_cli(provider.env(), {"run", "Fix the bug in ordered_set without changing the tests.", "--backend",
+                                            "k8s", "--config", provider.config(), "--json", "--timeout", "400"},
+                           900);
+  const std::vector<json> seen = jobs.stop();
+  INFO(ran.err.substr(ran.err.size() > 6000 ? ran.err.size() - 6000 : 0));
+  REQUIRE(ran.exit_code == 0);
+  json r = json_out(ran);
+  CHECK(r["status"] == "passed");
+  CHECK(r["tests_passed"] == true);
+  CHECK(r["patch_format"] == "diff");
+  CHECK(r["planner"]["status"] == "patch");
+  CHECK(provider.stub().requests() == 1);
+  CHECK(r["changed_paths"] == json::array({p.file}));
+  CHECK(r["triage"]["baseline"]["tests_passed"] == false);
+  CHECK(corpus::sorted_strings(r["triage"]["fixed"]) == p.fixed);
+  CHECK(r["triage"]["newly_broken"].empty());
+  // The planner's change is the prediction's: the same diff as eval proved on podman.
+  CHECK(r["diff_sha256"] == result_of(out_podman, "oset-fix")["diff_sha256"]);
+  json e = r["environment"];
+  INFO(e.dump());
+  CHECK(e["key"] == key);
+  CHECK(e["digest"] == local["digest"]);
+  CHECK(e["image"] == local["image"]);
+  CHECK(e["registry"]["digest"] == registry_digest);
+  CHECK(e["registry"]["pushed"] == false);  // eval pushed it: a HEAD found it
+  CHECK(r["image"] == reg + "/lazyagent-env@" + registry_digest);
+
+  // Every sandbox Job of the evals and the run, as the API server stored it, named the environment by digest.
+  std::set<std::string> runs = {r["run_id"].get<std::string>(),
+                                r["triage"]["baseline"].value("run_id", std::string())};
+  for (const char* id : {"oset-fix", "oset-wrong"}) {
+    json rk = result_of(out_k8s, id);
+    runs.insert(rk["run_id"].get<std::string>());
+    if (rk["triage"]["baseline"].contains("run_id")) runs.insert(rk["triage"]["baseline"]["run_id"].get<std::string>());
+  }
+  runs.erase("");
+  int named = 0;
+  for (const auto& job : seen) {
+    if (!runs.count(job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()))) continue;
+    CHECK(job["spec"]["template"]["spec"]["containers"][0]["image"] == reg + "/lazyagent-env@" + registry_digest);
+    ++named;
+  }
+  CHECK(named >= 4);  // the run's two, eval's two fixes (its baseline may be a cached one)
+  K8sClient k = k8sreg::reg_client();
+  for (const auto& id : runs) CHECK(k8sreg::run_leftovers(k, id) == 0);
+  WARN("python-ordered-set with its environment: eval --jobs 2 podman " << sp["wall_ms"] << " ms, k8s " << sk["wall_ms"]
+                                                                       << " ms; run on k8s " << r["timings"].dump());
 }
