@@ -252,6 +252,7 @@ TEST_CASE("k8s environment: run and eval --jobs 2 with python-ordered-set's envi
                            900);
   const std::vector<json> seen = jobs.stop();
   INFO(ran.err.substr(ran.err.size() > 6000 ? ran.err.size() - 6000 : 0));
+  INFO(ran.out.substr(0, 6000));
   REQUIRE(ran.exit_code == 0);
   json r = json_out(ran);
   CHECK(r["status"] == "passed");

@@ -87,6 +87,12 @@ TEST_CASE("split_planner_log: the patch line and the planner's lines") {
   split_planner_log("planner: asking\n{\"files\":[]}\nplanner-summary: {\"model\":\"m\"}\n", &patch, &lines);
   CHECK(patch == "{\"files\":[]}");
   CHECK(lines == "planner: asking\nplanner-summary: {\"model\":\"m\"}\n");
+  // A diff (patch.format diff): its lines, as the planner wrote them, between the planner's.
+  const std::string diff = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n\n";
+  split_planner_log("planner: reply: 9 bytes\n" + diff + "planner: patch accepted (diff): 1 file(s)\nplanner-summary: {}\n",
+                    &patch, &lines);
+  CHECK(patch == diff);
+  CHECK(lines == "planner: reply: 9 bytes\nplanner: patch accepted (diff): 1 file(s)\nplanner-summary: {}\n");
 }
 
 TEST_CASE("pod_end: terminated, stuck, still running") {

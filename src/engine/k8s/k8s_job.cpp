@@ -28,14 +28,29 @@ namespace lazyagent {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
+// The pod's log interleaves, line by line, the planner's stdout (the patch:
+// one line of canonical JSON, or a unified diff as it came, many lines) with
+// its stderr (cmd_plan.cpp: every line "planner: ..." or, last,
+// "planner-summary: {...}"). A JSON line is the patch; else the lines that
+// are not the planner's are the diff (the sandbox checks it again).
 void split_planner_log(const std::string& log, std::string* patch, std::string* planner_lines) {
   std::istringstream in(log);
-  std::string line;
-  patch->clear();
+  std::string line, json_patch, diff;
   planner_lines->clear();
   while (std::getline(in, line)) {
-    if (!line.empty() && line[0] == '{') *patch = line;
-    else *planner_lines += line + "\n";
+    if (line.rfind("planner: ", 0) == 0 || line.rfind("planner-summary: ", 0) == 0) {
+      *planner_lines += line + "\n";
+    } else if (!line.empty() && line[0] == '{') {
+      json_patch = line;
+    } else {
+      diff += line + "\n";
+    }
+  }
+  if (json_patch.empty()) {
+    *patch = diff;
+  } else {
+    *patch = json_patch;
+    *planner_lines += diff;  // what else the pod wrote
   }
 }
 
