@@ -21,6 +21,16 @@ using namespace lazyagent;
 
 namespace {
 
+// `env build --json` on podman (built on first use, else reused): the reference environment.
+json podman_environment(const CliEnv& env, const std::string& config) {
+  const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
+  INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
+  REQUIRE(built.exit_code == 0);
+  json local = json_out(built);
+  REQUIRE(local["key"].get<std::string>().size() == 32);
+  return local;
+}
+
 void prove_on_k8s(const corpus::CorpusProject& p) {
   corpus::Prepared prep;
   corpus::prepare(p, &prep);
@@ -31,12 +41,8 @@ void prove_on_k8s(const corpus::CorpusProject& p) {
   CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", k8sreg::reg_kubeconfig()}}};
 
   // The environment on podman (built here on first use, else reused): the reference.
-  const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
-  INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
-  REQUIRE(built.exit_code == 0);
-  const json local = json_out(built);
+  const json local = podman_environment(env, config);
   const std::string key = local["key"];
-  REQUIRE(key.size() == 32);
   CHECK_FALSE(local.contains("registry"));  // podman's own: no registry
 
   // Not in the registry yet (a registry kept from an earlier run: its manifest deleted), so the first run pushes.
@@ -186,12 +192,8 @@ TEST_CASE("k8s environment: run and eval --jobs 2 with python-ordered-set's envi
   const CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", k8sreg::reg_kubeconfig()}}};
 
   // The environment on podman: the reference.
-  const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
-  INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
-  REQUIRE(built.exit_code == 0);
-  const json local = json_out(built);
+  const json local = podman_environment(env, config);
   const std::string key = local["key"];
-  REQUIRE(key.size() == 32);
 
   // eval of the same two predictions on podman, then on the cluster.
   const std::string preds = prep.dir.file("preds.jsonl", prediction("oset-fix", prep.fix) +
