@@ -2,6 +2,7 @@
 
 #include "util/colon_records.h"
 #include "util/digest.h"
+#include "policy/gvisor_seccomp.h"
 #include "policy/isolation_probe.h"
 
 #include <cmath>
@@ -32,6 +33,11 @@ SandboxPolicy policy_from_config(const Config& config, std::int64_t timeout_seco
   p.userns.host_id = config.user_namespace.host_id;
   p.userns.size = config.user_namespace.size;
   p.userns.enabled = config.engine.runtime != "runsc";
+  // runsc reads the profile by its own names (policy/gvisor_seccomp.h).
+  if (config.engine.runtime == "runsc") {
+    p.seccomp = gvisor_seccomp_profile(p.seccomp);
+    p.seccomp_adapted_for = "runsc";
+  }
   return p;
 }
 
@@ -81,6 +87,7 @@ json policy_to_json(const SandboxPolicy& p) {
       {"user", policy_user_json(p.userns)},
       {"seccomp",
        {{"profile", "oci/seccomp.json"},
+        {"adapted_for", p.seccomp_adapted_for.empty() ? json(nullptr) : json(p.seccomp_adapted_for)},
         {"sha256", seccomp_profile_sha256(p.seccomp)},
         {"default_action", p.seccomp.value("defaultAction", "")},
         {"default_errno", p.seccomp.value("defaultErrnoRet", 0)}}},

@@ -96,6 +96,9 @@ struct SandboxPolicy {
   // The seccomp profile (OCI runtime-spec form) the sandbox must run under:
   // oci/seccomp.json as built into the binary (oci_seccomp.h).
   nlohmann::json seccomp = oci_seccomp_profile();
+  // "runsc" when `seccomp` is oci/seccomp.json in gVisor's names
+  // (policy/gvisor_seccomp.h), else empty.
+  std::string seccomp_adapted_for;
   // The complete environment of the test process (the allowlist).
   std::map<std::string, std::string> env = {
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},

@@ -73,6 +73,49 @@ TEST_CASE("runsc: a fixing patch passes, a wrong one fails, and the policy says 
   CHECK(runc.result["policy"]["not_enforced"].empty());
 }
 
+// select() and posix_spawn() under the sandbox's profile: runsc reads the
+// profile by its own syscall names (policy/gvisor_seccomp.h). With the
+// profile as runc reads it both failed with EPERM under runsc, and a correct
+// patch failed (cmake, make and pytest's helpers use them). The calls the
+// profile refuses stay refused under both runtimes.
+TEST_CASE("runsc: select() and posix_spawn() work as under runc, and the refused calls stay refused",
+          "[gvisor]") {
+  const std::string prelude =
+      "import ctypes, os, select, subprocess\n"
+      "print('SELECT', select.select([], [], [], 0.01))\n"
+      "pid = os.posix_spawn('/bin/true', ['true'], {})\n"
+      "print('SPAWN', os.waitpid(pid, 0)[1])\n"
+      "print('SUBPROCESS', subprocess.run(['/bin/echo', 'child'], capture_output=True).stdout)\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "def call(name, nr, *args):\n"
+      "    r = libc.syscall(nr, *args)\n"
+      "    print('CALL %s %d %d' % (name, r, ctypes.get_errno() if r < 0 else 0))\n"
+      "call('clone3', 435, 0, 0)\n"
+      "call('unshare', 272, 0x10000000)\n"  // CLONE_NEWUSER
+      "call('keyctl', 250, 0, 0)\n"
+      "call('mount', 165, 0, 0, 0, 0, 0)\n";
+  auto run = [&](const std::string& runtime) {
+    TempDir state;
+    Run r = test_patch({state.path()}, attack_patch(prelude), {}, "engine:\n  runtime: " + runtime + "\n");
+    INFO(runtime << ": " << r.cli.err << r.result.dump(2).substr(0, 4000));
+    CHECK(r.cli.exit_code == 0);
+    CHECK(r.result["tests_passed"] == true);
+    CHECK(container_gone(r.result["sandbox_id"]));
+    return r.result["test_output"].get<std::string>();
+  };
+  for (const std::string runtime : {"runsc", "runc"}) {
+    const std::string out = run(runtime);
+    INFO(runtime << ":\n" << out);
+    CHECK(out.find("SELECT ([], [], [])\n") != std::string::npos);
+    CHECK(out.find("SPAWN 0\n") != std::string::npos);
+    CHECK(out.find("SUBPROCESS b'child\\n'\n") != std::string::npos);
+    CHECK(out.find("CALL clone3 -1 38\n") != std::string::npos);  // ENOSYS: glibc falls back to clone
+    CHECK(out.find("CALL unshare -1 1\n") != std::string::npos);  // EPERM
+    CHECK(out.find("CALL keyctl -1 1\n") != std::string::npos);
+    CHECK(out.find("CALL mount -1 1\n") != std::string::npos);
+  }
+}
+
 TEST_CASE("runsc: a config demanding a memory limit is refused unless the weaker policy is accepted", "[gvisor]") {
   TempDir state;
   const std::string demanding = std::string(kRunscConfig) + "limits:\n  memory_mib: 256\n";

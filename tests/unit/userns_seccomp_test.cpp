@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "export/export_oci.h"
+#include "policy/gvisor_seccomp.h"
 #include "policy/oci_seccomp.h"
 #include "podman_fixtures.h"
 #include "policy/policy_verifier.h"
@@ -128,6 +129,51 @@ TEST_CASE("the seccomp profile refuses what a test run never needs", "[seccomp]"
     INFO(name);
     CHECK(a.at(name) == std::set<std::string>{"SCMP_ACT_ALLOW"});
   }
+}
+
+TEST_CASE("under runsc the profile names syscalls as gVisor does and lets clone3 reach its Sentry, nothing else changed",
+          "[seccomp][gvisor]") {
+  const json& p = oci_seccomp_profile();
+  const json g = gvisor_seccomp_profile(p);
+  const auto a = actions(p), b = actions(g);
+  // select(): glibc calls pselect6, which this runsc's table calls "pselect".
+  CHECK(b.at("pselect") == a.at("pselect6"));
+  CHECK(b.at("pselect6") == a.at("pselect6"));
+  CHECK(a.count("pselect") == 0);
+  // clone3: the Sentry answers ENOSYS itself; the filter's ENOSYS came back EPERM.
+  CHECK(b.at("clone3") == std::set<std::string>{"SCMP_ACT_ALLOW"});
+  // Every other name keeps exactly its actions (the refused calls stay refused).
+  for (const auto& [name, acts] : a) {
+    if (name == "clone3") continue;
+    INFO(name);
+    CHECK(b.at(name) == acts);
+  }
+  CHECK(b.size() == a.size() + 1);
+  CHECK(g["defaultAction"] == p["defaultAction"]);
+  CHECK(g["defaultErrnoRet"] == p["defaultErrnoRet"]);
+  CHECK(g["architectures"] == p["architectures"]);
+  CHECK(gvisor_seccomp_profile(g) == g);  // idempotent
+  // clone3 in a rule with other names: only clone3 leaves it.
+  const json mixed = {{"syscalls",
+                       {{{"names", {"clone3", "io_uring_setup"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}}}}};
+  CHECK(gvisor_seccomp_profile(mixed)["syscalls"] ==
+        json{{{"names", {"io_uring_setup"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}},
+             {{"names", {"clone3"}}, {"action", "SCMP_ACT_ALLOW"}}});
+  // clone3 refused otherwise (EPERM, or with arguments) is left as it is.
+  const json eperm = {{"syscalls", {{{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}}}};
+  CHECK(gvisor_seccomp_profile(eperm) == eperm);
+
+  // The policy: adapted under runsc only, and it says so.
+  Config c;
+  c.engine.runtime = "runsc";
+  const SandboxPolicy under_runsc = policy_from_config(c, 60);
+  CHECK(under_runsc.seccomp == g);
+  CHECK(policy_to_json(under_runsc)["seccomp"]["adapted_for"] == "runsc");
+  CHECK(policy_to_json(under_runsc)["seccomp"]["sha256"] == seccomp_profile_sha256(g));
+  c.engine.runtime = "runc";
+  const SandboxPolicy under_runc = policy_from_config(c, 60);
+  CHECK(under_runc.seccomp == p);
+  CHECK(policy_to_json(under_runc)["seccomp"]["adapted_for"].is_null());
 }
 
 TEST_CASE("the real container podman made for our request passes the userns and seccomp checks", "[userns][seccomp]") {
