@@ -9,9 +9,10 @@
 //    makes it pselect6) fell to the default action. Each rule naming a
 //    syscall by its Linux name also names it by runsc's (gvisor_syscall_names).
 //  * clone3: the profile answers it ENOSYS so that glibc falls back to clone,
-//    whose flags the profile checks; under this runsc the filter's answer
-//    came back EPERM, and glibc's posix_spawn (make, cmake, Python's
-//    subprocess helpers) gives up on EPERM. This runsc has no clone3: let
+//    whose flags the profile checks; this runsc answers every refusal with
+//    EPERM, whatever the rule's or the default's errno (measured: the ENOSYS
+//    rules and unlisted calls alike), and glibc's posix_spawn (make, cmake,
+//    Python's subprocess helpers) gives up on EPERM. This runsc has no clone3: let
 //    through, its Sentry answers ENOSYS itself, which is what the profile
 //    asks. clone3 moves from its ENOSYS rule to an allow rule of its own.
 //
