@@ -201,8 +201,8 @@ TEST_CASE("k8s registry tls: no CA, a wrong CA, another host name, plain HTTP an
   CHECK(*plain_tags_after == *plain_tags_before);
 }
 
-TEST_CASE("k8s registry tls: podman pushes the environment image over verified TLS once its certs.d trusts the CA, "
-          "before, it is refused saying what to install where, with nothing pushed and no Job",
+TEST_CASE("k8s registry tls: podman pushes the environment image over verified TLS once its certs.d trusts the CA "
+          "(before that it is refused saying what to install where, with nothing pushed and no Job)",
           "[k8s][registry][tls][environment]") {
   TlsRegistry reg;
   const corpus::CorpusProject p = corpus::ordered_set_project();
