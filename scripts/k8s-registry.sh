@@ -184,6 +184,6 @@ case "${1:-}" in
   address) printf '%s\n' "$R_ADDR" ;;
   auth-address) printf '127.0.0.1:%s\n' "${LAZYAGENT_K8S_REGISTRY_AUTH_PORT:-25501}" ;;
   ca) [ "$R_TLS" = 1 ] || die "only the TLS registry has a CA (tls-ca)"; printf '%s\n' "$R_STATE/tls/ca.crt" ;;
-  -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
