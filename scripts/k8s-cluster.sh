@@ -8,7 +8,8 @@
 #                                   # imports the podman images; prints the kubeconfig path on stdout
 #   scripts/k8s-cluster.sh stop     # stop everything, undo the host changes, remove the state directory
 #   (start and stop also start and stop the local registry, scripts/k8s-registry.sh, which
-#   containerd pulls from over plain HTTP on 127.0.0.1: config k8s.registry)
+#   containerd pulls from over plain HTTP on 127.0.0.1: config k8s.registry; and its TLS
+#   instance on 127.0.0.1:25502, which containerd pulls from verifying its private CA)
 #   scripts/k8s-cluster.sh status
 #
 # Everything comes from Debian 12's archive (apt-get source / download + dpkg -x into
@@ -308,6 +309,17 @@ server = "http://$reg"
   capabilities = ["pull", "resolve"]
 EOF
   done
+  # The TLS registry (k8s-registry.sh tls-start): pulled over https, verified
+  # against the private CA that script makes (its path is fixed; the file
+  # exists once the registry runs, before any pull).
+  reg="$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" tls-address)"
+  mkdir -p "$C_STATE/conf/certs.d/$reg"
+  cat >"$C_STATE/conf/certs.d/$reg/hosts.toml" <<EOF
+server = "https://$reg"
+[host."https://$reg"]
+  capabilities = ["pull", "resolve"]
+  ca = "$("$LAZYAGENT_ROOT/scripts/k8s-registry.sh" tls-ca)"
+EOF
   cat >"$C_STATE/cni/net.d/10-lazyagent-bridge.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "lazyagent-k8s", "plugins": [
   {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
@@ -403,6 +415,7 @@ do_start() {
   wait_for 90 "kube-apiserver /readyz" kubectl_ get --raw /readyz
   step_done
   "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" start >/dev/null {LAZYAGENT_LOCK_FD}>&-  # the daemon must not hold our lock
+  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" tls-start >/dev/null {LAZYAGENT_LOCK_FD}>&-
   step "controller-manager, scheduler, kubelet"
   spawn kcm "$C_BIN/kube-controller-manager" --kubeconfig="$C_STATE/conf/kcm.kubeconfig" \
     --authentication-kubeconfig="$C_STATE/conf/kcm.kubeconfig" --authorization-kubeconfig="$C_STATE/conf/kcm.kubeconfig" \
@@ -460,6 +473,7 @@ do_stop_locked() {
   done
   [ -f "$C_STATE/host/created-paths.txt" ] && while read -r d; do [ -n "$d" ] && rm -rf "$d"; done <"$C_STATE/host/created-paths.txt"
   "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" stop
+  "$LAZYAGENT_ROOT/scripts/k8s-registry.sh" tls-stop
   rm -rf "$C_STATE"
   info "stopped; host restored"
 }

@@ -11,6 +11,9 @@
 #   scripts/k8s-registry.sh gc       # garbage-collects blobs no manifest names (stopped registry only)
 #   scripts/k8s-registry.sh status   # prints the address when it runs
 #   scripts/k8s-registry.sh address  # the address it runs (or would run) on
+#   scripts/k8s-registry.sh tls-start|tls-stop|tls-status|tls-address|tls-ca
+#                                    # the same for the cluster's third registry, over
+#                                    # verified TLS (tls-ca prints its CA's path)
 #
 # State: $LAZYAGENT_K8S_REGISTRY_STATE (default /var/lib/lazyagent-oci/k8s-registry):
 # config.yml, data/, registry.pid, registry.log. Port: $LAZYAGENT_K8S_REGISTRY_PORT
@@ -18,6 +21,11 @@
 # Basic auth (htpasswd, bcrypt): LAZYAGENT_K8S_REGISTRY_USER and
 # LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE; the cluster's second, authenticated
 # registry for the image pull Secret's test runs on port 25501 (`auth-address`).
+# TLS (LAZYAGENT_K8S_REGISTRY_TLS=1; the tls-* commands set it, with port
+# $LAZYAGENT_K8S_REGISTRY_TLS_PORT, default 25502, and state
+# $LAZYAGENT_K8S_REGISTRY_STATE-tls): a private CA and a server certificate
+# for IP 127.0.0.1 made with openssl in STATE/tls (ca.crt is what
+# k8s.registry_ca_file names and what containerd trusts for that host).
 set -euo pipefail
 
 # shellcheck source=scripts/lib.sh
@@ -25,6 +33,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 R_STATE="${LAZYAGENT_K8S_REGISTRY_STATE:-/var/lib/lazyagent-oci/k8s-registry}"
 R_PORT="${LAZYAGENT_K8S_REGISTRY_PORT:-25500}"
+R_TLS="${LAZYAGENT_K8S_REGISTRY_TLS:-0}"
+R_TLS_PORT="${LAZYAGENT_K8S_REGISTRY_TLS_PORT:-25502}"
+case "${1:-}" in
+  tls-*)  # the TLS registry: its own port and state directory
+    R_TLS=1; R_PORT="$R_TLS_PORT"; R_STATE="$R_STATE-tls"; set -- "${1#tls-}" ;;
+esac
 R_ADDR="127.0.0.1:$R_PORT"
 R_BIN=/usr/bin/docker-registry
 R_MARKER=".lazyagent-k8s-registry"
@@ -43,7 +57,12 @@ R_PASSWORD_FILE="${LAZYAGENT_K8S_REGISTRY_PASSWORD_FILE:-}"
 # It answers /v2/: 200, or 401 when it asks for credentials.
 answers() {
   local code
-  code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$R_ADDR/v2/" || true)"
+  if [ "$R_TLS" = 1 ]; then
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$R_STATE/tls/ca.crt" \
+      "https://$R_ADDR/v2/" || true)"
+  else
+    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://$R_ADDR/v2/" || true)"
+  fi
   [ "$code" = 200 ] || { [ -n "$R_USER" ] && [ "$code" = 401 ]; }
 }
 
@@ -59,6 +78,27 @@ assert h and h.startswith("$2"), "crypt(3) has no bcrypt here"
 print(f"{user}:{h}")
 PY
   chmod 0600 "$R_STATE/htpasswd"
+}
+
+# A private CA (2 days) and the registry's certificate, signed by it, for
+# IP 127.0.0.1 only (a client that says "localhost" gets a name mismatch).
+write_tls() {
+  local t="$R_STATE/tls"
+  command -v openssl >/dev/null || die "openssl is missing: apt-get install openssl (scripts/setup.sh installs it)"
+  mkdir -p "$t"
+  chmod 0755 "$t"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=lazyagent-k8s-registry-ca" -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout "$t/ca.key" -out "$t/ca.crt" 2>/dev/null || die "openssl could not make the registry's CA"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -subj "/CN=127.0.0.1" -keyout "$t/server.key" -out "$t/server.csr" 2>/dev/null ||
+    die "openssl could not make the registry's key"
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >"$t/server.ext"
+  openssl x509 -req -in "$t/server.csr" -CA "$t/ca.crt" -CAkey "$t/ca.key" -CAcreateserial -days 2 \
+    -extfile "$t/server.ext" -out "$t/server.crt" 2>/dev/null || die "openssl could not sign the registry's certificate"
+  chmod 0600 "$t/ca.key" "$t/server.key"
+  chmod 0644 "$t/ca.crt" "$t/server.crt"
 }
 
 write_config() {
@@ -81,6 +121,14 @@ http:
   headers:
     X-Content-Type-Options: [nosniff]
 EOF2
+  if [ "$R_TLS" = 1 ]; then
+    write_tls
+    cat >>"$R_STATE/config.yml" <<EOF2
+  tls:
+    certificate: $R_STATE/tls/server.crt
+    key: $R_STATE/tls/server.key
+EOF2
+  fi
   if [ -n "$R_USER" ]; then
     write_htpasswd
     cat >>"$R_STATE/config.yml" <<EOF2
@@ -100,7 +148,7 @@ do_start() {
     die "$R_STATE exists, is not empty and was not made by this script"
   fi
   mkdir -p "$R_STATE/data"
-  chmod 0700 "$R_STATE"
+  chmod "$([ "$R_TLS" = 1 ] && echo 0711 || echo 0700)" "$R_STATE"  # TLS: ca.crt readable by anyone
   : >"$R_STATE/$R_MARKER"
   write_config
   setsid nohup "$R_BIN" serve "$R_STATE/config.yml" </dev/null >"$R_STATE/registry.log" 2>&1 &
@@ -108,7 +156,7 @@ do_start() {
   local i
   for i in $(seq 1 40); do answers && break; sleep 0.25; done
   answers || die "the registry did not answer on $R_ADDR within 10 s (log: $R_STATE/registry.log)"
-  info "registry on $R_ADDR (pid $(cat "$R_STATE/registry.pid"), storage $R_STATE/data)"
+  info "registry on $([ "$R_TLS" = 1 ] && echo "https://")$R_ADDR (pid $(cat "$R_STATE/registry.pid"), storage $R_STATE/data)"
   printf '%s\n' "$R_ADDR"
 }
 
@@ -135,6 +183,7 @@ case "${1:-}" in
   status) pid_alive registry >/dev/null && answers && printf '%s\n' "$R_ADDR" || { info "not running"; exit 1; } ;;
   address) printf '%s\n' "$R_ADDR" ;;
   auth-address) printf '127.0.0.1:%s\n' "${LAZYAGENT_K8S_REGISTRY_AUTH_PORT:-25501}" ;;
-  -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  ca) [ "$R_TLS" = 1 ] || die "only the TLS registry has a CA (tls-ca)"; printf '%s\n' "$R_STATE/tls/ca.crt" ;;
+  -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

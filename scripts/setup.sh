@@ -98,6 +98,9 @@ PACKAGES=(
   # the local cluster's registry (scripts/k8s-registry.sh, k8s.registry) and the
   # seed image's copier (a static /bin/busybox, src/engine/k8s/k8s_seed_image.h)
   docker-registry busybox-static
+  # the TLS registry's private CA and certificate (k8s-registry.sh tls-start), the
+  # local cluster's serving certificates (k8s-apiserver.sh)
+  openssl
   # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle

@@ -151,7 +151,11 @@ TransferReply http_transfer(const CurlHandle& handle, const TransferRequest& r) 
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, r.low_speed_seconds);
   }
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  char detail[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, detail);
   reply.curl_code = curl_easy_perform(c);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);  // the buffer dies with this call
+  if (reply.curl_code != 0) reply.curl_detail = detail;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &reply.status);
   curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &reply.os_errno);
   curl_slist_free_all(headers);

@@ -71,6 +71,7 @@ struct TransferReply {
   bool connection_refused() const;
   bool connection_broke() const;  // sent or received nothing, or a partial body
   std::string curl_error() const; // libcurl's words for curl_code
+  std::string curl_detail;        // libcurl's error buffer: the specific cause ("SSL: no alternative ...")
   // The value of the first header `name` (case-insensitive), trimmed; "" when absent.
   std::string header(const std::string& name) const;
 };

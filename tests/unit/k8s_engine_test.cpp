@@ -109,6 +109,24 @@ TEST_CASE("pod_end: terminated, stuck, still running") {
   CHECK(pod_end(json{{"status", {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}}}}).reason == "DeadlineExceeded");
 }
 
+TEST_CASE("pod_end: the seed's init container that cannot pull its image is stuck, not a pod still starting") {
+  const json pod = {{"status",
+                     {{"phase", "Pending"},
+                      {"initContainerStatuses",
+                       {{{"name", "seed"},
+                         {"state",
+                          {{"waiting",
+                            {{"reason", "ErrImagePull"},
+                             {"message", "x509: certificate signed by unknown authority"}}}}}}}},
+                      {"containerStatuses", {{{"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}};
+  const PodEnd e = pod_end(pod);
+  CHECK_FALSE(e.terminated);
+  CHECK(e.stuck == "init container seed: ErrImagePull: x509: certificate signed by unknown authority");
+  json pulling = pod;
+  pulling["status"]["initContainerStatuses"][0]["state"] = {{"waiting", {{"reason", "PodInitializing"}}}};
+  CHECK(pod_end(pulling).stuck.empty());
+}
+
 TEST_CASE("pod_end: an evicted pod is no verdict, whatever its container's exit status") {
   // The kubelet evicts a pod whose disk emptyDir outgrows its sizeLimit; the
   // sandbox's shell then ends with some status (1 seen) that is not the test's.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/k8s/k8s_engine.h"
+#include "engine/k8s/podman_registry_trust.h"
 #include "util/digest.h"
 #include "util/terminal_text.h"
 
@@ -52,6 +53,8 @@ Status K8sEnvironments::resolve(Config* config, bool rebuild, const ProgressFn& 
     r.registry.digest = **have;
     if (progress) progress("environment: " + tag + " is in the registry (" + r.registry.digest + "): not pushed");
   } else {
+    // podman takes no CA: it must already trust a private one (podman_registry_trust.h).
+    if (auto st = check_podman_trusts_ca(reg_->connection(), podman_certs_dirs()); !st) return st;
     if (progress) progress("environment: pushing " + r.image + " to " + tag);
     const auto t0 = std::chrono::steady_clock::now();
     ImagePushTarget target;
@@ -59,7 +62,14 @@ Status K8sEnvironments::resolve(Config* config, bool rebuild, const ProgressFn& 
     target.tls_verify = !reg_->connection().plain_http;
     target.username = reg_->connection().username;
     target.password = reg_->connection().password;
-    if (auto st = envs_.push(r.image, target); !st) return st.error().context("environment on k8s");
+    if (auto st = envs_.push(r.image, target); !st) {
+      Error e = st.error().context("environment on k8s");
+      if (target.tls_verify && e.message.find("x509") != std::string::npos) {
+        e.message += " (podman verifies the registry against the system's CAs and certs.d/" +
+                     reg_->connection().address + "/*.crt (containers-certs.d(5)): install the registry's CA there)";
+      }
+      return e;
+    }
     r.registry.push_ms = static_cast<long>(
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
     r.registry.pushed = true;

@@ -63,6 +63,21 @@ PodEnd pod_end(const json& pod) {
     if (e.evicted.size() > 300) e.evicted.resize(300);
     return e;
   }
+  // A waiting reason that will not resolve: the pod never starts.
+  auto stuck = [&e](const json& state, const std::string& who) {
+    if (!state.contains("waiting")) return;
+    const std::string r = state["waiting"].value("reason", "");
+    static const char* kStuck[] = {"ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName",
+                                   "CreateContainerConfigError", "CreateContainerError", "RunContainerError"};
+    for (const char* s : kStuck) {
+      if (r == s) e.stuck = who + r + ": " + state["waiting"].value("message", "");
+    }
+  };
+  // The seed's init container pulls the seed image first: its pull failing
+  // (an untrusted registry, a missing image) is as final as the main one's.
+  for (const auto& cs : pod.value("/status/initContainerStatuses"_json_pointer, json::array())) {
+    stuck(cs.value("state", json::object()), "init container " + cs.value("name", std::string("?")) + ": ");
+  }
   const json statuses = pod.value("/status/containerStatuses"_json_pointer, json::array());
   for (const auto& cs : statuses) {
     const json state = cs.value("state", json::object());
@@ -73,14 +88,7 @@ PodEnd pod_end(const json& pod) {
       e.reason = state["terminated"].value("reason", "");
       return e;
     }
-    if (state.contains("waiting")) {
-      const std::string r = state["waiting"].value("reason", "");
-      static const char* kStuck[] = {"ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName",
-                                     "CreateContainerConfigError", "CreateContainerError", "RunContainerError"};
-      for (const char* s : kStuck) {
-        if (r == s) e.stuck = r + ": " + state["waiting"].value("message", "");
-      }
-    }
+    stuck(state, "");
   }
   const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
   if (!e.terminated && (phase == "Failed" || phase == "Succeeded")) {

@@ -57,9 +57,18 @@ Result<RegistryClient*> K8sEngine::registry() {
   c.address = s_.registry;
   c.plain_http = s_.registry_plain_http;
   if (!s_.registry_ca_file.empty()) {
+    if (c.plain_http) {
+      return usage_error("k8s.registry_ca_file is for an https registry, and k8s.registry_plain_http: true says "
+                         "plain HTTP: drop one of them");
+    }
     auto ca = read_registry_file(s_.registry_ca_file, "registry_ca_file");
     if (!ca) return ca.error();
+    if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return usage_error("k8s.registry_ca_file: " + s_.registry_ca_file +
+                         " holds no PEM certificate (-----BEGIN CERTIFICATE-----): name the registry's CA in PEM");
+    }
     c.ca_pem = *ca;
+    c.ca_file = s_.registry_ca_file;
   }
   if (!s_.registry_username.empty()) {
     auto pw = read_registry_file(s_.registry_password_file, "registry_password_file");

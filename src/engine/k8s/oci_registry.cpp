@@ -10,6 +10,52 @@ namespace lazyagent {
 
 using nlohmann::json;
 
+namespace {
+
+bool has(const std::string& text, const char* what) { return text.find(what) != std::string::npos; }
+
+}  // namespace
+
+std::string registry_tls_advice(const RegistryConnection& c, const TransferReply& r) {
+  const std::string host = c.address.substr(0, c.address.rfind(':'));
+  const std::string ca = c.ca_file.empty() ? std::string() : " (" + escape_for_terminal(c.ca_file) + ")";
+  if (c.plain_http) {  // Go's TLS server answers a plain request with this 400
+    if (r.ok() && r.status == 400 && has(r.body, "HTTP request to an HTTPS server")) {
+      return "it speaks HTTPS, not plain HTTP: remove k8s.registry_plain_http (and set k8s.registry_ca_file to "
+             "the PEM file of the CA that signed its certificate when that CA is private)";
+    }
+    return "";
+  }
+  const std::string& d = r.curl_detail;
+  switch (r.curl_code) {
+    case 35:  // CURLE_SSL_CONNECT_ERROR
+      if (has(d, "wrong version number") || has(d, "packet length too long") || has(d, "http request")) {
+        return "it does not speak TLS: for a registry that serves plain HTTP set k8s.registry_plain_http: true "
+               "(only for one the nodes reach on their loopback), else serve it over https";
+      }
+      return "the TLS handshake failed: check that it serves https on " + escape_for_terminal(c.address);
+    case 60:  // CURLE_PEER_FAILED_VERIFICATION
+      if (has(d, "subject name") || has(d, "does not match") || has(d, "doesn't match")) {
+        return "its certificate is not for the host '" + escape_for_terminal(host) +
+               "' that k8s.registry names: address it by a name or IP address its certificate lists "
+               "(subjectAltName), or reissue the certificate for " + escape_for_terminal(host);
+      }
+      if (has(d, "expired") || has(d, "not yet valid")) {
+        return "its certificate has expired or is not valid yet: renew it";
+      }
+      if (c.ca_file.empty()) {
+        return "its certificate is signed by a CA this machine does not trust: set k8s.registry_ca_file to the PEM "
+               "file of that CA (the local cluster's TLS registry: scripts/k8s-registry.sh tls-ca prints it)";
+      }
+      return "its certificate is not signed by the CA in k8s.registry_ca_file" + ca +
+             ": name the CA that signed the registry's certificate";
+    case 77:  // CURLE_SSL_CACERT_BADFILE
+      return "k8s.registry_ca_file" + ca + " holds no certificate the TLS library can read: name a PEM file";
+    default:
+      return "";
+  }
+}
+
 std::string RegistryClient::base() const { return std::string(conn_.plain_http ? "http://" : "https://") + conn_.address; }
 
 Result<TransferReply> RegistryClient::call(const std::string& method, const std::string& url_or_path,
@@ -31,8 +77,10 @@ Result<TransferReply> RegistryClient::call(const std::string& method, const std:
   TransferReply r = http_transfer(curl_, req);
   if (r.interrupted()) return Error{ErrorKind::kInterrupted, "interrupted talking to the registry " + conn_.address};
   if (!r.ok()) {
+    const std::string tls = registry_tls_advice(conn_, r);
+    const std::string detail = r.curl_detail.empty() ? r.curl_error() : escape_for_terminal(r.curl_detail.substr(0, 200));
     return engine_error("the registry " + conn_.address + " (" + method + " " + url_or_path.substr(0, 120) +
-                        "): " + r.curl_error() +
+                        "): " + detail + (!tls.empty() ? " (" + tls + ")" : "") +
                         (r.could_not_connect() ? " (is it running? for the local cluster: scripts/k8s-registry.sh "
                                                  "start)"
                                                : ""));
@@ -55,6 +103,7 @@ Error RegistryClient::error_of(const TransferReply& r, const std::string& what) 
            escape_for_terminal(conn_.password_file) +
            ": fix k8s.registry_username or the password in k8s.registry_password_file)";
   }
+  if (const std::string tls = registry_tls_advice(conn_, r); !tls.empty()) msg += " (" + tls + ")";
   if (r.status == 405 && what.rfind("deleting", 0) == 0) msg += " (enable deletes: storage.delete.enabled: true)";
   return engine_error(msg);
 }

@@ -27,10 +27,18 @@ struct RegistryConnection {
   std::string address;       // HOST:PORT as the cluster's nodes pull from it
   bool plain_http = false;   // http:// (a registry on the node's loopback)
   std::string ca_pem;        // https: trust this CA (PEM), else the system's
+  std::string ca_file;       // where ca_pem came from (k8s.registry_ca_file; named in errors)
   std::string username;      // basic auth; empty = none
   std::string password;
   std::string password_file; // where the password came from (named in errors, never the password)
 };
+
+// What to change in the config when the registry could not be spoken to
+// over the scheme and trust it names (a failed transfer or its answer):
+// an https registry whose CA is not trusted (k8s.registry_ca_file), a
+// certificate for another host name, a plain-HTTP registry addressed as
+// https or an https one as plain (k8s.registry_plain_http). "" otherwise.
+std::string registry_tls_advice(const RegistryConnection& c, const TransferReply& r);
 
 class RegistryClient {
  public:
