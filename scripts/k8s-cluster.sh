@@ -447,6 +447,17 @@ EOF
 
 stop_pid() { stop_daemon "$1" "$C_STATE/pids/$1.pid"; }
 
+# runtime_leftover PID: a containerd shim, runc, runsc (its sandbox, gofer, re-executed
+# /proc/self/exe) or our runsc wrapper; judged by the program, not by the path it names.
+runtime_leftover() {
+  local argv0
+  argv0="$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | head -n 1)"
+  case "${argv0##*/}" in
+    containerd-shim* | runc | runsc* | exe) return 0 ;;
+  esac
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q 'runsc-nonet\.py'
+}
+
 do_stop_locked() {
   [ -d "$C_STATE" ] || { info "nothing in $C_STATE"; return 0; }
   [ -f "$C_STATE/$C_MARKER" ] || die "$C_STATE was not made by this script; not touching it"
@@ -458,10 +469,13 @@ do_stop_locked() {
     for t in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$t" 2>/dev/null || true; done
   fi
   stop_pid apiserver; stop_pid containerd; stop_pid etcd
-  # shims and sandboxes left by killed tasks: only processes started from our state dir
+  # shims and sandboxes left by killed tasks: only processes started from our state dir,
+  # and only runtime processes (a shell or a tool that merely names the path, such as
+  # another user's `flock ... ctest` waiting for the cluster, is not ours to end)
   local pid
   for pid in $(pgrep -f -- "$C_STATE/" 2>/dev/null || true); do
-    [ "$pid" != "$$" ] && kill -KILL "$pid" 2>/dev/null && info "killed leftover process $pid"
+    [ "$pid" != "$$" ] && runtime_leftover "$pid" && kill -KILL "$pid" 2>/dev/null &&
+      info "killed leftover process $pid"
   done
   local m
   for m in $(awk '{print $5}' /proc/self/mountinfo | grep "^$C_STATE" | sort -r); do umount -l "$m" 2>/dev/null || true; done
