@@ -74,15 +74,9 @@ TEST_CASE("k8s registry auth: the environment image is pushed with credentials a
   JobRecorder jobs;
   Recorder secrets(kK8sSecrets, kLabelRun);
   let_watches_start();
-  const auto good = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json",
-                                  "--timeout", "300"},
-                            900);
-  INFO(good.err.substr(good.err.size() > 6000 ? good.err.size() - 6000 : 0));
-  REQUIRE(good.exit_code == 0);
-  const json g = json_out(good);
-  CHECK(g["status"] == "passed");
-  CHECK(g["triage"]["baseline"]["tests_passed"] == false);
-  CHECK(corpus::sorted_strings(g["triage"]["fixed"]) == p.fixed);
+  const ProvenFix proven = prove_fix_on_k8s(env, config, prep.fix_file, p.fixed);
+  const it::CliResult& good = proven.run;
+  const json& g = proven.result;
   const json e = g["environment"];
   CHECK(e["key"] == key);
   CHECK(e["digest"] == local["digest"]);
