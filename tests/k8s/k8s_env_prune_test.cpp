@@ -173,6 +173,7 @@ TEST_CASE("k8s env prune: the registry's copies go with the local images by dige
     CHECK(b2.key == b.key);
     REQUIRE(sh(own.podman + " rmi " + b2.image + " >/dev/null 2>&1; echo $?") == "0\n");
     const auto listed = run_cli(env, {"env", "list", "--backend", "k8s", "--config", config_a, "--json"});
+    INFO(listed.out << listed.err);
     REQUIRE(listed.exit_code == 0);
     bool registry_only = false;
     for (const auto& row : json_out(listed)["environments"]) {
