@@ -176,9 +176,11 @@ TEST_CASE("k8s env prune: the registry's copies go with the local images by dige
     INFO(listed.out << listed.err);
     REQUIRE(listed.exit_code == 0);
     bool registry_only = false;
-    for (const auto& row : json_out(listed)["environments"]) {
+    const json listing = json_out(listed);
+    for (const auto& row : listing["environments"]) {
       if (row["key"] == b.key) registry_only = row["id"] == reg + "/lazyagent-env@" + b2.digest;
     }
+    INFO(b2.digest);
     CHECK(registry_only);
 
     const json all = prune(env, config_a, true);
