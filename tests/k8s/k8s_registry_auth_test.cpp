@@ -50,18 +50,28 @@ void check_stored_pull_secrets(const std::vector<json>& seen, const std::vector<
 // Time for the recorders' watches to be listening before the CLI runs.
 void let_watches_start() { std::this_thread::sleep_for(std::chrono::seconds(2)); }
 
+// python-ordered-set from the corpus, prepared, with its environment and the
+// registry `k8s_lines` (the config's k8s: section); a CLI environment for it.
+struct OrderedSet {
+  const corpus::CorpusProject p = corpus::ordered_set_project();
+  corpus::Prepared prep;
+  std::string config;
+  CliEnv env;
+  explicit OrderedSet(const std::string& k8s_lines) {
+    corpus::prepare(p, &prep);
+    config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + k8s_lines);
+    env = CliEnv{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("k8s registry auth: the environment image is pushed with credentials and the sandbox pods pull it by "
           "digest through the run's pull Secret, which no container sees and which goes with the run",
           "[k8s][registry][auth][environment]") {
   AuthRegistry reg;
-  const corpus::CorpusProject p = corpus::ordered_set_project();
-  corpus::Prepared prep;
-  corpus::prepare(p, &prep);
-  const std::string config =
-      prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + reg.config_lines());
-  CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+  const OrderedSet o(reg.config_lines());
+  const auto& [p, prep, config, env] = o;
   const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
   INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
   REQUIRE(built.exit_code == 0);
@@ -210,11 +220,8 @@ TEST_CASE("k8s registry auth: wrong credentials are refused naming the registry,
   Recorder all_jobs(kK8sJobs, kLabelRun), secrets(kK8sSecrets, kLabelRun);
   let_watches_start();
   {  // A sandbox with an environment: refused before podman pushes it.
-    const corpus::CorpusProject p = corpus::ordered_set_project();
-    corpus::Prepared prep;
-    corpus::prepare(p, &prep);
-    const std::string config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + lines);
-    CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+    const OrderedSet o(lines);
+    const auto& [p, prep, config, env] = o;
     check_refused(run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json"}, 300));
     CHECK(reg.files_with_credentials(env.state_dir) == 0);
     CHECK(sh("grep -rlF -e '" + wrong + "' " + env.state_dir + " 2>/dev/null | wc -l") == "0\n");
@@ -241,12 +248,8 @@ TEST_CASE("k8s registry auth: eval --jobs 2 with the environment on the registry
           "or the state",
           "[k8s][registry][auth][eval]") {
   AuthRegistry reg;
-  const corpus::CorpusProject p = corpus::ordered_set_project();
-  corpus::Prepared prep;
-  corpus::prepare(p, &prep);
-  const std::string config =
-      prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + reg.config_lines());
-  const CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+  const OrderedSet o(reg.config_lines());
+  const auto& [p, prep, config, env] = o;
   const std::string preds =
       prep.dir.file("preds.jsonl", prediction("oset-fix", prep.fix) + prediction("oset-wrong", prep.wrong));
   const std::string map = prep.dir.file("seeds.json", json{{"oset-fix", prep.repo}, {"oset-wrong", prep.repo}}.dump());
