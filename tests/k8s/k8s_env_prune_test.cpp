@@ -144,6 +144,7 @@ TEST_CASE("k8s env prune: the registry's copies go with the local images by dige
     CHECK_FALSE(j.contains("removed"));
     const std::string error = j.value("error", std::string());
     CHECK(error.find("127.0.0.1:1") != std::string::npos);  // names the registry it could not reach
+    WARN("env prune --backend k8s, the registry unreachable: exit " << r.exit_code << ": " << error);
     CHECK(own.has(a.image));
     CHECK(own.has(b.image));
     CHECK(manifest_status(reg, a.digest) == "200");
