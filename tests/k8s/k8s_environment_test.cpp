@@ -18,6 +18,9 @@
 using nlohmann::json;
 using namespace it;
 using namespace lazyagent;
+using k8sreg::eval_on;
+using k8sreg::prediction;
+using k8sreg::result_of;
 
 namespace {
 
@@ -52,15 +55,7 @@ void prove_on_k8s(const corpus::CorpusProject& p) {
   if (*had) REQUIRE(r.delete_manifest(kEnvironmentRegistryRepo, **had).ok());
 
   k8sreg::JobRecorder jobs;
-  const auto good = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json",
-                                  "--timeout", "400"},
-                            900);
-  INFO(good.err.substr(good.err.size() > 6000 ? good.err.size() - 6000 : 0));
-  REQUIRE(good.exit_code == 0);
-  const json g = json_out(good);
-  CHECK(g["status"] == "passed");
-  CHECK(g["triage"]["baseline"]["tests_passed"] == false);
-  CHECK(corpus::sorted_strings(g["triage"]["fixed"]) == p.fixed);
+  const json g = k8sreg::prove_fix_on_k8s(env, config, prep.fix_file, p.fixed).result;
   CHECK(g["triage"]["newly_broken"].empty());
   CHECK(g["triage"]["still_failing"].empty());
   // The same environment as on podman: key, image and digest.
@@ -145,34 +140,6 @@ TEST_CASE("k8s environment: cJSON with its cmake/gcc environment, built and test
           "[k8s][registry][environment]") {
   prove_on_k8s(corpus::cjson_project());
 }
-
-namespace {
-
-std::string prediction(const std::string& id, const std::string& patch) {
-  return json{{"instance_id", id}, {"model_patch", patch}, {"model_name_or_path", "it"}}.dump() + "\n";
-}
-
-// `eval --jobs 2` of the predictions on `backend`: its summary; the per-task results under `out`.
-json eval_on(const CliEnv& env, const std::string& backend, const std::string& preds, const std::string& map,
-             const std::string& config, const std::string& out) {
-  const auto r = run_cli(env, {"eval", "--predictions", preds, "--seed-map", map, "--config", config, "--jobs", "2",
-                               "--timeout", "400", "--out", out, "--json", "--backend", backend},
-                         900);
-  INFO(backend << ": " << r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
-  CHECK(r.exit_code == 0);  // every task judged: a failed one is a verdict
-  json s = json::parse(r.out, nullptr, false);
-  REQUIRE(s.is_object());
-  return s;
-}
-
-json result_of(const std::string& out, const std::string& id) {
-  json r = json::parse(read_file(out + "/results/" + id + ".json"), nullptr, false);
-  INFO(out << "/results/" << id << ".json");
-  REQUIRE(r.is_object());
-  return r;
-}
-
-}  // namespace
 
 // `run` (the planner pod asking the scripted provider, the sandbox pods on the
 // environment's image) and `eval --jobs 2` on the cluster, with the same

@@ -10,10 +10,12 @@
 #include <chrono>
 
 #include "harness.h"
+#include "k8s_registry_support.h"
 #include "ply_repo.h"
 
 using nlohmann::json;
 using namespace it;
+using k8sreg::prediction;
 
 namespace {
 
@@ -26,10 +28,6 @@ std::string scale_registry() {
   const std::string a = ply_trimmed(sh(std::string(LAZYAGENT_SOURCE_DIR) + "/scripts/k8s-registry.sh status 2>/dev/null"));
   REQUIRE_FALSE(a.empty());
   return a;
-}
-
-std::string prediction(const std::string& id, const std::string& patch) {
-  return json{{"instance_id", id}, {"model_patch", patch}, {"model_name_or_path", "it"}}.dump() + "\n";
 }
 
 struct Eval {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "../corpus/corpus_projects.h"
@@ -49,18 +50,28 @@ void check_stored_pull_secrets(const std::vector<json>& seen, const std::vector<
 // Time for the recorders' watches to be listening before the CLI runs.
 void let_watches_start() { std::this_thread::sleep_for(std::chrono::seconds(2)); }
 
+// python-ordered-set from the corpus, prepared, with its environment and the
+// registry `k8s_lines` (the config's k8s: section); a CLI environment for it.
+struct OrderedSet {
+  const corpus::CorpusProject p = corpus::ordered_set_project();
+  corpus::Prepared prep;
+  std::string config;
+  CliEnv env;
+  explicit OrderedSet(const std::string& k8s_lines) {
+    corpus::prepare(p, &prep);
+    config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + k8s_lines);
+    env = CliEnv{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("k8s registry auth: the environment image is pushed with credentials and the sandbox pods pull it by "
           "digest through the run's pull Secret, which no container sees and which goes with the run",
           "[k8s][registry][auth][environment]") {
   AuthRegistry reg;
-  const corpus::CorpusProject p = corpus::ordered_set_project();
-  corpus::Prepared prep;
-  corpus::prepare(p, &prep);
-  const std::string config =
-      prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + reg.config_lines());
-  CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+  const OrderedSet o(reg.config_lines());
+  const auto& [p, prep, config, env] = o;
   const auto built = run_cli(env, {"env", "build", "--config", config, "--json"}, 900);
   INFO(built.err.substr(built.err.size() > 4000 ? built.err.size() - 4000 : 0));
   REQUIRE(built.exit_code == 0);
@@ -74,15 +85,9 @@ TEST_CASE("k8s registry auth: the environment image is pushed with credentials a
   JobRecorder jobs;
   Recorder secrets(kK8sSecrets, kLabelRun);
   let_watches_start();
-  const auto good = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json",
-                                  "--timeout", "300"},
-                            900);
-  INFO(good.err.substr(good.err.size() > 6000 ? good.err.size() - 6000 : 0));
-  REQUIRE(good.exit_code == 0);
-  const json g = json_out(good);
-  CHECK(g["status"] == "passed");
-  CHECK(g["triage"]["baseline"]["tests_passed"] == false);
-  CHECK(corpus::sorted_strings(g["triage"]["fixed"]) == p.fixed);
+  const ProvenFix proven = prove_fix_on_k8s(env, config, prep.fix_file, p.fixed);
+  const it::CliResult& good = proven.run;
+  const json& g = proven.result;
   const json e = g["environment"];
   CHECK(e["key"] == key);
   CHECK(e["digest"] == local["digest"]);
@@ -215,11 +220,8 @@ TEST_CASE("k8s registry auth: wrong credentials are refused naming the registry,
   Recorder all_jobs(kK8sJobs, kLabelRun), secrets(kK8sSecrets, kLabelRun);
   let_watches_start();
   {  // A sandbox with an environment: refused before podman pushes it.
-    const corpus::CorpusProject p = corpus::ordered_set_project();
-    corpus::Prepared prep;
-    corpus::prepare(p, &prep);
-    const std::string config = prep.dir.file("corpus.yaml", "seed: " + prep.repo + "\n" + p.config + "k8s:\n" + lines);
-    CliEnv env{prep.dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
+    const OrderedSet o(lines);
+    const auto& [p, prep, config, env] = o;
     check_refused(run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json"}, 300));
     CHECK(reg.files_with_credentials(env.state_dir) == 0);
     CHECK(sh("grep -rlF -e '" + wrong + "' " + env.state_dir + " 2>/dev/null | wc -l") == "0\n");
@@ -235,4 +237,79 @@ TEST_CASE("k8s registry auth: wrong credentials are refused naming the registry,
   CHECK(secrets.stop().empty());
   CHECK(reg.tags().empty());
   CHECK(reg.tags(kEnvironmentRegistryRepo).empty());
+}
+
+// eval with the environment on the registry that asks for credentials,
+// --jobs 2: the verdicts as expected; every sandbox Job pulled through its
+// own pull Secret, gone after; no credential in eval's output, its per-task
+// results, its SWE-bench report or its state.
+TEST_CASE("k8s registry auth: eval --jobs 2 with the environment on the registry with credentials judges the fix and "
+          "the wrong fix, every sandbox Job's pull Secret goes with its run, no credential in the output, the report "
+          "or the state",
+          "[k8s][registry][auth][eval]") {
+  AuthRegistry reg;
+  const OrderedSet o(reg.config_lines());
+  const auto& [p, prep, config, env] = o;
+  const std::string preds =
+      prep.dir.file("preds.jsonl", prediction("oset-fix", prep.fix) + prediction("oset-wrong", prep.wrong));
+  const std::string map = prep.dir.file("seeds.json", json{{"oset-fix", prep.repo}, {"oset-wrong", prep.repo}}.dump());
+  const std::string out = prep.dir.path() + "/out", report = prep.dir.path() + "/swebench.json";
+
+  JobRecorder jobs;
+  Recorder secrets(kK8sSecrets, kLabelRun);
+  let_watches_start();
+  const CliResult r = eval_run(env, "k8s", preds, map, config, out, {"--report", "swebench:" + report});
+  const json s = json::parse(r.out);
+  INFO(s.dump());
+  CHECK(s["passed"]["ids"] == json({"oset-fix"}));
+  CHECK(s["failed"]["ids"] == json({"oset-wrong"}));
+  for (const char* category : {"refused", "infra_error", "isolation_violation"}) CHECK(s[category]["ids"].empty());
+  const json swe = json::parse(read_file(report), nullptr, false);
+  REQUIRE(swe.is_object());
+  CHECK(swe["resolved_ids"] == json({"oset-fix"}));
+  CHECK(swe["unresolved_ids"] == json({"oset-wrong"}));
+  CHECK(swe["error_ids"].empty());
+
+  // Both on the environment from the registry with credentials, by digest;
+  // the runs (fixes and baselines) as they happened.
+  const json fixed = result_of(out, "oset-fix"), wrong = result_of(out, "oset-wrong");
+  CHECK(corpus::sorted_strings(fixed["triage"]["fixed"]) == p.fixed);
+  CHECK(corpus::sorted_strings(wrong["triage"]["still_failing"]) == p.fixed);
+  const std::string image = fixed["environment"]["registry"]["image"];
+  CHECK(image.rfind(reg.address + "/lazyagent-env@sha256:", 0) == 0);
+  CHECK(wrong["environment"]["registry"]["image"] == image);
+  std::set<std::string> runs;
+  for (const json* res : {&fixed, &wrong}) {
+    runs.insert((*res)["run_id"].get<std::string>());
+    runs.insert((*res)["triage"]["baseline"].value("run_id", std::string()));
+  }
+  runs.erase("");
+  CHECK(runs.size() >= 3);  // the two fixes and at least one baseline
+
+  // Every sandbox Job of them pulled the environment through its run's own
+  // pull Secret and nothing else; each Secret as stored; all gone after.
+  std::set<std::string> names;  // a Job is seen at each change
+  for (const auto& job : jobs.stop()) {
+    const std::string run = job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
+    if (!runs.count(run)) continue;
+    const json pod = job["spec"]["template"]["spec"];
+    CHECK(pod["containers"][0]["image"] == image);
+    CHECK(check_pull_secret_only(pod, run + "-registry", reg).empty());
+    names.insert(run + "-registry");
+  }
+  CHECK(names.size() == runs.size());
+  check_stored_pull_secrets(secrets.stop(), {names.begin(), names.end()}, reg);
+  K8sClient k = reg_client();
+  for (const auto& run : runs) {
+    check_pull_secrets_gone(k, run, {run + "-registry"});
+    CHECK(run_leftovers(k, run) == 0);
+  }
+  // The credential in none of its four forms: eval's stdout and stderr, the
+  // per-task results and logs under --out, the report, the run store.
+  CHECK_FALSE(reg.in_text(r.out + r.err));
+  CHECK(reg.files_with_credentials(out) == 0);
+  CHECK(reg.files_with_credentials(report) == 0);
+  CHECK(reg.files_with_credentials(env.state_dir) == 0);
+  CHECK(sh("ls " + out + "/results | wc -l") == "2\n");  // what was searched is there
+  WARN("eval --jobs 2 with credentials: " << s["wall_ms"] << " ms");
 }

@@ -3,7 +3,8 @@
 // k8s_registry_auth_test.cpp), on top of the cluster's fixtures
 // (k8s_fixtures.h): a client of the registry and of the cluster, a run's
 // leftovers, a recorder of the sandbox Jobs as the API server stored them,
-// and the registry with credentials (its pull Secret's checks).
+// a corpus project's fix proven and its predictions judged by `eval` with its
+// environment, and the registry with credentials (its pull Secret's checks).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../corpus/corpus_projects.h"
 #include "k8s_fixtures.h"
 #include "engine/k8s/k8s_client.h"
 #include "engine/k8s/kubeconfig.h"
@@ -69,6 +71,59 @@ inline std::size_t run_leftovers(K8sClient& k, const std::string& run_id) {
 struct JobRecorder : it::Recorder {
   JobRecorder() : Recorder(kK8sJobs, "io.lazyagent.role=sandbox") {}
 };
+
+// `test --backend k8s` of the fix `patch_file` with the config's
+// environment: it passes, its baseline failed, and triage.fixed is `fixed`.
+struct ProvenFix {
+  it::CliResult run;
+  json result;
+};
+inline ProvenFix prove_fix_on_k8s(const it::CliEnv& env, const std::string& config, const std::string& patch_file,
+                                  const std::vector<std::string>& fixed) {
+  ProvenFix f;
+  f.run = it::run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", patch_file, "--json", "--timeout",
+                            "400"},
+                      900);
+  INFO(f.run.err.substr(f.run.err.size() > 6000 ? f.run.err.size() - 6000 : 0));
+  REQUIRE(f.run.exit_code == 0);
+  f.result = it::json_out(f.run);
+  CHECK(f.result["status"] == "passed");
+  CHECK(f.result["triage"]["baseline"]["tests_passed"] == false);
+  CHECK(corpus::sorted_strings(f.result["triage"]["fixed"]) == fixed);
+  return f;
+}
+
+// One SWE-bench prediction line.
+inline std::string prediction(const std::string& id, const std::string& patch) {
+  return json{{"instance_id", id}, {"model_patch", patch}, {"model_name_or_path", "it"}}.dump() + "\n";
+}
+
+// `eval --jobs 2` of the predictions on `backend`: its run (the summary on
+// stdout); the per-task results under `out`.
+inline it::CliResult eval_run(const it::CliEnv& env, const std::string& backend, const std::string& preds,
+                              const std::string& map, const std::string& config, const std::string& out,
+                              const std::vector<std::string>& more = {}) {
+  std::vector<std::string> args = {"eval", "--predictions", preds, "--seed-map", map, "--config", config, "--jobs", "2",
+                                   "--timeout", "400", "--out", out, "--json", "--backend", backend};
+  args.insert(args.end(), more.begin(), more.end());
+  it::CliResult r = it::run_cli(env, args, 900);
+  INFO(backend << ": " << r.err.substr(r.err.size() > 6000 ? r.err.size() - 6000 : 0));
+  CHECK(r.exit_code == 0);  // every task judged: a failed one is a verdict
+  REQUIRE(json::parse(r.out, nullptr, false).is_object());
+  return r;
+}
+inline json eval_on(const it::CliEnv& env, const std::string& backend, const std::string& preds, const std::string& map,
+                    const std::string& config, const std::string& out) {
+  return json::parse(eval_run(env, backend, preds, map, config, out).out);
+}
+
+// The per-task result `id` of an eval whose --out was `out`.
+inline json result_of(const std::string& out, const std::string& id) {
+  json r = json::parse(it::read_file(out + "/results/" + id + ".json"), nullptr, false);
+  INFO(out << "/results/" << id << ".json");
+  REQUIRE(r.is_object());
+  return r;
+}
 
 // A second registry, with basic auth (scripts/k8s-registry.sh with
 // LAZYAGENT_K8S_REGISTRY_USER / _PASSWORD_FILE), on the address the cluster's
