@@ -93,6 +93,22 @@ inline ProvenFix prove_fix_on_k8s(const it::CliEnv& env, const std::string& conf
   return f;
 }
 
+// `test --backend k8s` of the demo's fixing patch (written into `dir`): it
+// passes against a failing baseline. The result.
+inline json demo_fix_on_k8s(const it::CliEnv& env, const std::string& config, it::TempDir& dir) {
+  it::CliResult r = it::run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch",
+                                      dir.file("fix.json", it::fixing_patch()), "--json", "--timeout", "120"},
+                                600);
+  const json j = it::json_out(r);
+  INFO(r.err);
+  INFO(j.value("test_output", std::string()));
+  CHECK(r.exit_code == 0);
+  CHECK(j["tests_passed"] == true);
+  CHECK(j["triage"]["verdict"] == "passed");
+  CHECK(j["triage"]["baseline"]["tests_passed"] == false);
+  return j;
+}
+
 // One SWE-bench prediction line.
 inline std::string prediction(const std::string& id, const std::string& patch) {
   return json{{"instance_id", id}, {"model_patch", patch}, {"model_name_or_path", "it"}}.dump() + "\n";

@@ -125,15 +125,7 @@ TEST_CASE("k8s registry: a 1.5 MiB seed of 300 files goes as an image by digest,
   const std::string config = registry_config(dir, seed, 300, 64, 512);
   CliEnv env{dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
   JobRecorder jobs;
-  CliResult r = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch",
-                              dir.file("fix.json", fixing_patch()), "--json", "--timeout", "120"}, 600);
-  const json j = json_out(r);
-  INFO(r.err);
-  INFO(j.value("test_output", std::string()));
-  CHECK(r.exit_code == 0);
-  CHECK(j["tests_passed"] == true);
-  CHECK(j["triage"]["verdict"] == "passed");
-  CHECK(j["triage"]["baseline"]["tests_passed"] == false);
+  const json j = demo_fix_on_k8s(env, config, dir);
   CHECK(j["triage"]["fixed"] == json::array({"test_calculator.CalculatorTest.test_add",
                                              "test_calculator.CalculatorTest.test_add_negative"}));
   CHECK(j["policy"]["k8s"]["seed"]["files"] == 304);  // the data, SUMS, tool.sh and the two modules

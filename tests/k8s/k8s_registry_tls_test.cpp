@@ -91,16 +91,7 @@ TEST_CASE("k8s registry tls: a seed goes to the https registry verified against 
   CliEnv env{dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
   JobRecorder jobs;
   let_watches_start();
-  CliResult r = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch",
-                              dir.file("fix.json", fixing_patch()), "--json", "--timeout", "120"},
-                        600);
-  const json j = json_out(r);
-  INFO(r.err);
-  INFO(j.value("test_output", std::string()));
-  CHECK(r.exit_code == 0);
-  CHECK(j["tests_passed"] == true);
-  CHECK(j["triage"]["verdict"] == "passed");
-  CHECK(j["triage"]["baseline"]["tests_passed"] == false);
+  const json j = demo_fix_on_k8s(env, config, dir);
   const json seed = j["policy"]["k8s"]["seed"];
   INFO(seed.dump());
   REQUIRE(seed["transport"] == "registry");
