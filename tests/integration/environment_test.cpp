@@ -15,6 +15,7 @@
 #include <random>
 
 #include "harness.h"
+#include "own_podman.h"
 
 using nlohmann::json;
 using namespace it;
@@ -133,17 +134,51 @@ TEST_CASE("environment: built on first use, reused, rebuilt when an input change
   CHECK(listed.find(key) != std::string::npos);
   CHECK(listed.find(key2) != std::string::npos);
 
-  // prune keeps the config's own environment (key2), removes the old one.
-  const auto prune = run_cli(env, {"env", "prune", "--config", p.config, "--json"});
-  INFO(prune.out);
-  CHECK(prune.exit_code == 0);
-  CHECK(json_out(prune)["removed"].dump().find(key) != std::string::npos);
-  CHECK(json_out(prune)["kept"].dump().find(key2) != std::string::npos);
-  CHECK(sh("podman image exists " + image + "; echo $?") == "1\n");
-  CHECK(sh("podman image exists localhost/lazyagent-env:" + key2 + "; echo $?") == "0\n");
+  // prune: its own test below, on a podman service of its own (it would
+  // remove every environment image of the machine but the config's).
   CHECK(envbuild_containers().empty());
   remove_image(image);
   remove_image("localhost/lazyagent-env:" + key2);
+}
+
+TEST_CASE("environment: prune keeps the config's own environment and removes the others (--all: every one), "
+          "on a podman service of its own") {
+  OwnPodman own({"localhost/lazyagent-sandbox:latest"});  // the environment's default base
+  EnvProject p(kMarkerEnv + "  network: none\n");  // no network made on the service of its own
+  CliEnv env{"", {{"CONTAINER_HOST", own.container_host()}}};
+  TempDir state;
+  env.state_dir = state.path();
+  auto build = [&] {
+    const auto b = run_cli(env, {"env", "build", "--config", p.config, "--json"}, 600);
+    INFO(b.err);
+    REQUIRE(b.exit_code == 0);
+    return json_out(b)["image"].get<std::string>();
+  };
+  const std::string old_image = build();
+  put(p.seed + "/deps.txt", "dep-two\n");
+  const std::string own_image = build();
+  REQUIRE(old_image != own_image);
+  CHECK(own.has(old_image));
+  CHECK(own.has(own_image));
+
+  const auto prune = run_cli(env, {"env", "prune", "--config", p.config, "--json"});
+  INFO(prune.out << prune.err);
+  CHECK(prune.exit_code == 0);
+  const json pruned = json_out(prune);
+  CHECK(pruned["removed"].dump().find(old_image.substr(old_image.find(':') + 1)) != std::string::npos);
+  CHECK(pruned["kept"].dump().find(own_image.substr(own_image.find(':') + 1)) != std::string::npos);
+  CHECK_FALSE(own.has(old_image));
+  CHECK(own.has(own_image));
+
+  const auto all = run_cli(env, {"env", "prune", "--all", "--config", p.config, "--json"});
+  INFO(all.out << all.err);
+  CHECK(all.exit_code == 0);
+  CHECK(json_out(all)["removed"].dump().find(own_image.substr(own_image.find(':') + 1)) != std::string::npos);
+  CHECK_FALSE(own.has(own_image));
+  CHECK(sh(own.podman + " images -q --filter label=io.lazyagent.role=environment") == "");
+  // The machine's own podman never saw either.
+  CHECK(sh("podman image exists " + old_image + "; echo $?") == "1\n");
+  CHECK(sh("podman image exists " + own_image + "; echo $?") == "1\n");
 }
 
 TEST_CASE("environment: a failed set-up step is an infra_error with the step and its log, nothing left behind") {

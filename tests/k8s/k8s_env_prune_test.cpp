@@ -15,10 +15,8 @@
 
 #include <algorithm>
 
-#include <signal.h>
-#include <sys/stat.h>
-
 #include "harness.h"
+#include "own_podman.h"
 #include "k8s_registry_support.h"
 #include "engine/k8s/k8s_environments.h"
 
@@ -29,37 +27,6 @@ using namespace lazyagent;
 namespace {
 
 const std::string kBase = "localhost/lazyagent-base:bookworm";
-
-// A podman service on storage of its own under a temporary directory, the
-// base image copied in; stopped and its storage removed at the end.
-struct OwnPodman {
-  TempDir dir;
-  std::string podman, socket;
-  std::string pid;
-  OwnPodman() {
-    podman = "podman --root " + dir.path() + "/root --runroot " + dir.path() + "/run --tmpdir " + dir.path() +
-             "/tmp --storage-driver vfs";
-    socket = dir.path() + "/podman.sock";
-    const std::string archive = dir.path() + "/base.tar";
-    REQUIRE(sh("podman save --format oci-archive -o " + archive + " " + kBase + " >/dev/null 2>&1 && " + podman +
-               " load -i " + archive + " >/dev/null 2>&1; echo $?") == "0\n");
-    pid = k8sreg::trimmed(sh(podman + " system service --time 0 unix://" + socket + " >" + dir.path() +
-                             "/service.log 2>&1 & echo $!"));
-    REQUIRE_FALSE(pid.empty());
-    struct stat st {};
-    REQUIRE(wait_for([&] { return ::stat(socket.c_str(), &st) == 0; }, 30));
-  }
-  ~OwnPodman() {
-    sh("kill " + pid + " 2>/dev/null");
-    wait_for([&] { return sh("kill -0 " + pid + " 2>/dev/null; echo $?") != "0\n"; }, 30);
-    // Nothing should be mounted there (vfs); if anything is, it must not keep the directory.
-    sh("findmnt -rn -o TARGET | grep '^" + dir.path() + "/' | sort -r | xargs -r umount -l");
-  }
-  std::string container_host() const { return "unix://" + socket; }
-  bool has(const std::string& image) const {
-    return sh(podman + " image exists " + image + "; echo $?") == "0\n";
-  }
-};
 
 // The registry's answer to a GET of the environment manifest `digest`, through its HTTP API.
 std::string manifest_status(const std::string& reg, const std::string& digest) {
