@@ -9,23 +9,42 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# Wall time of each phase ("NAME SECONDS" lines) and ctest's JUnit reports,
+# summed up at the end by scripts/test-timings.py.
+TIMINGS="build/test-timings"
+T0=$(date +%s)
 scripts/setup.sh
+rm -rf "$TIMINGS"; mkdir -p "$TIMINGS"
+echo "set-up $(( $(date +%s) - T0 ))" >"$TIMINGS/phases"
+
+# phase NAME REPORT CTEST-ARGS...: one ctest invocation, timed, with its report.
+phase() {
+  local name="$1" report="$TIMINGS/$2.xml" t rc=0; shift 2
+  ctest --test-dir build --show-only=json-v1 "$@" >"$report.tests.json" 2>/dev/null || true
+  t=$(date +%s)
+  ctest --test-dir build --output-on-failure --output-junit "$PWD/$report" "$@" || rc=$?
+  echo "$name $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
+  return "$rc"
+}
 
 status=0
 if [ $# -gt 0 ]; then
   echo "==> tests (ctest $*)" >&2
-  ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
+  phase "ctest $*" tests -j2 "$@" || status=$?
 else
   echo "==> tests: unit, integration, security, corpus (ctest -LE k8s-cluster)" >&2
-  ctest --test-dir build --output-on-failure -j2 -LE k8s-cluster || status=$?
+  phase "unit, integration, security, corpus" main -j2 -LE k8s-cluster || status=$?
   # The one-node cluster takes the machine's two cores for a minute: alone.
   echo "==> tests: Kubernetes backend on a real one-node cluster (ctest -L k8s-cluster)" >&2
-  ctest --test-dir build --output-on-failure -L k8s-cluster || status=$?
+  phase "Kubernetes backend (one-node cluster)" k8s -L k8s-cluster || status=$?
   echo "==> fuzzing: each libFuzzer target for ${LAZYAGENT_FUZZ_SECONDS:-10} s (scripts/fuzz.sh)" >&2
+  t=$(date +%s)
   scripts/fuzz.sh "${LAZYAGENT_FUZZ_SECONDS:-10}" || status=1
+  echo "fuzzing $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
 fi
 
 echo "==> leftovers" >&2
+t=$(date +%s)
 left=$(podman ps -a --filter label=io.lazyagent.role --format '{{.ID}} {{.Names}}')
 vols=$(podman volume ls --filter label=io.lazyagent.role --format '{{.Name}}')
 # The egress allow-list's internal networks (src/engine/podman/egress_proxy.h;
@@ -51,4 +70,9 @@ if [ -n "$cgs" ]; then
 else
   echo "no lazyagent run cgroups left" >&2
 fi
+echo "leftovers $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
+
+# Growth shows before it hurts: the slowest tests and the total, with a
+# warning past the suite's budget (40 minutes; CI allows 90).
+python3 scripts/test-timings.py --phases "$TIMINGS/phases" "$TIMINGS"/*.xml || true
 exit "$status"

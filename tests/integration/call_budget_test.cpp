@@ -5,6 +5,7 @@
 // ids and names masked, to the one written here. An expensive call added to
 // the run path (GET /info took 0.7 s here and once slipped into every cold
 // run) fails this test, not a user.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -4,6 +4,7 @@
 // scripts/k8s-registry.sh instance on its own port and storage, stopped at
 // the end). The kubeconfig names no reachable server: building and pushing
 // never talks to the cluster.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,5 @@
 // `lazyagent-oci eval` end to end: the real binary, real podman, real images.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

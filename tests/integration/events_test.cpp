@@ -2,6 +2,7 @@
 // parses every line of the stream and checks what came in which order, for
 // a real `run` (the scripted provider, the real planner and sandbox) and a
 // real `test` with the stream on another descriptor.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -142,8 +143,8 @@ TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stde
   TempDir state, dir;
   const std::string patch = dir.file("patch.json", fixing_patch());
   const std::string events = dir.path() + "/events.jsonl";
-  const std::string cmd = "cd / && XDG_STATE_HOME=" + state.path() + " LAZYAGENT_CONFIG=" LAZYAGENT_SOURCE_DIR
-                          "/config/lazyagent.yaml " LAZYAGENT_BINARY " test --seed " + seed_dir() + " --patch " +
+  const std::string cmd = "cd / && XDG_STATE_HOME=" + state.path() + " LAZYAGENT_CONFIG=" + LAZYAGENT_SOURCE_DIR +
+                          "/config/lazyagent.yaml " + LAZYAGENT_BINARY + " test --seed " + seed_dir() + " --patch " +
                           patch + " --no-baseline --json --events-fd 3 3>" + events + " >" + dir.path() + "/out.json 2>" +
                           dir.path() + "/stderr; echo rc=$?";
   const std::string rc = sh(cmd);

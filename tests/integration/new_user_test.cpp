@@ -1,5 +1,6 @@
 // What a new user meets (issue 28): the CLI agrees with itself and with its
 // README. Each case runs the real binary the way the README tells a user to.
+#include "test_paths.h"
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

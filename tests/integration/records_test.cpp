@@ -1,6 +1,7 @@
 // Records a user can trust and a CLI that agrees with its README (issue 19):
 // each test here failed before its fix, against the real binary, the real
 // podman service and images, and the scripted provider.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -6,6 +6,7 @@
 // The planner runs the binary inside its image; a build of this branch needs
 // an image with this binary: set LAZYAGENT_IT_PLANNER_IMAGE to it (default
 // localhost/lazyagent-planner:latest, which scripts/build-images.sh rebuilds).
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

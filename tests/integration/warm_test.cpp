@@ -2,6 +2,7 @@
 // never used across a change of policy or image, expired by the next start,
 // nothing left after a kill between claim and start, shown by `sandboxes`
 // and removed by `reap`.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
