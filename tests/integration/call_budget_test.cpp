@@ -131,7 +131,7 @@ TEST_CASE("call budget: a cold test asks podman only what can change, never GET 
   CHECK(shapes(read_calls(log3)) == concat({kCheck, kColdSandbox, kCheck, kColdSandbox}));
 }
 
-TEST_CASE("call budget: a warm test claims its spare with a list and a rename, no create or init", "[integration]") {
+TEST_CASE("call budget: a warm test claims its spare with a list and a rename, no create or init", "[integration][quick]") {
   TempDir state;
   std::string config = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
   const auto at = config.find("\nengine:\n");

@@ -146,7 +146,7 @@ current-context: x
 }
 
 TEST_CASE("environment registry: --backend k8s without k8s.registry refuses an environment, naming what to set",
-          "[environment][registry]") {
+          "[environment][registry][quick]") {
   TempDir dir;
   const std::string kubeconfig = dir.file("kubeconfig", R"(apiVersion: v1
 kind: Config

@@ -139,7 +139,7 @@ TEST_CASE("events: every line of run --events jsonl parses, in order: plan, base
   CHECK(note);
 }
 
-TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stderr to people", "[events]") {
+TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stderr to people", "[events][quick]") {
   TempDir state, dir;
   const std::string patch = dir.file("patch.json", fixing_patch());
   const std::string events = dir.path() + "/events.jsonl";
@@ -161,7 +161,7 @@ TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stde
   CHECK(has_line(output[run_id], "Ran 4 tests"));
 }
 
-TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[events]") {
+TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[events][quick]") {
   TempDir state;
   CliResult bad = run_cli({state.path()}, {"test", "--patch", "x.json", "--events", "xml"});
   CHECK(bad.exit_code == 2);
@@ -184,7 +184,7 @@ TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[
 }
 
 TEST_CASE("events: eval --events jsonl names each run's task, then task_end, then the summary with resource totals",
-          "[events]") {
+          "[events][quick]") {
   TempDir state, dir;
   const std::string tasks =
       dir.file("tasks.jsonl", json{{"id", "fix-1"}, {"seed", seed_dir()}, {"patch", json::parse(fixing_patch())}}.dump() + "\n");

@@ -181,7 +181,7 @@ TEST_CASE("warm: a spare past its TTL is removed by the next start", "[warm]") {
   CHECK(spare_dirs(state) == 0);
 }
 
-TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[warm]") {
+TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[warm][quick]") {
   TempDir state, io;
   const std::string config = io.file("warm.yaml", warm_config(1, 600));
   const std::string name = json_out(make_spares(state, config, 1))["made"][0];

@@ -78,7 +78,7 @@ TEST_CASE("planner allowlist: the provider works through the proxy, the planner'
 
 TEST_CASE("planner allowlist: the planner's probe finds a way out on the bridge and refuses to call the provider "
           "(positive control)",
-          "[planner-allowlist]") {
+          "[planner-allowlist][quick]") {
   // The same probe, in the planner image, on the default bridge: this
   // machine's listener is reachable directly, so it is not enforced and the
   // planner stops before reading its secrets (exit 4).
@@ -100,7 +100,7 @@ TEST_CASE("planner allowlist: the planner's probe finds a way out on the bridge 
 }
 
 TEST_CASE("planner allowlist: a base URL secret without the provider's HOST:PORT says to run configure again",
-          "[planner-allowlist]") {
+          "[planner-allowlist][quick]") {
   PodmanProvider p(fixing_script(), kKey, 0, "  network: allowlist\n");
   // An older configure stored the secret without the label.
   const std::string name = sh("grep -o 'base_url: [A-Z0-9_]*' " + p.config() + " | cut -d' ' -f2 | tr -d '\\n'");
