@@ -55,8 +55,9 @@ command -v clang++ >/dev/null || die "clang++ not found: apt-get install clang l
 
 # ---- build ----------------------------------------------------------------------
 step "build ($BUILD)"
+# ccache (CMakeLists.txt) keeps its cache with the set-up's when run as root.
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ "$(id -u)" -ne 0 ] || launcher=(-DLAZYAGENT_CCACHE_DIR="$LAZYAGENT_CACHE_DIR/ccache")
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" -DLAZYAGENT_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >"$BUILD.configure.log" 2>&1 ||

@@ -71,6 +71,8 @@ CONF_CHANGED=0
 PACKAGES=(
   # C++ build
   build-essential cmake ninja-build pkg-config git ca-certificates curl
+  # the compiler cache: a fresh clone (CI's) compiles only what changed
+  ccache
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev catch2 python3
   # RE2 for the planner's search tool (linked statically)
@@ -454,7 +456,9 @@ if [ "$DO_BUILD" -eq 1 ]; then
     info "build/ was configured with another generator: removing it"
     rm -rf build
   fi
-  if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2 &&
+  # ccache's cache beside the set-up's other caches (CMakeLists.txt says how).
+  if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+           -DLAZYAGENT_CCACHE_DIR="$LAZYAGENT_CACHE_DIR/ccache" >&2 &&
          cmake --build build -j2 "${BUILD_TARGETS[@]}" >&2; }; then
     [ -z "$EARLY_PID" ] || kill -- "-$EARLY_PID" 2>/dev/null || true
     wait_early_images || true

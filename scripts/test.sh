@@ -1,31 +1,79 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine (as root):
 #   set-up (packages, podman services, build, images, Kubernetes binaries), then
-#   the unit, integration and security tests against the real podman service,
-#   the Kubernetes backend's tests on a real one-node cluster, a bounded run of
-#   every fuzzer, and a check that nothing the suite made is left behind.
-# Extra arguments go to ctest instead (e.g. -R integration, -L unit), and only
-# ctest runs.
+#   the unit, integration and security tests against the real podman service
+#   and, beside them, the Kubernetes backend's tests on a real one-node
+#   cluster; a bounded run of every fuzzer; a check that nothing the suite
+#   made is left behind; and the suite's timings (its slowest tests, its total).
+#
+#   scripts/test.sh              the whole suite (what CI runs)
+#   scripts/test.sh --quick      the quick tier: unit tests and the fastest
+#                                integration and security tests (tagged [quick]),
+#                                a few minutes on a set-up machine
+#   scripts/test.sh CTEST-ARGS   only ctest, with these arguments (e.g. -R session, -L unit)
+#
+# See docs/testing.md for the tiers, the labels and their timings.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+case "${1:-}" in
+  -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+QUICK=0
+if [ "${1:-}" = --quick ]; then QUICK=1; shift; fi
+
+# Wall time of each phase ("NAME SECONDS" lines) and ctest's JUnit reports,
+# summed up at the end by scripts/test-timings.py.
+TIMINGS="build/test-timings"
+T0=$(date +%s)
 scripts/setup.sh
+rm -rf "$TIMINGS"; mkdir -p "$TIMINGS"
+echo "set-up $(( $(date +%s) - T0 ))" >"$TIMINGS/phases"
+
+# phase NAME REPORT CTEST-ARGS...: one ctest invocation, timed, with its report.
+phase() {
+  local name="$1" report="$TIMINGS/$2.xml" t rc=0; shift 2
+  ctest --test-dir build --show-only=json-v1 "$@" >"$report.tests.json" 2>/dev/null || true
+  t=$(date +%s)
+  ctest --test-dir build --output-on-failure --output-junit "$PWD/$report" "$@" || rc=$?
+  echo "$name $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
+  return "$rc"
+}
+
+# The quick tier's ctest regex: every unit and deps test, and the integration
+# and security tests tagged [quick] (their names as the executables list them;
+# regex characters in a name match themselves through '.').
+quick_regex() {
+  local names
+  names=$( { build/integration_tests --list-test-names-only '[quick]'
+             build/security_tests --list-test-names-only '[quick]'; } |
+           sed -e '/^[[:space:]]*$/d' -e 's/[][\\.^$*+?(){}|]/./g' | paste -sd'|')
+  [ -n "$names" ] || { echo "test.sh: no test is tagged [quick]" >&2; return 1; }
+  printf '^(unit|deps):|^(integration|security):(%s)$' "$names"
+}
 
 status=0
-if [ $# -gt 0 ]; then
+if [ "$QUICK" = 1 ]; then
+  echo "==> tests: the quick tier (unit, deps, and the integration and security tests tagged [quick])" >&2
+  regex=$(quick_regex)
+  phase "quick tier" quick -j2 -R "$regex" "$@" || status=$?
+elif [ $# -gt 0 ]; then
   echo "==> tests (ctest $*)" >&2
-  ctest --test-dir build --output-on-failure -j2 "$@" || status=$?
+  phase "ctest $*" tests -j2 "$@" || status=$?
 else
-  echo "==> tests: unit, integration, security, corpus (ctest -LE k8s-cluster)" >&2
-  ctest --test-dir build --output-on-failure -j2 -LE k8s-cluster || status=$?
-  # The one-node cluster takes the machine's two cores for a minute: alone.
-  echo "==> tests: Kubernetes backend on a real one-node cluster (ctest -L k8s-cluster)" >&2
-  ctest --test-dir build --output-on-failure -L k8s-cluster || status=$?
+  # One ctest run: the podman tests hold the `podman` lock and the cluster's
+  # the `k8s-cluster` lock, so one of each runs at a time, side by side (the
+  # cluster's tests mostly wait on pods); unit tests fill the gaps.
+  echo "==> tests: unit, integration, security, corpus, and beside them the Kubernetes backend on a real one-node cluster" >&2
+  phase "ctest: every label, the podman and cluster tests side by side" all -j2 || status=$?
   echo "==> fuzzing: each libFuzzer target for ${LAZYAGENT_FUZZ_SECONDS:-10} s (scripts/fuzz.sh)" >&2
+  t=$(date +%s)
   scripts/fuzz.sh "${LAZYAGENT_FUZZ_SECONDS:-10}" || status=1
+  echo "fuzzing $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
 fi
 
 echo "==> leftovers" >&2
+t=$(date +%s)
 left=$(podman ps -a --filter label=io.lazyagent.role --format '{{.ID}} {{.Names}}')
 vols=$(podman volume ls --filter label=io.lazyagent.role --format '{{.Name}}')
 # The egress allow-list's internal networks (src/engine/podman/egress_proxy.h;
@@ -51,4 +99,9 @@ if [ -n "$cgs" ]; then
 else
   echo "no lazyagent run cgroups left" >&2
 fi
+echo "leftovers $(( $(date +%s) - t ))" >>"$TIMINGS/phases"
+
+# Growth shows before it hurts: the slowest tests and the total, with a
+# warning past the suite's budget (40 minutes; CI allows 90).
+python3 scripts/test-timings.py --phases "$TIMINGS/phases" "$TIMINGS"/*.xml || true
 exit "$status"

@@ -5,6 +5,7 @@
 // `git diff`s.
 #pragma once
 
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -5,6 +5,7 @@
 // ids and names masked, to the one written here. An expensive call added to
 // the run path (GET /info took 0.7 s here and once slipped into every cold
 // run) fails this test, not a user.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -130,7 +131,7 @@ TEST_CASE("call budget: a cold test asks podman only what can change, never GET 
   CHECK(shapes(read_calls(log3)) == concat({kCheck, kColdSandbox, kCheck, kColdSandbox}));
 }
 
-TEST_CASE("call budget: a warm test claims its spare with a list and a rename, no create or init", "[integration]") {
+TEST_CASE("call budget: a warm test claims its spare with a list and a rename, no create or init", "[integration][quick]") {
   TempDir state;
   std::string config = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
   const auto at = config.find("\nengine:\n");

@@ -51,7 +51,7 @@ std::size_t work_dirs(const std::string& state) {
 
 }  // namespace
 
-TEST_CASE("SIGINT and SIGTERM to the CLI remove the running sandbox", "[cleanup]") {
+TEST_CASE("SIGINT and SIGTERM to the CLI remove the running sandbox", "[cleanup][quick]") {
   for (int sig : {SIGINT, SIGTERM}) {
     TempDir state;
     HangingRun run({state.path()});

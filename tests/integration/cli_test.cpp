@@ -7,7 +7,7 @@
 using nlohmann::json;
 using namespace it;
 
-TEST_CASE("every command has --help and exits 0", "[cli]") {
+TEST_CASE("every command has --help and exits 0", "[cli][quick]") {
   TempDir state;
   for (const char* cmd : {"run", "test", "configure", "secret", "task", "sandboxes", "reap", "export", "doctor",
                           "provider-stub", "plan"}) {
@@ -21,7 +21,7 @@ TEST_CASE("every command has --help and exits 0", "[cli]") {
   CHECK(top.out.find("exit codes:") != std::string::npos);
 }
 
-TEST_CASE("usage errors are exit 2 and say what to do", "[cli]") {
+TEST_CASE("usage errors are exit 2 and say what to do", "[cli][quick]") {
   TempDir state;
   CliResult unknown = run_cli({state.path()}, {"tset"});
   CHECK(unknown.exit_code == 2);
@@ -48,7 +48,7 @@ TEST_CASE("usage errors are exit 2 and say what to do", "[cli]") {
   CHECK(missing.err.find("cannot open the file") != std::string::npos);
 }
 
-TEST_CASE("doctor checks the real podman service and images", "[cli]") {
+TEST_CASE("doctor checks the real podman service and images", "[cli][quick]") {
   TempDir state;
   CliResult r = run_cli({state.path()}, {"doctor", "--json"});
   INFO(r.out << r.err);

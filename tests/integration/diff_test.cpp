@@ -83,7 +83,7 @@ const std::string kRaised = "patch:\n  max_files: 20\n  max_bytes: 65536\n  max_
 
 }  // namespace
 
-TEST_CASE("a diff fix to a module over 12 KB passes with the caps raised, its whole-file form names the cap", "[diff]") {
+TEST_CASE("a diff fix to a module over 12 KB passes with the caps raised, its whole-file form names the cap", "[diff][quick]") {
   BigModuleSeed s;
   REQUIRE(s.module().size() > 12000);
   TempDir state, work;
@@ -119,7 +119,7 @@ TEST_CASE("a diff fix to a module over 12 KB passes with the caps raised, its wh
   CHECK(rj["patch_format"] == "files");
 }
 
-TEST_CASE("a diff that does not apply is refused naming the file and the hunk, before any container", "[diff]") {
+TEST_CASE("a diff that does not apply is refused naming the file and the hunk, before any container", "[diff][quick]") {
   BigModuleSeed s;
   TempDir state, work;
   std::string diff = s.fix_diff();
@@ -182,7 +182,7 @@ TEST_CASE("a git repository seed: an ignored 20,000-file directory and .git stay
   CHECK(j["timings"]["copy"].get<long>() < 5000);
 }
 
-TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives the patched files", "[diff]") {
+TEST_CASE("diff RUN_ID round-trips: git apply of its output to the seed gives the patched files", "[diff][quick]") {
   TempDir state, work;
   const std::string patch = work.file("fix.json", fixing_patch());
   CliResult r = run_cli({state.path()}, {"test", "--patch", patch, "--json", "--no-baseline"});

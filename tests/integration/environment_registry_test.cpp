@@ -4,6 +4,7 @@
 // scripts/k8s-registry.sh instance on its own port and storage, stopped at
 // the end). The kubeconfig names no reachable server: building and pushing
 // never talks to the cluster.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -145,7 +146,7 @@ current-context: x
 }
 
 TEST_CASE("environment registry: --backend k8s without k8s.registry refuses an environment, naming what to set",
-          "[environment][registry]") {
+          "[environment][registry][quick]") {
   TempDir dir;
   const std::string kubeconfig = dir.file("kubeconfig", R"(apiVersion: v1
 kind: Config

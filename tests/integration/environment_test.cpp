@@ -181,6 +181,32 @@ TEST_CASE("environment: prune keeps the config's own environment and removes the
   CHECK(sh("podman image exists " + own_image + "; echo $?") == "1\n");
 }
 
+// Two runs of one project at once on a machine that lacks its environment
+// (two terminals, or CI jobs side by side): one builds, the other waits for
+// that build and reuses its image. Without the build lock both built it, and
+// the second's tag moved under the first's run.
+TEST_CASE("environment: two builds of one new environment at once build it once, the other waits and reuses it",
+          "[quick]") {
+  EnvProject p("environment:\n  setup: [\"sleep 2\", \"cp deps.txt /opt/env-marker\"]\n  inputs: [deps.txt]\n"
+               "  network: none\n");
+  put(p.seed + "/deps.txt", "dep-" + random_hex() + "\n");  // a key no earlier run built
+  TempDir a, b, state_a, state_b;
+  const pid_t first = spawn_cli({state_a.path(), {}}, {"env", "build", "--config", p.config, "--json"}, a.path());
+  const pid_t second = spawn_cli({state_b.path(), {}}, {"env", "build", "--config", p.config, "--json"}, b.path());
+  CHECK(wait_cli(first, 300) == 0);
+  CHECK(wait_cli(second, 300) == 0);
+  const json ra = json::parse(read_file(a.path() + "/stdout"));
+  const json rb = json::parse(read_file(b.path() + "/stdout"));
+  INFO(read_file(a.path() + "/stderr") << "\n---\n" << read_file(b.path() + "/stderr"));
+  CHECK(ra["key"] == rb["key"]);
+  CHECK(ra["digest"] == rb["digest"]);
+  CHECK(ra["built"].get<bool>() != rb["built"].get<bool>());  // exactly one built it
+  const std::string waited = (ra["built"] == true ? b : a).path() + "/stderr";
+  CHECK(read_file(waited).find("another process is building " + ra["image"].get<std::string>()) != std::string::npos);
+  CHECK(read_file(waited).find("environment: reusing " + ra["image"].get<std::string>()) != std::string::npos);
+  remove_image(ra["image"]);
+}
+
 TEST_CASE("environment: a failed set-up step is an infra_error with the step and its log, nothing left behind") {
   EnvProject p("environment:\n  setup: [\"echo preparing\", \"echo broken-dependency-xyz >&2 && exit 7\"]\n");
   CliEnv env;

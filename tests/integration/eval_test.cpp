@@ -1,4 +1,5 @@
 // `lazyagent-oci eval` end to end: the real binary, real podman, real images.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -205,7 +206,7 @@ TEST_CASE("eval: SIGINT or SIGTERM mid-eval removes every container, and a rerun
   }
 }
 
-TEST_CASE("eval: a task file with bad lines is refused whole, each line named", "[eval]") {
+TEST_CASE("eval: a task file with bad lines is refused whole, each line named", "[eval][quick]") {
   TempDir state, dir;
   const std::string tasks = dir.file(
       "tasks.jsonl", task_line("good", quoted("fix.json")) + "{\"id\":\"x\",\"sed\":\"s\",\"patch\":{}}\n" +

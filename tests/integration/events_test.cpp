@@ -2,6 +2,7 @@
 // parses every line of the stream and checks what came in which order, for
 // a real `run` (the scripted provider, the real planner and sandbox) and a
 // real `test` with the stream on another descriptor.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -138,12 +139,12 @@ TEST_CASE("events: every line of run --events jsonl parses, in order: plan, base
   CHECK(note);
 }
 
-TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stderr to people", "[events]") {
+TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stderr to people", "[events][quick]") {
   TempDir state, dir;
   const std::string patch = dir.file("patch.json", fixing_patch());
   const std::string events = dir.path() + "/events.jsonl";
-  const std::string cmd = "cd / && XDG_STATE_HOME=" + state.path() + " LAZYAGENT_CONFIG=" LAZYAGENT_SOURCE_DIR
-                          "/config/lazyagent.yaml " LAZYAGENT_BINARY " test --seed " + seed_dir() + " --patch " +
+  const std::string cmd = "cd / && XDG_STATE_HOME=" + state.path() + " LAZYAGENT_CONFIG=" + LAZYAGENT_SOURCE_DIR +
+                          "/config/lazyagent.yaml " + LAZYAGENT_BINARY + " test --seed " + seed_dir() + " --patch " +
                           patch + " --no-baseline --json --events-fd 3 3>" + events + " >" + dir.path() + "/out.json 2>" +
                           dir.path() + "/stderr; echo rc=$?";
   const std::string rc = sh(cmd);
@@ -160,7 +161,7 @@ TEST_CASE("events: test --events-fd 3 streams to that descriptor and leaves stde
   CHECK(has_line(output[run_id], "Ran 4 tests"));
 }
 
-TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[events]") {
+TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[events][quick]") {
   TempDir state;
   CliResult bad = run_cli({state.path()}, {"test", "--patch", "x.json", "--events", "xml"});
   CHECK(bad.exit_code == 2);
@@ -183,7 +184,7 @@ TEST_CASE("events: a bad --events or --events-fd is a usage error naming it", "[
 }
 
 TEST_CASE("events: eval --events jsonl names each run's task, then task_end, then the summary with resource totals",
-          "[events]") {
+          "[events][quick]") {
   TempDir state, dir;
   const std::string tasks =
       dir.file("tasks.jsonl", json{{"id", "fix-1"}, {"seed", seed_dir()}, {"patch", json::parse(fixing_patch())}}.dump() + "\n");

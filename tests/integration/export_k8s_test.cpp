@@ -5,6 +5,7 @@
 //  2. podman kube play runs the sandbox Job's pod with the seed ConfigMap, and
 //     its verdict is the one `lazyagent-oci test` gives for the same patch.
 // Without the cached apiserver the first test FAILS, telling what to run.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>

@@ -170,7 +170,7 @@ TEST_CASE("export oci: runc runs the bundle: fix passes, wrong fails, only lo, t
   }
 }
 
-TEST_CASE("export: a refused patch exports nothing (exit 4, every finding)", "[export]") {
+TEST_CASE("export: a refused patch exports nothing (exit 4, every finding)", "[export][quick]") {
   TempDir dir, state;
   const std::string out = dir.path() + "/out";
   const std::string bad = dir.file("bad.json", R"({"files":[{"path":"../x","content":"y"},{"path":"test_calculator.py","content":"z"}]})");
@@ -222,7 +222,7 @@ TEST_CASE("export compose: the sandbox service's verdicts match lazyagent-oci te
   }
 }
 
-TEST_CASE("export compose: inside the sandbox service, the policy holds", "[export]") {
+TEST_CASE("export compose: inside the sandbox service, the policy holds", "[export][quick]") {
   TempDir dir;
   const std::string out = dir.path() + "/probe";
   const std::string project = unique("probe");

@@ -125,7 +125,7 @@ std::vector<std::string> codes_of(const json& findings) {
 }  // namespace
 
 TEST_CASE("forgery: bidirectional controls are refused before any sandbox, naming the file and line",
-          "[sandbox][forgery][hidden_text]") {
+          "[sandbox][forgery][hidden_text][quick]") {
   TempDir state;
   // The Trojan Source "commenting-out" shape: the RLO/LRI make the check look commented out.
   const Run r = test_in(state.path(), fixed_plus("def is_admin(level):\n"
@@ -203,7 +203,7 @@ TEST_CASE("forgery: with report: output (the text alone) three of the family sti
 }
 
 TEST_CASE("forgery: with patch.suspicious: refuse every member of the family is refused (exit 4)",
-          "[sandbox][forgery]") {
+          "[sandbox][forgery][quick]") {
   TempDir state;
   for (const Forgery& fg : forgery_family()) {
     DYNAMIC_SECTION(fg.name) {

@@ -158,7 +158,7 @@ TEST_CASE("runsc: a config demanding a memory limit is refused unless the weaker
 }
 
 TEST_CASE("runsc: a service that does not answer, or runs another runtime, is an engine error saying what to do",
-          "[gvisor]") {
+          "[gvisor][quick]") {
   TempDir state, dir;
   const std::string p = dir.file("patch.json", fixing_patch());
   const std::string c = dir.file("config.yaml", kRunscConfig);

@@ -1,3 +1,4 @@
+#include "test_paths.h"
 #include "harness.h"
 
 #include <arpa/inet.h>

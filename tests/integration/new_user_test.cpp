@@ -1,5 +1,6 @@
 // What a new user meets (issue 28): the CLI agrees with itself and with its
 // README. Each case runs the real binary the way the README tells a user to.
+#include "test_paths.h"
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -15,7 +16,7 @@
 using nlohmann::json;
 using namespace it;
 
-TEST_CASE("eval --help says --no-baseline keeps the verdict rule (an exit 0 with no report fails)", "[cli]") {
+TEST_CASE("eval --help says --no-baseline keeps the verdict rule (an exit 0 with no report fails)", "[cli][quick]") {
   TempDir state;
   CliResult r = run_cli({state.path()}, {"eval", "--help"});
   REQUIRE(r.exit_code == 0);
@@ -24,7 +25,7 @@ TEST_CASE("eval --help says --no-baseline keeps the verdict rule (an exit 0 with
         std::string::npos);
 }
 
-TEST_CASE("verify on an infra_error run: the record is intact, the run proved nothing", "[cli][verify]") {
+TEST_CASE("verify on an infra_error run: the record is intact, the run proved nothing", "[cli][verify][quick]") {
   TempDir state, dir;
   const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
                                                  "\nimages:\n  sandbox: localhost/lazyagent-no-such-image-verify:latest\n");
@@ -49,14 +50,14 @@ TEST_CASE("verify on an infra_error run: the record is intact, the run proved no
   CHECK(o.value("no_proof", "").find("proved nothing") != std::string::npos);
 }
 
-TEST_CASE("test --patch with a missing file is a `test:` usage error like the others", "[cli]") {
+TEST_CASE("test --patch with a missing file is a `test:` usage error like the others", "[cli][quick]") {
   TempDir state;
   CliResult r = run_cli({state.path()}, {"test", "--patch", "/nonexistent/fix.json"});
   CHECK(r.exit_code == 2);
   CHECK(r.err == "lazyagent-oci: test: --patch /nonexistent/fix.json: cannot open the file\n");
 }
 
-TEST_CASE("seed takes --seed DIR as every other command does, and DIR as before", "[cli]") {
+TEST_CASE("seed takes --seed DIR as every other command does, and DIR as before", "[cli][quick]") {
   TempDir state;
   CliResult flag = run_cli({state.path()}, {"seed", "--seed", seed_dir(), "--json"});
   INFO(flag.err);
@@ -70,7 +71,7 @@ TEST_CASE("seed takes --seed DIR as every other command does, and DIR as before"
   CHECK(both.err == "lazyagent-oci: seed: the seed given twice (DIR " + seed_dir() + " and --seed /tmp): give one\n");
 }
 
-TEST_CASE("mcp: every request piped in before end of input is answered, calls included", "[cli][mcp]") {
+TEST_CASE("mcp: every request piped in before end of input is answered, calls included", "[cli][mcp][quick]") {
   // Issue 28: with the calls piped and stdin closed, only the first reply and
   // the protocol errors came back; the three calls got none.
   TempDir state, dir;
@@ -126,7 +127,7 @@ TEST_CASE("mcp: every request piped in before end of input is answered, calls in
 }
 
 TEST_CASE("configure: a loopback or podman-gateway provider URL is stored as host.containers.internal, and said",
-          "[cli][configure]") {
+          "[cli][configure][quick]") {
   TempDir state, dir;
   const std::string prefix = "LAZYAGENT_IT28_" + std::to_string(::getpid());
   std::string config = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml");
@@ -159,7 +160,7 @@ TEST_CASE("configure: a loopback or podman-gateway provider URL is stored as hos
   for (const char* s : {"_BASE_URL", "_MODEL", "_API_KEY"}) run_cli({state.path()}, {"secret", "delete", prefix + s});
 }
 
-TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh", "[cli][quickstart]") {
+TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh", "[cli][quickstart][quick]") {
   // Issue 28: from "If a repair fails" on the README runs bare `lazyagent-oci`,
   // and an MCP client's entry names it; scripts/demo.sh links it.
   TempDir dir;
@@ -187,7 +188,7 @@ TEST_CASE("the quick start leaves lazyagent-oci on PATH: scripts/link-binary.sh"
   CHECK(r.find("rc=1") != std::string::npos);
 }
 
-TEST_CASE("README's step table lists exactly the steps a run shows on stderr and times", "[cli][docs]") {
+TEST_CASE("README's step table lists exactly the steps a run shows on stderr and times", "[cli][docs][quick]") {
   // Issue 28: `probe` was in the table but never on stderr, in timings or in
   // events (it runs inside the `run` step).
   const std::string readme = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");

@@ -92,7 +92,7 @@ json run_walk(const std::vector<std::string>& extra) {
 
 TEST_CASE("plumbing: the sandbox's /tmp, /work and /run can be walked and read to the end, and hold only "
           "the seed copy and what the test wrote",
-          "[sandbox][plumbing]") {
+          "[sandbox][plumbing][quick]") {
   const json j = run_walk({});
   const std::string out = j["test_output"];
   INFO(out);
@@ -117,7 +117,7 @@ TEST_CASE("plumbing: under gVisor the walk finishes too", "[sandbox][plumbing][g
 }
 
 TEST_CASE("plumbing: a test that empties /tmp and floods its output keeps the head, the cut and the tail",
-          "[sandbox][plumbing]") {
+          "[sandbox][plumbing][quick]") {
   TempDir state, io;
   const std::string patch = io.file("patch.json", fixing_patch());
   // Empty /tmp (hidden files too), write 2 MB, then the real runner's report.

@@ -4,6 +4,7 @@
 // and the Kubernetes eval at scale (tests/k8s) prove fixes on.
 #pragma once
 
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 
 #include <filesystem>

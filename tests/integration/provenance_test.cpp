@@ -104,7 +104,7 @@ TEST_CASE("verify: a fresh record matches, and edits to the stored patch, the po
   }
 }
 
-TEST_CASE("verify: an unknown run id is exit 2", "[provenance]") {
+TEST_CASE("verify: an unknown run id is exit 2", "[provenance][quick]") {
   TempDir state;
   CliResult v = run_cli({state.path()}, {"verify", "r-20000101-000000-000000", "--json"});
   CHECK(v.exit_code == 2);

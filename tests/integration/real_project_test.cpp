@@ -14,6 +14,7 @@
 //     built from the project's planner image) validates it, the orchestrator
 //     applies and proves it;
 //   - `diff RUN_ID` gives it back, and `apply RUN_ID --branch --switch` commits it.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,7 @@
 // Records a user can trust and a CLI that agrees with its README (issue 19):
 // each test here failed before its fix, against the real binary, the real
 // podman service and images, and the scripted provider.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -230,7 +231,7 @@ TEST_CASE("eval resume: a seed edit, a config edit and an image rebuild each run
 
 TEST_CASE("kill -9 of a real test run: sandboxes says its process is gone, reap closes the record as interrupted, "
           "verify never calls it a match",
-          "[records][cleanup]") {
+          "[records][cleanup][quick]") {
   TempDir state;
   HangingTest run({state.path()});
   REQUIRE(run.wait_until_running(120));
@@ -280,7 +281,7 @@ TEST_CASE("kill -9 of a real test run: sandboxes says its process is gone, reap 
   CHECK(parsed(run_cli({state.path()}, {"reap", "--json"}))["records_closed"].empty());
 }
 
-TEST_CASE("kill -9 of a real test run: the next start closes its record", "[records][cleanup]") {
+TEST_CASE("kill -9 of a real test run: the next start closes its record", "[records][cleanup][quick]") {
   TempDir state, d;
   HangingTest run({state.path()});
   REQUIRE(run.wait_until_running(120));
@@ -382,7 +383,7 @@ TEST_CASE("doctor checks every image the config names and says which config it r
 // Item 6 ------------------------------------------------------------------------------------
 
 TEST_CASE("a missing or unreadable seed is refused before anything runs: test, run and eval exit 2, no record",
-          "[records][cli]") {
+          "[records][cli][quick]") {
   TempDir state, dir;
   const std::string patch = dir.file("p.json", fixing_patch());
   const std::string missing = dir.path() + "/no-such-seed";
@@ -504,7 +505,7 @@ TEST_CASE("the README's --json field table names every field a result and an err
 
 // Item 8 ------------------------------------------------------------------------------------
 
-TEST_CASE("help names the config's defaults, not a fixed 120, a bare lazyagent-oci is a usage error", "[records][cli]") {
+TEST_CASE("help names the config's defaults, not a fixed 120, a bare lazyagent-oci is a usage error", "[records][cli][quick]") {
   TempDir state;
   for (const char* cmd : {"test", "run", "eval", "export"}) {
     CliResult h = run_cli({state.path()}, {cmd, "--help"});
@@ -524,7 +525,7 @@ TEST_CASE("help names the config's defaults, not a fixed 120, a bare lazyagent-o
 // Item 9 ------------------------------------------------------------------------------------
 
 TEST_CASE("export compose: a re-export into the stack reuses its seed and config, from anywhere, without --seed",
-          "[records][export]") {
+          "[records][export][quick]") {
   TempDir state, dir;
   const std::string names = "LAZYAGENT_IT_EXPORT_" + std::to_string(getpid());
   const std::string cfg = config_file(dir, "stack.yaml", {{"CODING_AGENT_BASE_URL", names + "_URL"},
@@ -562,7 +563,7 @@ TEST_CASE("export compose: a re-export into the stack reuses its seed and config
 
 // Items 12 and 13 ---------------------------------------------------------------------------
 
-TEST_CASE("Ctrl-C during test says the sandbox was removed, not which REST call it interrupted", "[records][cleanup]") {
+TEST_CASE("Ctrl-C during test says the sandbox was removed, not which REST call it interrupted", "[records][cleanup][quick]") {
   for (bool as_json : {false, true}) {
     TempDir state;
     HangingTest run({state.path()}, as_json ? std::vector<std::string>{"--json"} : std::vector<std::string>{});
@@ -587,7 +588,7 @@ TEST_CASE("Ctrl-C during test says the sandbox was removed, not which REST call 
 }
 
 TEST_CASE("test --no-baseline: the triage line says the baseline is off, not that a second side lacks a report",
-          "[records][triage]") {
+          "[records][triage][quick]") {
   TempDir state, d;
   CliResult r = run_cli({state.path()}, {"test", "--seed", seed_dir(), "--patch", d.file("p.json", fixing_patch()),
                                          "--no-baseline"});

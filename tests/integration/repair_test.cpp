@@ -6,6 +6,7 @@
 // The planner runs the binary inside its image; a build of this branch needs
 // an image with this binary: set LAZYAGENT_IT_PLANNER_IMAGE to it (default
 // localhost/lazyagent-planner:latest, which scripts/build-images.sh rebuilds).
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -248,7 +249,7 @@ TEST_CASE("test --rerun: a test that fails at random is marked flaky, the patch 
   CHECK(j["triage"]["runs"].size() == 1);
 }
 
-TEST_CASE("test: an engine error is infra_error, retried once, never a test failure", "[repair][infra]") {
+TEST_CASE("test: an engine error is infra_error, retried once, never a test failure", "[repair][infra][quick]") {
   TempDir state, dir;
   const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
                                                  "\nimages:\n  sandbox: localhost/lazyagent-no-such-image-repair:latest\n");
@@ -272,7 +273,7 @@ TEST_CASE("test: an engine error is infra_error, retried once, never a test fail
 }
 
 TEST_CASE("test: an isolation probe that cannot report aborts the run, is stored, and is not retried",
-          "[repair][infra]") {
+          "[repair][infra][quick]") {
   // /work is a 1 MiB tmpfs and the seed holds 2 MiB: the sandbox script's
   // copy fails before the probe prints, so the probe reports nothing.
   TempDir state, dir, seed;

@@ -9,6 +9,7 @@
 // does not run while its text is shown. A positive control first proves the
 // browser driver sees a request, a console error and a marker when a page
 // does have them. Then a 500-task report's size and open time.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -79,7 +79,7 @@ bool no_containers_of_runs_in(const std::string& state) {
 
 }  // namespace
 
-TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key is nowhere", "[run]") {
+TEST_CASE("run: a fixing reply passes, the planner and sandbox are gone, the key is nowhere", "[run][quick]") {
   Provider p(tagged_script());
   const std::string report = p.state.path() + "/report.xml";
   CliResult r = p.run({"--report", "junit:" + report});
@@ -266,7 +266,7 @@ TEST_CASE("run: a provider that refuses json_schema gets json_object, and the re
   CHECK(json::parse(show.out)["response_format"] == "json_object");
 }
 
-TEST_CASE("run: an unconfigured provider is a usage error that says what to do", "[run]") {
+TEST_CASE("run: an unconfigured provider is a usage error that says what to do", "[run][quick]") {
   TempDir state, dir;
   const std::string cfg = dir.file("c.yaml", "seed: " + seed_dir() +
                                                  "\nprovider:\n  secrets:\n    base_url: LAZYAGENT_IT_NONE_URL\n"

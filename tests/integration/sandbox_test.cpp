@@ -23,7 +23,7 @@ using Run = TestRun;
 
 }  // namespace
 
-TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged", "[sandbox]") {
+TEST_CASE("a fixing patch passes, leaves no container, and the seed is unchanged", "[sandbox][quick]") {
   TempDir state;
   const std::string before = hash_tree(seed_dir());
   Run r = test_patch({state.path()}, fixing_patch());
@@ -119,7 +119,7 @@ TEST_CASE("the egress probe runs as soon as the sandbox sees an interface beside
 }
 
 TEST_CASE("an image without python3 on podman: only lo, so the egress probe is not needed and nothing is "
-          "unobserved", "[sandbox]") {
+          "unobserved", "[sandbox][quick]") {
   // The Debian base image has sh and coreutils but no python3.
   TempDir state;
   Run r = test_patch({state.path()}, fixing_patch(), {"--no-baseline"},
@@ -137,7 +137,7 @@ TEST_CASE("an image without python3 on podman: only lo, so the egress probe is n
   CHECK_FALSE(probe.contains("not_observable"));
 }
 
-TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {
+TEST_CASE("a wrong patch fails with the runner's report", "[sandbox][quick]") {
   TempDir state;
   Run r = test_patch({state.path()}, wrong_patch());
   CHECK(r.cli.exit_code == 1);
@@ -149,7 +149,7 @@ TEST_CASE("a wrong patch fails with the runner's report", "[sandbox]") {
   CHECK(container_gone(r.result["sandbox_id"]));
 }
 
-TEST_CASE("a refused patch creates no container and names every finding", "[sandbox]") {
+TEST_CASE("a refused patch creates no container and names every finding", "[sandbox][quick]") {
   TempDir state;
   const std::string bad = R"({"files":[{"path":"../etc/passwd","content":"x"},{"path":"test_calculator.py","content":"y"}]})";
   Run r = test_patch({state.path()}, bad);
@@ -191,7 +191,7 @@ TEST_CASE("exit 0 without a test report is not a pass", "[sandbox]") {
   CHECK(none.result["reason"] == "no tests ran: unittest found no tests");
 }
 
-TEST_CASE("engine failures are exit 5, never test failures", "[sandbox]") {
+TEST_CASE("engine failures are exit 5, never test failures", "[sandbox][quick]") {
   TempDir state, cfg;
   const std::string patch = cfg.file("p.json", fixing_patch());
   CliResult gone = run_cli({state.path(), {{"CONTAINER_HOST", "unix://" + cfg.path() + "/no.sock"}}},

@@ -144,7 +144,7 @@ TEST_CASE("nothing a session command starts runs during the next command or afte
   CHECK(session_containers(s.id).empty());
 }
 
-TEST_CASE("a session command has no network and none of the CLI's secrets", "[session]") {
+TEST_CASE("a session command has no network and none of the CLI's secrets", "[session][quick]") {
   TempDir state;
   CliEnv env{state.path(), {{"LAZYAGENT_TEST_SECRET", "s3cr3t-session-value-91"}}};
   Session s(env);
@@ -285,7 +285,7 @@ TEST_CASE("a session's working copy is capped: a command that fills it gets ENOS
   CHECK_FALSE(fs::exists(s.dir()));
 }
 
-TEST_CASE("a seed that does not fit the session's cap is refused at open, before any copy", "[session]") {
+TEST_CASE("a seed that does not fit the session's cap is refused at open, before any copy", "[session][quick]") {
   TempDir state, cfg, seed;
   fs::copy(seed_dir(), seed.path(), fs::copy_options::recursive);
   sh("head -c 20000000 /dev/zero > '" + seed.path() + "/data.bin'");

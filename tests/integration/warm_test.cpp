@@ -2,6 +2,7 @@
 // never used across a change of policy or image, expired by the next start,
 // nothing left after a kill between claim and start, shown by `sandboxes`
 // and removed by `reap`.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -180,7 +181,7 @@ TEST_CASE("warm: a spare past its TTL is removed by the next start", "[warm]") {
   CHECK(spare_dirs(state) == 0);
 }
 
-TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[warm]") {
+TEST_CASE("warm: kill -9 between claim and start leaves nothing after reap", "[warm][quick]") {
   TempDir state, io;
   const std::string config = io.file("warm.yaml", warm_config(1, 600));
   const std::string name = json_out(make_spares(state, config, 1))["made"][0];

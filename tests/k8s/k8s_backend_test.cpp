@@ -4,6 +4,7 @@
 // kubeconfig, found through `scripts/k8s-cluster.sh status`) and
 // LAZYAGENT_K8S_HOST_IP (default 10.244.91.1: the local cluster's bridge
 // gateway, where pods reach this host).
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -6,6 +6,7 @@
 // 10.244.91.1: the local cluster's bridge gateway, where pods reach this host).
 #pragma once
 
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

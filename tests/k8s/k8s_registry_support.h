@@ -7,6 +7,7 @@
 // environment, and the registry with credentials (its pull Secret's checks).
 #pragma once
 
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

@@ -8,6 +8,7 @@
 // mixed up are refused naming the fix before anything is pushed or any Job
 // made; podman, which pushes environment images and takes no CA, is asked to
 // trust it through its certs.d, and the image then goes through.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

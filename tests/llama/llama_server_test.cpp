@@ -8,6 +8,7 @@
 // finish reasons, response_format grammars, the server's error bodies, tool
 // calls. Every server is a container removed by the fixture's destructor, and
 // by `llama-server.sh reap` (owner pid gone) or its lifetime otherwise.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

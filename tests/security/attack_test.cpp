@@ -56,7 +56,7 @@ std::string network_probe(int port) {
 
 }  // namespace
 
-TEST_CASE("attack: reach the network", "[attack][network]") {
+TEST_CASE("attack: reach the network", "[attack][network][quick]") {
   TempDir state;
   HostListener listener;
   json j = run_attack({state.path()}, network_probe(listener.port()));
@@ -72,7 +72,7 @@ TEST_CASE("attack: reach the network", "[attack][network]") {
                 "\n" + sec::lines_with(out, "BLOCKED") + "\n" + sec::lines_with(out, "DNS"));
 }
 
-TEST_CASE("attack control: the same probe without isolation does reach the host", "[attack][network][control]") {
+TEST_CASE("attack control: the same probe without isolation does reach the host", "[attack][network][control][quick]") {
   HostListener listener;
   TempDir dir;
   dir.file("probe.py", network_probe(listener.port()));
@@ -85,7 +85,7 @@ TEST_CASE("attack control: the same probe without isolation does reach the host"
                 sec::lines_with(out, "CONNECTED"));
 }
 
-TEST_CASE("attack: read the CLI's environment and secrets", "[attack][secrets]") {
+TEST_CASE("attack: read the CLI's environment and secrets", "[attack][secrets][quick]") {
   TempDir state;
   const std::string secret = "sk-lazyagent-it-" + std::to_string(getpid()) + "-f00d";
   CliEnv env{state.path(), {{"CODING_AGENT_API_KEY", secret}, {"AWS_SECRET_ACCESS_KEY", secret}}};
@@ -108,7 +108,7 @@ TEST_CASE("attack: read the CLI's environment and secrets", "[attack][secrets]")
                 "\n" + sec::lines_with(out, "RUN_SECRETS"));
 }
 
-TEST_CASE("attack: write outside the working copy", "[attack][filesystem]") {
+TEST_CASE("attack: write outside the working copy", "[attack][filesystem][quick]") {
   TempDir state;
   const std::string before = hash_tree(seed_dir());
   json j = run_attack({state.path()},
@@ -132,7 +132,7 @@ TEST_CASE("attack: write outside the working copy", "[attack][filesystem]") {
                 (hash_tree(seed_dir()) == before ? "yes" : "NO"));
 }
 
-TEST_CASE("attack: fill the disk", "[attack][exhaustion]") {
+TEST_CASE("attack: fill the disk", "[attack][exhaustion][quick]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import os\n"
@@ -196,7 +196,7 @@ TEST_CASE("attack: allocate without bound", "[attack][exhaustion]") {
                 j["reason"].get<std::string>());
 }
 
-TEST_CASE("attack: flood stdout", "[attack][exhaustion]") {
+TEST_CASE("attack: flood stdout", "[attack][exhaustion][quick]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import sys\n"
@@ -211,7 +211,7 @@ TEST_CASE("attack: flood stdout", "[attack][exhaustion]") {
   sec::evidence("~50 MiB on stdout: kept " + std::to_string(out.size()) + " bytes, truncated=true, verdict still read");
 }
 
-TEST_CASE("attack: terminal escape sequences in output", "[attack][terminal]") {
+TEST_CASE("attack: terminal escape sequences in output", "[attack][terminal][quick]") {
   TempDir state, dir;
   const std::string p = dir.file("patch.json", attack_patch(
       "print('\\x1b]0;pwned-title\\x07\\x1b[2J\\x1b]52;c;cHduZWQ=\\x07EVIL\\rOK \\u202e', flush=True)\n"));

@@ -165,7 +165,7 @@ TEST_CASE("chaos: SIGKILL at each step of a run, then the next start reaps every
   evidence(report);
 }
 
-TEST_CASE("chaos: SIGTERM to the CLI while the sandboxed test ignores SIGTERM", "[chaos]") {
+TEST_CASE("chaos: SIGTERM to the CLI while the sandboxed test ignores SIGTERM", "[chaos][quick]") {
   TempDir state, io;
   const std::string patch = io.file("patch.json", attack_patch(
       "import signal, time\n"

@@ -8,6 +8,7 @@
 // never written here. The refusals are checked from inside the set-up by a
 // probe step (python3 from the sandbox image), with a positive control: the
 // same probe on the unfiltered bridge reaches the host's listener.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

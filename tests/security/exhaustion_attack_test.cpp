@@ -67,7 +67,7 @@ TEST_CASE("attack: spin every CPU", "[attack][exhaustion]") {
            lines_with(out, "THROTTLED"));
 }
 
-TEST_CASE("attack: exhaust file descriptors", "[attack][exhaustion]") {
+TEST_CASE("attack: exhaust file descriptors", "[attack][exhaustion][quick]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "fds = []\n"
@@ -85,7 +85,7 @@ TEST_CASE("attack: exhaust file descriptors", "[attack][exhaustion]") {
   evidence(l + " (policy: nofile 1024)");
 }
 
-TEST_CASE("attack: flood around the output pipe, straight to PID 1's stdout and stderr", "[attack][exhaustion][terminal]") {
+TEST_CASE("attack: flood around the output pipe, straight to PID 1's stdout and stderr", "[attack][exhaustion][terminal][quick]") {
   TempDir state;
   json j = run_attack({state.path()},
                       "import os\n"

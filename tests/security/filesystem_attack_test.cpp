@@ -30,7 +30,7 @@ std::vector<std::string> tree_names(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("attack: symlinks and /proc paths out of /work", "[attack][filesystem]") {
+TEST_CASE("attack: symlinks and /proc paths out of /work", "[attack][filesystem][quick]") {
   TempDir state;
   const std::string before = hash_tree(seed_dir());
   json j = run_attack({state.path()},
@@ -109,7 +109,7 @@ TEST_CASE("attack: symlinks and /proc paths out of /work", "[attack][filesystem]
   evidence("mount points seen inside: " + pts);
 }
 
-TEST_CASE("attack: a seed whose allowed paths are symlinks out of it", "[attack][filesystem]") {
+TEST_CASE("attack: a seed whose allowed paths are symlinks out of it", "[attack][filesystem][quick]") {
   TempDir state, outside, work;
   const std::string victim = outside.file("calculator.py", "# the host file a symlink points at\n");
   outside.file("pkg/keep.py", "# untouched\n");

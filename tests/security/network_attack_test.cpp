@@ -183,7 +183,7 @@ std::string probe(const Listeners& l, const std::vector<std::string>& addrs) {
 
 }  // namespace
 
-TEST_CASE("attack: TCP, UDP, IPv6, DNS, abstract and podman sockets from the sandbox", "[attack][network]") {
+TEST_CASE("attack: TCP, UDP, IPv6, DNS, abstract and podman sockets from the sandbox", "[attack][network][quick]") {
   TempDir state;
   Listeners l;
   const auto addrs = host_addresses();

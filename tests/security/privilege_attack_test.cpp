@@ -127,7 +127,7 @@ std::vector<std::string> gained(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("attack: setuid binaries, mount, namespaces, capabilities, kernel knobs", "[attack][privilege]") {
+TEST_CASE("attack: setuid binaries, mount, namespaces, capabilities, kernel knobs", "[attack][privilege][quick]") {
   TempDir state;
   HostKey key;
   json j = run_attack({state.path()}, probe(kProbe));
@@ -146,7 +146,7 @@ TEST_CASE("attack: setuid binaries, mount, namespaces, capabilities, kernel knob
   evidence(lines_with(out, "STATUS") + "\n" + lines_with(out, "DENIED") + "\n" + lines_with(out, "GAINED"));
 }
 
-TEST_CASE("attack control: the same probe in a --privileged container gains privileges", "[attack][privilege][control]") {
+TEST_CASE("attack control: the same probe in a --privileged container gains privileges", "[attack][privilege][control][quick]") {
   HostKey key;
   const std::string out = run_control("--network none --privileged", probe(kProbe));
   INFO(out);
@@ -189,7 +189,7 @@ attempt('find a key in the host root\'s keyring', lambda: libc.syscall(250, 10, 
 
 }  // namespace
 
-TEST_CASE("attack: new user namespaces and the host's kernel keyrings", "[attack][privilege]") {
+TEST_CASE("attack: new user namespaces and the host's kernel keyrings", "[attack][privilege][quick]") {
   TempDir state;
   HostKey key;
   json j = run_attack({state.path()}, probe(kKernelProbe));
@@ -200,7 +200,7 @@ TEST_CASE("attack: new user namespaces and the host's kernel keyrings", "[attack
   evidence(lines_with(out, "GAINED") + "\n" + lines_with(out, "DENIED"));
 }
 
-TEST_CASE("attack control: a --privileged container gets user namespaces and keyrings", "[attack][privilege][control]") {
+TEST_CASE("attack control: a --privileged container gets user namespaces and keyrings", "[attack][privilege][control][quick]") {
   HostKey key;
   const std::string out = run_control("--network none --privileged", probe(kKernelProbe));
   INFO(out);
@@ -261,7 +261,7 @@ TEST_CASE("attack: see or kill a concurrent sandbox and the host's processes", "
            "; the neighbour sandbox still running afterwards: " + (neighbour_alive ? "yes" : "NO"));
 }
 
-TEST_CASE("attack control: with the host's pid namespace the same probe sees the neighbour", "[attack][isolation][control]") {
+TEST_CASE("attack control: with the host's pid namespace the same probe sees the neighbour", "[attack][isolation][control][quick]") {
   const std::string marker = "lazyagent-neighbour-ctl-" + std::to_string(getpid());
   TempDir io;
   // A harmless host process carrying the marker stands in for the neighbour.

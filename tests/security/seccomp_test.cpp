@@ -195,7 +195,7 @@ TEST_CASE("seccomp: every refused syscall fails in the sandbox with the profile'
   CHECK(j["policy"]["seccomp"]["default_errno"] == 38);
 }
 
-TEST_CASE("seccomp control: without the profile, the kernel answers each call differently", "[seccomp][privilege][control]") {
+TEST_CASE("seccomp control: without the profile, the kernel answers each call differently", "[seccomp][privilege][control][quick]") {
   // The capabilities the kernel checks before the arguments, so that it
   // reaches them: every call is made with arguments it then refuses (NULL
   // pointers, fd -1, unknown commands), or does something harmless.
@@ -219,7 +219,7 @@ TEST_CASE("seccomp control: without the profile, the kernel answers each call di
   CHECK(got.at("ptrace") == "ESRCH");            // it looked for the process
 }
 
-TEST_CASE("seccomp control: podman's default profile lets through what ours refuses", "[seccomp][privilege][control]") {
+TEST_CASE("seccomp control: podman's default profile lets through what ours refuses", "[seccomp][privilege][control][quick]") {
   const std::string out = podman_probe("--cap-drop ALL");
   INFO(out);
   const auto got = results(out);

@@ -126,7 +126,7 @@ TEST_CASE("attack: hunt for the configured provider key and host secrets from th
            "; key in state dir/stdout/stderr: " + (has(kept + r.out + r.err, key) ? "yes" : "no"));
 }
 
-TEST_CASE("attack control: the same hunt finds the key in a container given the podman secret", "[attack][secrets][control]") {
+TEST_CASE("attack control: the same hunt finds the key in a container given the podman secret", "[attack][secrets][control][quick]") {
   const std::string tag = std::to_string(getpid());
   const std::string key = "sk-lazyagent-ctl-" + tag + "-beef";
   const std::string name = "LAZYAGENT_SEC_CTL_" + tag;

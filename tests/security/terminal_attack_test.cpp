@@ -56,7 +56,7 @@ TEST_CASE("attack: C1 controls, invalid UTF-8 and a carriage-return forgery in o
   evidence("terminal shows: " + lines_with(human.out, "C1CSI") + " / " + lines_with(human.out, "FAKE"));
 }
 
-TEST_CASE("attack: escape sequences in a path that lands in an error message", "[attack][terminal]") {
+TEST_CASE("attack: escape sequences in a path that lands in an error message", "[attack][terminal][quick]") {
   TempDir state, dir;
   const std::string evil = dir.path() + "/seed\x1b]0;owned\x07\x1b[2J";
   CliResult r = run_cli({state.path()}, {"test", "--seed", evil, "--patch", dir.file("p.json", fixing_patch())});

@@ -96,7 +96,7 @@ TEST_CASE("userns: the sandbox's root is a high, unused host id, seen from insid
   CHECK(code == 0);
 }
 
-TEST_CASE("userns control: a container without a user namespace is host uid 0, and the check sees it", "[userns][privilege][control]") {
+TEST_CASE("userns control: a container without a user namespace is host uid 0, and the check sees it", "[userns][privilege][control][quick]") {
   const std::string name = "lazyagent-userns-control-" + std::to_string(getpid());
   const std::string id = trim(sh("podman run -d --rm --name " + name +
                                  " --label io.lazyagent.test=userns --network none --cap-drop ALL "
@@ -111,7 +111,7 @@ TEST_CASE("userns control: a container without a user namespace is host uid 0, a
   CHECK(map.find("4294967295") != std::string::npos);  // the identity map: host root
 }
 
-TEST_CASE("userns: a seed with owner-only files stays readable to the sandbox, the user's files untouched", "[userns][works]") {
+TEST_CASE("userns: a seed with owner-only files stays readable to the sandbox, the user's files untouched", "[userns][works][quick]") {
   TempDir state, seed, dir;
   for (const char* f : {"calculator.py", "test_calculator.py"}) {
     seed.file(f, read_text(seed_dir() + "/" + f));

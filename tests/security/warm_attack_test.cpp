@@ -3,6 +3,7 @@
 // sandbox made for it, and a forged spare (a container someone with podman
 // access made with a real spare's labels but weaker isolation) is refused by
 // the verifier before anything of the patch runs.
+#include "test_paths.h"
 #include <filesystem>
 
 #include "attack_common.h"

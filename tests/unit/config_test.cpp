@@ -1,5 +1,6 @@
 // Config: the shipped file equals the built-in defaults, and every kind of
 // mistake a user can make is reported with its key path, in exact words.
+#include "test_paths.h"
 #include "config.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,5 @@
 // One policy in, the OCI runtime spec out: the security fields, exactly.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 
 #include <algorithm>

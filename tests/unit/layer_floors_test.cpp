@@ -2,6 +2,7 @@
 // header on its own floor or one below. A file that reaches up (an engine that
 // includes the pipeline, a contract that includes the HTTP client) fails here,
 // named by file and line, before the cycle it starts grows.
+#include "test_paths.h"
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

@@ -8,6 +8,7 @@
 // env through as given, as the other names there show).
 #pragma once
 
+#include "test_paths.h"
 #include <fstream>
 #include <string>
 #include <vector>

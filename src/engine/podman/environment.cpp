@@ -1,6 +1,7 @@
 #include "engine/podman/environment.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -8,8 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "util/digest.h"
 #include "util/terminal_text.h"
@@ -21,6 +24,7 @@
 #include "util/tar_writer.h"
 #include "policy/setup_egress_probe.h"
 #include "util/package_mirrors.h"
+#include "util/runtime_dir.h"
 
 namespace lazyagent {
 namespace {
@@ -419,6 +423,44 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
   return ok_status();
 }
 
+// Held while this machine builds the environment of one key: a second `test`,
+// `eval` or `env build` of the same project (another terminal, a CI job beside
+// it) waits for the first build and then reuses its image, instead of
+// building it again and re-tagging it under the first one's feet. The lock
+// lives in this user's private runtime directory (runtime_dir.h); without one
+// (or on EINTR) there is no lock and only the duplicate build is the cost.
+class EnvironmentBuildLock {
+ public:
+  EnvironmentBuildLock(const std::string& key, const std::function<void(const std::string&)>& progress) {
+    auto dir = private_runtime_dir(std::getenv("XDG_RUNTIME_DIR"));
+    if (!dir) return;
+    const std::string path = *dir + "/env-" + key + ".lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ < 0) return;
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    progress("environment: another process is building " + std::string(kEnvironmentRepo) + ":" + key +
+             " on this machine; waiting for it (lock " + path + ")");
+    if (::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~EnvironmentBuildLock() {
+    if (fd_ >= 0) ::close(fd_);  // releases the lock
+  }
+  EnvironmentBuildLock(const EnvironmentBuildLock&) = delete;
+  EnvironmentBuildLock& operator=(const EnvironmentBuildLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+Result<bool> environment_image_exists(PodmanClient& podman, const std::string& image) {
+  auto r = podman.call("GET", "/images/" + url_escape(image) + "/json");
+  if (!r) return r.error();
+  return r->status == 200;
+}
+
 }  // namespace
 
 Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
@@ -443,9 +485,18 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
   env.resolved.image = image;
   bool exists = false;
   if (!rebuild) {
-    auto r = podman.call("GET", "/images/" + url_escape(image) + "/json");
+    auto r = environment_image_exists(podman, image);
     if (!r) return r.error();
-    exists = r->status == 200;
+    exists = *r;
+  }
+  std::optional<EnvironmentBuildLock> lock;
+  if (!exists) {
+    lock.emplace(key, progress);
+    if (!rebuild) {  // built by the process we waited for?
+      auto r = environment_image_exists(podman, image);
+      if (!r) return r.error();
+      exists = *r;
+    }
   }
   if (!exists && env.network != "none") {
     const std::string what = "the environment's set-up (environment.network: " + env.network + "; `none` needs no device)";
