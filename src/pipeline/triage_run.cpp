@@ -1,13 +1,12 @@
 #include "pipeline/triage_run.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "util/digest.h"
+#include "util/file_lock.h"
 #include "util/interrupt.h"
 #include "contract/runner_driver.h"
 #include "contract/test_report.h"
@@ -104,31 +103,16 @@ Baseline run_and_cache(const ProofRequest& req, const JudgeOptions& opt, Engine&
   return b;
 }
 
-// Held while one process runs the baseline of a key: tasks of an eval that
-// share a seed share its baseline (with --jobs 2 over one seed, both tasks
-// ran it at once; on a cluster that is a second pod for nothing). The others
-// wait here, then find it cached. No lock (an unwritable store, EINTR) only
-// costs the duplicate run.
-class BaselineLock {
- public:
-  BaselineLock(const RunStore& store, const std::string& key) {
-    const std::string dir = store.dir() + "/baselines";
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
-    fd_ = ::open((dir + "/" + key + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~BaselineLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  BaselineLock(const BaselineLock&) = delete;
-  BaselineLock& operator=(const BaselineLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
+// The lock held while one process runs the baseline of a key (FileLock):
+// tasks of an eval that share a seed share its baseline (with --jobs 2 over
+// one seed, both tasks ran it at once; on a cluster that is a second pod for
+// nothing). The others wait, then find it cached. No lock (an unwritable
+// store, EINTR) only costs the duplicate run.
+std::string baseline_lock_path(const RunStore& store, const std::string& key) {
+  const std::string dir = store.dir() + "/baselines";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return "";
+  return dir + "/" + key + ".lock";
+}
 
 Baseline baseline_for(const ProofRequest& req, const RunResult& patched, const JudgeOptions& opt,
                       Engine& engine, const RunStore& store, const ProgressFn& progress) {
@@ -136,7 +120,8 @@ Baseline baseline_for(const ProofRequest& req, const RunResult& patched, const J
                                        patched.image_digest,
                                        patched.policy.is_object() ? patched.policy.value("runtime", "") : "");
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) return from_cache(*cached);
-  const BaselineLock lock(store, key);
+  std::optional<FileLock> lock;
+  if (const std::string path = baseline_lock_path(store, key); !path.empty()) lock.emplace(path);
   if (auto cached = store.read_in("baselines", key); cached && cached->is_object()) return from_cache(*cached);
   return run_and_cache(req, opt, engine, store, progress);
 }

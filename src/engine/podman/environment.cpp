@@ -1,7 +1,6 @@
 #include "engine/podman/environment.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -24,6 +23,7 @@
 #include "util/tar_writer.h"
 #include "policy/setup_egress_probe.h"
 #include "util/package_mirrors.h"
+#include "util/file_lock.h"
 #include "util/runtime_dir.h"
 
 namespace lazyagent {
@@ -429,31 +429,16 @@ Status build_environment(PodmanClient& podman, const EnvironmentConfig& env, con
 // building it again and re-tagging it under the first one's feet. The lock
 // lives in this user's private runtime directory (runtime_dir.h); without one
 // (or on EINTR) there is no lock and only the duplicate build is the cost.
-class EnvironmentBuildLock {
- public:
-  EnvironmentBuildLock(const std::string& key, const std::function<void(const std::string&)>& progress) {
-    auto dir = private_runtime_dir(std::getenv("XDG_RUNTIME_DIR"));
-    if (!dir) return;
-    const std::string path = *dir + "/env-" + key + ".lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd_ < 0) return;
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+void lock_environment_build(const std::string& key, const std::function<void(const std::string&)>& progress,
+                            std::optional<FileLock>* lock) {
+  auto dir = private_runtime_dir(std::getenv("XDG_RUNTIME_DIR"));
+  if (!dir) return;
+  const std::string path = *dir + "/env-" + key + ".lock";
+  lock->emplace(path, [&] {
     progress("environment: another process is building " + std::string(kEnvironmentRepo) + ":" + key +
              " on this machine; waiting for it (lock " + path + ")");
-    if (::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  ~EnvironmentBuildLock() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
-  }
-  EnvironmentBuildLock(const EnvironmentBuildLock&) = delete;
-  EnvironmentBuildLock& operator=(const EnvironmentBuildLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
+  });
+}
 
 Result<bool> environment_image_exists(PodmanClient& podman, const std::string& image) {
   auto r = podman.call("GET", "/images/" + url_escape(image) + "/json");
@@ -489,9 +474,9 @@ Status resolve_environment(PodmanClient& podman, Config* config, bool rebuild,
     if (!r) return r.error();
     exists = *r;
   }
-  std::optional<EnvironmentBuildLock> lock;
+  std::optional<FileLock> lock;
   if (!exists) {
-    lock.emplace(key, progress);
+    lock_environment_build(key, progress, &lock);
     if (!rebuild) {  // built by the process we waited for?
       auto r = environment_image_exists(podman, image);
       if (!r) return r.error();

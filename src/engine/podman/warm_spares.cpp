@@ -3,7 +3,6 @@
 #include "engine/podman/rootless_host.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "contract/runner_driver.h"
@@ -21,6 +21,7 @@
 #include "policy/policy_verifier.h"
 #include "policy/runtime_policy.h"
 #include "util/digest.h"
+#include "util/file_lock.h"
 #include "util/http_transfer.h"
 
 namespace lazyagent {
@@ -46,23 +47,13 @@ class SpareLock {
       error_ = st.error().message;
       return;
     }
-    const std::string path = store.dir() + "/spares.lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    if (fd_ < 0) error_ = "locking " + path + ": " + std::strerror(errno);
+    lock_.emplace(store.dir() + "/spares.lock");
+    error_ = lock_->error();
   }
-  ~SpareLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  SpareLock(const SpareLock&) = delete;
-  SpareLock& operator=(const SpareLock&) = delete;
   const std::string& error() const { return error_; }
 
  private:
-  int fd_ = -1;
+  std::optional<FileLock> lock_;
   std::string error_;
 };
 
