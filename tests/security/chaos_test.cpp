@@ -41,7 +41,11 @@ long ms_since(Clock::time_point t0) {
 }
 
 // Every runs/*.json parses as a JSON object with a run_id; returns the count.
-std::size_t check_records(const std::string& state, std::vector<std::string>* torn) {
+// The run records under `state`: their number; the names of torn ones into
+// `torn`; the errors of infra_error records (engine errors, each retried in a
+// fresh sandbox under a new run id) into `infra` when given.
+std::size_t check_records(const std::string& state, std::vector<std::string>* torn,
+                          std::vector<std::string>* infra = nullptr) {
   std::size_t n = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(state + "/lazyagent-oci/runs", ec)) {
@@ -52,6 +56,7 @@ std::size_t check_records(const std::string& state, std::vector<std::string>* to
     ss << f.rdbuf();
     json j = json::parse(ss.str(), nullptr, false);
     if (!j.is_object() || !j.contains("run_id")) torn->push_back(name);
+    if (infra && j.is_object() && j.value("category", "") == "infra_error") infra->push_back(j.value("error", name));
     ++n;
   }
   return n;
@@ -285,15 +290,26 @@ TEST_CASE("chaos: 50 runs at once, fixing and wrong patches", "[chaos]") {
   for (pid_t p : pids) left += containers_with_label("io.lazyagent.pid=" + std::to_string(p)).size();
   CHECK(left == 0);
   CHECK(entries_in(state.path() + "/lazyagent-oci/work") == 0);
-  std::vector<std::string> torn;
-  // The 50, the single run and its baseline, which the 50 then found cached.
-  CHECK(check_records(state.path(), &torn) == kRuns + 2);
+  std::vector<std::string> torn, infra;
+  // The 50, the single run and its baseline, which the 50 then found cached;
+  // and a record of each sandbox run that met an engine error under this load
+  // and was retried in a fresh sandbox (infra_error, never a verdict: 6 of the
+  // 50 once, with the cluster's tests beside them). Every verdict above is
+  // still right; a few retries are the design, many would be a regression.
+  const std::size_t records = check_records(state.path(), &torn, &infra);
+  std::string infra_errors;
+  for (const auto& e : infra) infra_errors += e.substr(0, 300) + "\n";
+  INFO("infra_error records:\n" << infra_errors);
+  if (!infra.empty()) WARN("engine errors retried under load:\n" << infra_errors);
+  CHECK(records == kRuns + 2 + infra.size());
+  CHECK(infra.size() <= kRuns / 5);
   CHECK(torn.empty());
   char line[300];
   std::snprintf(line, sizeof line,
                 "%d concurrent runs (25 fixing, 25 wrong): %d right verdicts, wall %.1f s; one run alone %.2f s; "
-                "concurrent/sequential-estimate %.2f; containers left %zu",
-                kRuns, right, wall_ms / 1000.0, single_ms / 1000.0, wall_ms / (single_ms * double(kRuns)), left);
+                "concurrent/sequential-estimate %.2f; containers left %zu; engine errors retried %zu",
+                kRuns, right, wall_ms / 1000.0, single_ms / 1000.0, wall_ms / (single_ms * double(kRuns)), left,
+                infra.size());
   evidence(line);
   WARN(line);
 }
