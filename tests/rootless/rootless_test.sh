@@ -274,7 +274,10 @@ check "secret delete removes them from the user's podman" "$(for n in $SECRETS; 
 kill "$STUB_PID" 2>/dev/null; wait "$STUB_PID" 2>/dev/null; STUB_PID=""
 
 # ---- eval ----
-printf '%s\n' '{"id": "fix-1", "patch": "'"$WORK/fix.json"'"}' '{"id": "wrong-1", "patch": "'"$SRC/examples/patches/wrong-add.json"'"}' >"$WORK/tasks.jsonl"
+# The user reads the patches from $WORK: the clone may sit where only root
+# can read (/root is 0700).
+cp "$SRC/examples/patches/wrong-add.json" "$WORK/wrong-add.json" && chmod 0644 "$WORK/wrong-add.json"
+printf '%s\n' '{"id": "fix-1", "patch": "'"$WORK/fix.json"'"}' '{"id": "wrong-1", "patch": "'"$WORK/wrong-add.json"'"}' >"$WORK/tasks.jsonl"
 chmod 0644 "$WORK/tasks.jsonl"
 as_user lazyagent-oci eval "$WORK/tasks.jsonl" --config config/lazyagent.yaml --out "$USER_HOME/eval-refused" --json >"$WORK/eval-refused.json" 2>"$WORK/eval-refused.err"
 rc=$?
