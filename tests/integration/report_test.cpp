@@ -8,7 +8,8 @@
 // console error, shows summary.json's counts, and the hostile task's script
 // does not run while its text is shown. A positive control first proves the
 // browser driver sees a request, a console error and a marker when a page
-// does have them. Then a 500-task report's size and open time.
+// does have them. Then a 500-task report's size and open time, against the
+// same bytes as plain text.
 #include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -170,7 +171,7 @@ TEST_CASE("report: a real eval's HTML report renders offline, shows summary.json
   CHECK(missing.err.find("report: no summary.json in " + dir.path() + "/nowhere") != std::string::npos);
 }
 
-TEST_CASE("report: a 500-task report stays small and opens in under 2 s in headless Chromium", "[report]") {
+TEST_CASE("report: a 500-task report stays small and opens in headless Chromium faster than its own bytes as plain text", "[report]") {
   TempDir state, dir;
   // One real run gives every synthetic task a real diff from the run store.
   const TestRun run = test_patch({state.path()}, fixing_patch());
@@ -208,18 +209,33 @@ TEST_CASE("report: a 500-task report stays small and opens in under 2 s in headl
   const auto bytes = fs::file_size(page);
   WARN("500-task report: " << bytes << " bytes");
   CHECK(bytes < 5u * 1024 * 1024);
-  // The best of three opens (the host's other load only adds to a time), and
-  // the CPU time the browser's processes spent on it.
+  // The host's load stretches any open time (CI's 2 cores, shared with the
+  // cluster's tests, once made it 4.3 s, the browser's CPU time as much), so
+  // the page is timed against a baseline opened in turn with it: the same
+  // bytes as plain text in one <pre>, what the browser needs just to read
+  // and lay out that much (2.1 s idle here, the report 0.9 s).
+  std::string plain = "<!DOCTYPE html><meta charset=\"utf-8\"><title>plain</title><pre>";
+  for (const char c : read_file(page)) {
+    if (c == '<') plain += "&lt;";
+    else if (c == '&') plain += "&amp;";
+    else plain += c;
+  }
+  plain += "</pre>";
+  const std::string plain_page = dir.file("plain.html", plain);
   json b;
-  long best = -1;
+  long best = -1, best_plain = -1;
   for (int i = 0; i < 3; ++i) {
+    const json p = open_in_browser(plain_page, {});
     const json o = open_in_browser(page, {"--screenshot", artifacts_dir() + "/eval-report-500.png"});
-    WARN("500-task report opens in " << o["load_ms"] << " ms (browser CPU " << o["load_cpu_ms"] << " ms)");
+    WARN("500-task report opens in " << o["load_ms"] << " ms (browser CPU " << o["load_cpu_ms"] << " ms), its bytes as plain text in "
+                                     << p["load_ms"] << " ms (CPU " << p["load_cpu_ms"] << " ms)");
     if (best < 0 || o["load_ms"].get<long>() < best) best = o["load_ms"].get<long>();
+    if (best_plain < 0 || p["load_ms"].get<long>() < best_plain) best_plain = p["load_ms"].get<long>();
     b = o;
   }
   INFO(b.dump(2));
-  CHECK(best < 2000);
+  INFO("best of three: the report " << best << " ms, plain text " << best_plain << " ms");
+  CHECK(best < best_plain);
   CHECK(b["tasks"] == 500);
   CHECK(b["requests"] == json::array());
   CHECK(b["console_errors"] == json::array());
