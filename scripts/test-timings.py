@@ -6,7 +6,7 @@ usage: test-timings.py [--phases FILE] [--budget-min N] [--slowest N] [--markdow
 Prints, for every label (read from `ctest --show-only=json-v1`, written next
 to each report as REPORT.tests.json by scripts/test.sh), the number of tests,
 their summed time and the slowest ones; then the slowest N tests of the whole
-run, and the total. --phases names a file of "NAME SECONDS" lines (the
+run, the total, and last the failed tests. --phases names a file of "NAME SECONDS" lines (the
 set-up, each ctest invocation, the fuzzers: wall time, as scripts/test.sh
 measured them) whose sum is the total; without it the total is the tests' sum.
 
@@ -125,8 +125,16 @@ def main():
             for name, secs in phases:
                 print(f"    {fmt(secs):>7}  {name}")
         total = sum(s for _, s in phases)
+    failed = [name for name, _, status, _ in tests if status == "fail"]
     if not a.markdown:
         print(f"==> total {fmt(total)} ({len(tests)} tests)")
+        # Last, where a log's tail shows it: which tests failed.
+        if failed:
+            print(f"==> {len(failed)} failed test(s)")
+            for name in failed:
+                print(f"    {name}")
+        else:
+            print("==> no test failed")
     if total > a.budget_min * 60:
         print(f"test-timings: warning: the suite took {fmt(total)}, past its budget of "
               f"{a.budget_min:g} minutes: CI allows 90 in all; make the slowest tests above "
