@@ -207,7 +207,7 @@ bool is_secret_name(const std::string& s) {
 }
 constexpr const char* kSecretName = "a secret name matching [A-Za-z_][A-Za-z0-9_]*";
 
-bool is_runtime(const std::string& s) { return s == "runc" || s == "runsc"; }
+bool is_runtime(const std::string& s) { return s == "runc" || s == "crun" || s == "runsc"; }
 bool is_k8s_isolation(const std::string& s) {
   return s == "runtime-nonet" || s == "runtimeclass" || s == "networkpolicy";
 }
@@ -340,8 +340,12 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                        "'bridge', 'allowlist', 'host' or 'none'")},
                   {"response_format", r.string(&cfg.provider.response_format, is_response_format_name,
                                                "'json_schema', 'json_object' or 'none'")}})},
-            {"engine", r.nested({{"runtime", r.string(&cfg.engine.runtime, is_runtime,
-                                                      "'runc' or 'runsc'")},
+            {"engine", r.nested({{"runtime",
+                                  [&cfg, read = r.string(&cfg.engine.runtime, is_runtime, "'runc', 'crun' or 'runsc'")](
+                                      const YAML::Node& n, const std::string& p) {
+                                    read(n, p);
+                                    cfg.engine.runtime_explicit = true;
+                                  }},
                                  {"runsc_socket", r.string(&cfg.engine.runsc_socket, is_socket_path,
                                                            "an absolute socket path")},
                                  {"accept_weaker_policy", r.boolean(&cfg.engine.accept_weaker_policy)},

@@ -100,7 +100,11 @@ struct UserNamespaceConfig {
 };
 
 struct EngineConfig {
-  std::string runtime = "runc";  // the sandbox's OCI runtime: runc or runsc (gVisor)
+  // The sandbox's OCI runtime: runc, crun or runsc (gVisor). Unless set
+  // (engine.runtime, --runtime: runtime_explicit), runc and crun alike mean
+  // "whatever the podman service runs", read from it (runtime_engine.h).
+  std::string runtime = "runc";
+  bool runtime_explicit = false;
   // The podman service that runs runsc sandboxes ($LAZYAGENT_RUNSC_HOST overrides).
   std::string runsc_socket = "/run/podman/lazyagent-runsc.sock";
   // Run even when the runtime cannot enforce a limit the config demands.

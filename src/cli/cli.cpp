@@ -233,10 +233,11 @@ Result<std::string> podman_socket_for_runtime(const Config& config) {
 
 Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Config* config) {
   if (!runtime.empty()) {
-    if (runtime != kRuntimeRunc && runtime != kRuntimeRunsc) {
-      return usage_error("--runtime " + runtime + ": expected runc or runsc");
+    if (runtime != kRuntimeRunc && runtime != kRuntimeCrun && runtime != kRuntimeRunsc) {
+      return usage_error("--runtime " + runtime + ": expected runc, crun or runsc");
     }
     config->engine.runtime = runtime;
+    config->engine.runtime_explicit = true;
   }
   if (accept_weaker) config->engine.accept_weaker_policy = true;
   return check_policy_acceptable(*config);
@@ -282,7 +283,7 @@ Result<EngineFactory> make_engine_factory(const BackendOptions& o, const Config&
       if (!local.empty()) {
         engine->set_environment_builder([local, store] {
           return std::unique_ptr<Engine>(
-              std::make_unique<PodmanEngine>(std::make_unique<PodmanClient>(local), nullptr, store, kRuntimeRunc));
+              std::make_unique<PodmanEngine>(std::make_unique<PodmanClient>(local), nullptr, store, ""));
         });
       }
       return std::unique_ptr<Engine>(std::move(engine));
@@ -292,7 +293,10 @@ Result<EngineFactory> make_engine_factory(const BackendOptions& o, const Config&
   if (!sandbox) return sandbox.error();
   auto planner = podman_socket_from_env();
   if (!planner) return planner.error();
-  return EngineFactory([sandbox = *sandbox, planner = *planner, store, runtime = config.engine.runtime,
+  // The runtime as asked for: "" (not set) is whatever the service runs, runc or crun.
+  const std::string requested =
+      config.engine.runtime_explicit || config.engine.runtime == kRuntimeRunsc ? config.engine.runtime : "";
+  return EngineFactory([sandbox = *sandbox, planner = *planner, store, runtime = requested,
                         interval = o.podman_wait_interval] {
     auto s = std::make_unique<PodmanClient>(sandbox);
     if (!interval.empty()) s->set_wait_interval(interval);

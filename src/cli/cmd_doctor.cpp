@@ -18,6 +18,8 @@
 #include "engine/podman/rootless_host.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/runtime_engine.h"
+#include "engine/podman/service_facts.h"
+#include "policy/runtime_policy.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -94,18 +96,35 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
   checks.push_back({"socket", "ok", *socket, ""});
   checks.push_back({"api", "ok", "libpod API " + *version, ""});
 
-  auto info = podman.info();
-  std::string runtime = info ? info->value("/host/ociRuntime/name"_json_pointer, std::string()) : "";
+  const RunStore facts_store = default_run_store();
+  auto facts = service_facts(podman, facts_store);
+  const std::string runtime = facts ? facts->oci_runtime : "";
   const bool hybrid = cgroup_hybrid();
-  // The main service runs the planner and runc sandboxes; runsc sandboxes
-  // have their own service (runtime_engine.h), checked below.
-  if (runtime == "runc") {
-    checks.push_back({"runtime", "ok", "podman's service uses " + runtime, ""});
-  } else {
-    checks.push_back({"runtime", hybrid && runtime == "crun" ? "fail" : "warn",
-                      "podman's service uses '" + runtime + "', not runc",
+  // The main service runs the planner and the runc or crun sandboxes (the
+  // one it runs: runtime_engine.h); runsc sandboxes have their own service,
+  // checked below.
+  if (!facts) {
+    checks.push_back({"runtime", "fail", facts.error().message, "check the podman service's log"});
+  } else if (hybrid && runtime == kRuntimeCrun) {
+    checks.push_back({"runtime", "fail", "podman's service uses crun, which refuses a cgroups v1+v2 hybrid host",
                       "restart the service with `podman --runtime runc system service ...` or set [engine] runtime "
-                      "in containers.conf (the create request cannot choose it)"});
+                      "= \"runc\" in containers.conf (the create request cannot choose it)"});
+  } else if (config.engine.runtime == kRuntimeRunsc) {
+    checks.push_back({"runtime", "ok", "podman's service uses " + runtime + " (the planner's; sandboxes on runsc's own)", ""});
+  } else {
+    const auto chosen = choose_sandbox_runtime(config.engine.runtime_explicit ? config.engine.runtime : "", runtime,
+                                               *socket);
+    checks.push_back({"runtime", chosen ? "ok" : "fail",
+                      chosen ? "podman's service uses " + runtime + ": sandboxes run under it" : chosen.error().message,
+                      ""});
+  }
+  if (facts) {
+    const bool cgroupfs = facts->cgroup_manager == "cgroupfs";
+    checks.push_back({"cgroup manager", cgroupfs ? "ok" : "warn",
+                      cgroupfs ? "cgroupfs: each run's cpu, memory and pids figures are read from its own cgroup"
+                               : "'" + facts->cgroup_manager + "': the limits hold, but a run's resources (cpu_ms, "
+                                 "memory and pids peaks) are not read under it",
+                      ""});
   }
   {
     Config gvisor = config;
@@ -114,7 +133,8 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
     Status st = sock ? ok_status() : Status(sock.error());
     if (sock) {
       PodmanClient runsc(*sock);
-      st = check_engine_runtime(runsc, "runsc", default_run_store());
+      auto chosen = check_engine_runtime(runsc, "runsc", facts_store);
+      if (!chosen) st = chosen.error();
     }
     const bool needed = config.engine.runtime == "runsc";
     checks.push_back({"runsc", st ? "ok" : needed ? "fail" : "warn",

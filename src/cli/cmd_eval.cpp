@@ -184,12 +184,12 @@ int cmd_eval(const std::vector<std::string>& args) {
   auto config = load_config_or_default(opt.config);
   if (!config) return fail(config.error());
   if (opt.accept_weaker) config->engine.accept_weaker_policy = true;
-  if (config->engine.runtime != kRuntimeRunc) {
+  if (config->engine.runtime == kRuntimeRunsc) {
     // One podman service runs every task; gVisor's is another (runtime_engine.h).
     // (Kubernetes takes its runtime from k8s.runtime_class.)
     return fail(usage_error("eval: the config's engine.runtime is '" + config->engine.runtime +
-                            "'; eval runs its sandboxes under runc only (use `test`/`run --runtime runsc` "
-                            "for gVisor, or set engine.runtime: runc)"));
+                            "'; eval runs its sandboxes on the podman service's own runtime, runc or crun, only "
+                            "(use `test`/`run --runtime runsc` for gVisor, or drop engine.runtime)"));
   }
   auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
   if (!parsed) return fail(parsed.error());

@@ -15,7 +15,7 @@ namespace lazyagent {
 
 ArgParser run_command_parser(RunOptions* opt) {
   ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
-              "           [--max-tokens T] [--rerun K] [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|runsc]\n"
+              "           [--max-tokens T] [--rerun K] [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|crun|runsc]\n"
               "           [--accept-weaker-policy] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl]\n"
               "           [--events-fd N] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
@@ -37,7 +37,7 @@ ArgParser run_command_parser(RunOptions* opt) {
   p.integer("--rerun", &opt->rerun, "K", "re-run a failing verdict up to K times to tell flaky tests", 0, 10);
   p.flag("--no-baseline", &opt->no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--report", &opt->report, "junit:PATH", "also write the last attempt's per-test results as JUnit XML to PATH");
-  p.option("--runtime", &opt->runtime, "RUNTIME", "the sandbox's runtime: runc or runsc (gVisor; the planner stays on runc); default: the config's engine.runtime");
+  p.option("--runtime", &opt->runtime, "RUNTIME", "the sandbox's runtime: runc, crun or runsc (gVisor; the planner stays on the podman service's own); default: the config's engine.runtime, else the service's runc or crun");
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &opt->backend);
   return p;

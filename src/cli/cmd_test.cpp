@@ -33,7 +33,7 @@ Result<std::string> check_patch_text_size(std::string text) {
 
 ArgParser test_command_parser(TestOptions* opt) {
   ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K]\n"
-              "            [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|runsc] [--accept-weaker-policy]\n"
+              "            [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|crun|runsc] [--accept-weaker-policy]\n"
               "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl] [--events-fd N] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
@@ -47,7 +47,7 @@ ArgParser test_command_parser(TestOptions* opt) {
   p.integer("--rerun", &opt->rerun, "K", "re-run a failing verdict up to K times to tell flaky tests (default: the config's repair.rerun)", 0, 10);
   p.flag("--no-baseline", &opt->no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--report", &opt->report, "junit:PATH", "also write the per-test results as JUnit XML to PATH");
-  p.option("--runtime", &opt->runtime, "RUNTIME", "runc or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime");
+  p.option("--runtime", &opt->runtime, "RUNTIME", "runc, crun or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime, else whichever of runc and crun the podman service runs");
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_backend_options(p, &opt->backend);
   return p;

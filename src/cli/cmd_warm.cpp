@@ -82,7 +82,7 @@ int cmd_warm(const std::vector<std::string>& args) {
   bool accept_weaker = false, as_json = false;
   BackendOptions backend;
   ArgParser p("warm", "[--seed DIR] [--allow PATH]... [--test-command CMD] [--count N] [--timeout S] [--config FILE]\n"
-              "            [--runtime runc|runsc] [--accept-weaker-policy] [--json]",
+              "            [--runtime runc|crun|runsc] [--accept-weaker-policy] [--json]",
               "Makes warm spares for the seed's sandboxes now: containers created with the policy,\n"
               "initialised and verified, whose private copy is filled by the next `test`, `run` or\n"
               "`eval` of the same seed (by its real path), config and image, whatever engine.warm\n"
@@ -94,7 +94,7 @@ int cmd_warm(const std::vector<std::string>& args) {
   add_project_options(p, &project);
   p.integer("--count", &count, "N", "spares to keep (default: the config's engine.warm, at least 1)", 1, 8);
   p.integer("--timeout", &timeout, "S", "the test deadline the spares are for (default: timeouts.test_seconds)", 1, 86400);
-  p.option("--runtime", &runtime, "RUNTIME", "runc or runsc; default: the config's engine.runtime");
+  p.option("--runtime", &runtime, "RUNTIME", "runc, crun or runsc; default: the config's engine.runtime, else the service's runc or crun");
   p.flag("--accept-weaker-policy", &accept_weaker, "as for `test`");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;

@@ -45,7 +45,7 @@ RuntimeGuarantees runtime_guarantees(const std::string& runtime, const std::vect
   g.runtime = runtime;
   for (const auto& item : policy_items()) {
     bool enforced = false;
-    if (runtime == kRuntimeRunc) enforced = true;
+    if (runtime == kRuntimeRunc || runtime == kRuntimeCrun) enforced = true;
     else if (runtime == kRuntimeRunsc) enforced = !contains(runsc_gaps(), item);
     else enforced = contains(orchestrator_items(), item);
     if (contains(host_gaps, item)) enforced = false;

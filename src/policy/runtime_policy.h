@@ -1,6 +1,9 @@
 // What each OCI runtime really enforces of the sandbox policy on this host.
 //
-// runc applies the whole policy. gVisor (runsc) runs here only with
+// runc applies the whole policy, and so does crun (the runtime podman runs by
+// default where users have it: the verifier, the isolation probe and the
+// limit tests pass under it in the Debian 13 VM, scripts/vm.sh). gVisor
+// (runsc) runs here only with
 // `--network=none --ignore-cgroups` (ARCHITECTURE section 5): its sandbox has
 // no cgroups, so the memory, pids and cpu limits podman writes into the OCI
 // spec are not enforced, and runsc ignores the spec's masked paths (its /proc
@@ -28,6 +31,7 @@
 namespace lazyagent {
 
 inline constexpr const char* kRuntimeRunc = "runc";
+inline constexpr const char* kRuntimeCrun = "crun";
 inline constexpr const char* kRuntimeRunsc = "runsc";
 
 struct RuntimeGuarantees {
@@ -41,7 +45,7 @@ struct RuntimeGuarantees {
 // masked_paths, env_allowlist, no_secrets, no_user_mounts, timeout, output_cap.
 const std::vector<std::string>& policy_items();
 
-// Which items `runtime` ("runc" or "runsc") enforces. An unknown runtime
+// Which items `runtime` ("runc", "crun" or "runsc") enforces. An unknown runtime
 // enforces nothing the engine does (only the orchestrator's own timeout and
 // output cap), so that a mistake never overstates the policy. `host_gaps`:
 // items the host's podman cannot enforce under any runtime

@@ -19,10 +19,12 @@ Config parsed(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("runc enforces every policy item", "[runtime_policy]") {
-  const auto g = runtime_guarantees("runc");
-  CHECK(g.enforced == policy_items());
-  CHECK(g.not_enforced.empty());
+TEST_CASE("runc and crun enforce every policy item", "[runtime_policy]") {
+  for (const char* runtime : {"runc", "crun"}) {
+    const auto g = runtime_guarantees(runtime);
+    CHECK(g.enforced == policy_items());
+    CHECK(g.not_enforced.empty());
+  }
 }
 
 TEST_CASE("runsc does not enforce memory, pids, cpu, masked paths or the id mapping", "[runtime_policy]") {
@@ -34,7 +36,7 @@ TEST_CASE("runsc does not enforce memory, pids, cpu, masked paths or the id mapp
 }
 
 TEST_CASE("an unknown runtime is credited with nothing the engine does", "[runtime_policy]") {
-  const auto g = runtime_guarantees("crun");
+  const auto g = runtime_guarantees("kata");
   CHECK(g.enforced == Strings{"timeout", "output_cap"});
   CHECK(g.not_enforced.size() == policy_items().size() - 2);
 }
@@ -95,5 +97,51 @@ TEST_CASE("each runtime has its own podman service", "[runtime_policy]") {
   auto bad = resolve_runtime_socket("runsc", e, "tcp://h:1", nullptr, 0, nullptr);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "LAZYAGENT_RUNSC_HOST=tcp://h:1: expected unix:///absolute/path");
-  CHECK_FALSE(resolve_runtime_socket("crun", e, nullptr, nullptr, 0, nullptr).ok());
+  // crun is the default service's, as runc is.
+  CHECK(*resolve_runtime_socket("crun", e, "unix:///x/runsc.sock", "unix:///y/p.sock", 0, nullptr) == "/y/p.sock");
+  auto unknown = resolve_runtime_socket("kata", e, nullptr, nullptr, 0, nullptr);
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().message == "unknown OCI runtime 'kata' (expected runc, crun or runsc)");
+}
+
+TEST_CASE("the sandbox runs under the service's runc or crun, a setting that disagrees is a config error", "[runtime_policy]") {
+  // Not set: whichever of the two the service runs.
+  CHECK(*choose_sandbox_runtime("", "crun", "/s.sock") == "crun");
+  CHECK(*choose_sandbox_runtime("", "runc", "/s.sock") == "runc");
+  CHECK(*choose_sandbox_runtime("crun", "crun", "/s.sock") == "crun");
+  CHECK(*choose_sandbox_runtime("runsc", "runsc", "/g.sock") == "runsc");
+  // Set to the other one: kUsage (exit 2, never retried), naming both and the fix.
+  auto other = choose_sandbox_runtime("runc", "crun", "/s.sock");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().kind == ErrorKind::kUsage);
+  CHECK(other.error().message.find("the podman service on /s.sock runs OCI runtime 'crun', not 'runc' "
+                                   "(engine.runtime or --runtime): drop the setting") == 0);
+  CHECK(other.error().message.find("started with --runtime runc") != std::string::npos);
+  // A runtime the policy is not verified under, set or not.
+  for (const char* requested : {"", "runc"}) {
+    auto kata = choose_sandbox_runtime(requested, "kata", "/s.sock");
+    REQUIRE_FALSE(kata.ok());
+    CHECK(kata.error().kind == ErrorKind::kUsage);
+    CHECK(kata.error().message.find("runs OCI runtime 'kata', which the sandbox policy is not verified under") !=
+          std::string::npos);
+  }
+  auto none = choose_sandbox_runtime("", "", "/s.sock");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message.find("runs OCI runtime '' (it names none)") != std::string::npos);
+  // runsc asked of a service that runs runc: its own service is another.
+  auto wrong = choose_sandbox_runtime("runsc", "runc", "/run/podman/podman.sock");
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().kind == ErrorKind::kUsage);
+  CHECK(wrong.error().message.find("not 'runsc': point LAZYAGENT_RUNSC_HOST or engine.runsc_socket") !=
+        std::string::npos);
+}
+
+TEST_CASE("engine.runtime takes crun, and marks the runtime as the user's choice", "[runtime_policy]") {
+  CHECK_FALSE(parsed("seed: s\n").engine.runtime_explicit);
+  const Config c = parsed("engine: {runtime: crun}\n");
+  CHECK(c.engine.runtime == "crun");
+  CHECK(c.engine.runtime_explicit);
+  auto bad = parse_config("engine: {runtime: kata}\n", "cfg.yaml", "/srv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "cfg.yaml: engine.runtime: expected 'runc', 'crun' or 'runsc', got 'kata'");
 }

@@ -306,20 +306,34 @@ void merge(ReapReport& into, ReapReport&& r) {
 PodmanEngine::PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner,
                            RunStore store, std::string runtime)
     : sandbox_(std::move(sandbox)), planner_(std::move(planner)), store_(std::move(store)),
-      runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())),
+      requested_runtime_(std::move(runtime)), host_(rootless_host_of(sandbox_->socket_path())),
       environments_(planner_client()) {}
 
-namespace {
-
-// Why a sandbox of `runtime` on a (rootless) service has no cgroup of its
-// own to read whatever the cgroup manager ("" when it may have one).
-std::string unmeasured_without_cgroup(const std::string& runtime, bool rootless) {
-  if (runtime != kRuntimeRunc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
-  if (rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
-  return "";
+const Result<ServiceFacts>& PodmanEngine::facts() const {
+  if (!facts_) facts_ = service_facts(*sandbox_, store_);
+  return *facts_;
 }
 
-}  // namespace
+std::string PodmanEngine::sandbox_runtime() const {
+  if (!runtime_.empty()) return runtime_;
+  if (requested_runtime_ == kRuntimeRunsc) return kRuntimeRunsc;
+  if (const auto& f = facts(); f) {
+    if (auto chosen = choose_sandbox_runtime(requested_runtime_, f->oci_runtime, sandbox_->socket_path())) return *chosen;
+  }
+  return requested_runtime_.empty() ? kRuntimeRunc : requested_runtime_;
+}
+
+std::string PodmanEngine::unmeasured_reason() const {
+  if (sandbox_runtime() == kRuntimeRunsc) return "gVisor (runsc --ignore-cgroups): the sandbox has no cgroup of its own to read";
+  if (host_.rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
+  const auto& f = facts();
+  const std::string manager = f ? f->cgroup_manager : "unknown";
+  if (manager != "cgroupfs") {
+    return "the podman service's cgroup manager is '" + manager +
+           "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
+  }
+  return "";
+}
 
 Status PodmanEngine::check_policy(const Config& config) const {
   if (auto st = check_policy_acceptable(config); !st) return st;
@@ -338,11 +352,13 @@ void PodmanEngine::adapt_policy(SandboxPolicy* policy) const {
 }
 
 json PodmanEngine::policy_json(const SandboxPolicy& policy, const Config& config) const {
-  return effective_policy_json(policy, config.engine.runtime, config.engine.accept_weaker_policy);
+  return effective_policy_json(policy, sandbox_runtime(), config.engine.accept_weaker_policy);
 }
 
 Status PodmanEngine::check(const ProgressFn& progress) {
-  if (auto st = check_engine_runtime(*sandbox_, runtime_, store_); !st) return st;
+  auto runtime = check_engine_runtime(*sandbox_, requested_runtime_, store_);
+  if (!runtime) return runtime.error();
+  runtime_ = *runtime;
   if (planner_) {
     if (auto v = planner_->ping(); !v) return v.error();
   }
@@ -364,7 +380,8 @@ Result<std::string> PodmanEngine::image_digest(const std::string& image) { retur
 SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
   SpareRecipe r;
   r.policy = spec.policy;
-  r.runtime = spec.config->engine.runtime;
+  r.runtime = sandbox_runtime();
+  r.own_cgroup = unmeasured_reason().empty();
   r.command_for = spec.command_for;
   r.image_digest = spec.image_digest;
   r.scope = canonical_scope(spec.config->seed);
@@ -397,16 +414,11 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   // podman reads the seccomp profile from a path on its host at create.
   req.seccomp_profile_path = dir + "/seccomp.json";
   req.test_command = spec.config->test_command;
-  req.runtime = spec.config->engine.runtime;
+  req.runtime = sandbox_runtime();
   // The run's own cgroup parent (cgroup_usage.h): a path, which only the
   // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
-  std::string unmeasured = unmeasured_without_cgroup(req.runtime, host_.rootless);
-  if (unmeasured.empty() && cgroup_manager() != "cgroupfs") {
-    unmeasured = "the podman service's cgroup manager is '" + cgroup_manager() +
-                 "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
-  } else if (unmeasured.empty()) {
-    req.cgroup_parent = run_cgroup_parent(spec.run_id);
-  }
+  const std::string unmeasured = unmeasured_reason();
+  if (unmeasured.empty()) req.cgroup_parent = run_cgroup_parent(spec.run_id);
   if (!spec.session_copy.empty()) {
     req.seed_copy_path.clear();
     req.work_copy_path = spec.session_copy;
@@ -427,15 +439,6 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   return std::unique_ptr<Sandbox>(std::move(sandbox));
 }
 
-// Asked once per process, and then only when the service restarted (service_facts.h).
-const std::string& PodmanEngine::cgroup_manager() {
-  if (!cgroup_manager_) {
-    auto facts = service_facts(*sandbox_, store_);
-    cgroup_manager_ = facts ? facts->cgroup_manager : "unknown";
-  }
-  return *cgroup_manager_;
-}
-
 // A claimed spare, filled with this run's copy; nullptr when none matched.
 Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spec) {
   const SpareRecipe recipe = recipe_of(spec);
@@ -451,7 +454,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   req.name = spare.info.name;
   // A spare has its own cgroup parent under runc as root (warm_spares.cpp).
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output,
-                                                 unmeasured_without_cgroup(recipe.runtime, host_.rootless));
+                                                 unmeasured_reason());
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();

@@ -26,6 +26,7 @@
 #include "engine/podman/environment.h"
 #include "engine/podman/podman_client.h"
 #include "engine/podman/rootless_host.h"
+#include "engine/podman/service_facts.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/warm_pool.h"
 #include "store/run_store.h"
@@ -36,8 +37,10 @@ namespace lazyagent {
 // runc service (environment.h).
 class PodmanEngine : public Engine, public WarmPool {
  public:
-  // `planner` runs planners (nullptr: `sandbox` does); `runtime` is the
-  // sandbox service's OCI runtime ("runc" or "runsc").
+  // `planner` runs planners (nullptr: `sandbox` does); `runtime` the
+  // sandbox's OCI runtime as the user asked for it: "" for whatever the
+  // service runs (runc or crun), else "runc", "crun" or "runsc" exactly
+  // (runtime_engine.h).
   PodmanEngine(std::unique_ptr<PodmanClient> sandbox, std::unique_ptr<PodmanClient> planner, RunStore store,
                std::string runtime);
 
@@ -86,8 +89,15 @@ class PodmanEngine : public Engine, public WarmPool {
   Result<nlohmann::json> spares_json(std::time_t now) override;
 
  private:
-  // The sandbox service's cgroup manager ("cgroupfs", "systemd"), asked once.
-  const std::string& cgroup_manager();
+  // The sandbox service's facts (service_facts.h), asked once per process.
+  const Result<ServiceFacts>& facts() const;
+  // The runtime the sandboxes run under: check()'s answer, or before it the
+  // same choice made from the facts (policy_json() comes first).
+  std::string sandbox_runtime() const;
+  // Why a sandbox's resources are not read here ("" when they are: a run's
+  // own cgroup parent, cgroup_usage.h, which needs root, a runtime with
+  // cgroups and the cgroupfs manager).
+  std::string unmeasured_reason() const;
   SpareRecipe recipe_of(const SandboxSpec& spec) const;
   Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
 
@@ -97,8 +107,9 @@ class PodmanEngine : public Engine, public WarmPool {
   bool spares_left_ = false;
   std::vector<DeferredRemoval> deferred_;
   RunStore store_;
-  std::string runtime_;
-  std::optional<std::string> cgroup_manager_;
+  std::string requested_runtime_;
+  std::string runtime_;  // set by check()
+  mutable std::optional<Result<ServiceFacts>> facts_;
   RootlessHost host_;  // whose service the sandboxes run on (read once, cheaply)
   PodmanEnvironments environments_;
 };

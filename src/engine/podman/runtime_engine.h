@@ -4,7 +4,11 @@
 // podman 4.3.1 ignores `oci_runtime` in the libpod create request
 // (ARCHITECTURE section 5): the runtime is chosen where the service starts.
 // So each runtime has its own service, all sharing one image storage:
-//   runc   CONTAINER_HOST (unix:///path), else /run/podman/podman.sock (root)
+//   runc, crun
+//          CONTAINER_HOST (unix:///path), else /run/podman/podman.sock (root):
+//          the service the user has, whichever of the two it runs (crun on
+//          Fedora, RHEL, Ubuntu and Debian as installed; runc here). The
+//          policy holds the same under both (runtime_policy.h).
 //   runsc  $LAZYAGENT_RUNSC_HOST (unix:///path), else the config's
 //          engine.runsc_socket (default /run/podman/lazyagent-runsc.sock),
 //          started by scripts/setup.sh as
@@ -32,12 +36,19 @@ Result<std::string> resolve_runtime_socket(const std::string& runtime, const Eng
                                            const char* runsc_host, const char* container_host,
                                            unsigned uid, const char* xdg_runtime_dir);
 
-// Pings the service and reads its OCI runtime (info host.ociRuntime.name):
-// an error saying what to run when it does not answer, and (for runsc) an
-// error when it runs another runtime than `runtime`. For runc the runtime is
-// not asked here: the verifier refuses any container whose OCIRuntime is not
-// the one its result names, before it starts; runsc's answer is cached in the
-// store's state directory until the service restarts (service_facts.h).
-Status check_engine_runtime(PodmanClient& podman, const std::string& runtime, const RunStore& store);
+// Which runtime a sandbox runs under, given `requested` ("" = the default
+// service's own, runc or crun; else runc, crun or runsc, set by the user)
+// and what the service runs. A runtime the policy is not verified under, or
+// another than the one requested, is a configuration fact that no retry
+// changes: kUsage, naming the service, its runtime and the fix. Pure.
+Result<std::string> choose_sandbox_runtime(const std::string& requested, const std::string& service_runtime,
+                                           const std::string& socket);
+
+// Pings the service (an error saying what to run when it does not answer)
+// and reads its OCI runtime (info host.ociRuntime.name, cached until the
+// service restarts: service_facts.h), then choose_sandbox_runtime(). The
+// verifier still refuses any container whose OCIRuntime is not the one
+// returned, before it starts.
+Result<std::string> check_engine_runtime(PodmanClient& podman, const std::string& requested, const RunStore& store);
 
 }  // namespace lazyagent

@@ -137,8 +137,9 @@ SandboxRequest spare_request(const SpareRecipe& recipe, const std::string& dir, 
   req.runtime = recipe.runtime;
   // Its own cgroup parent, as a run's (cgroup_usage.h): the resources a run in
   // it used are read there. Named by the spare's directory, work/spare-<id>.
-  // A rootless service cannot make it (mkdir under /sys/fs/cgroup: EACCES).
-  if (req.runtime == kRuntimeRunc && !req.policy.userns.rootless) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
+  // A rootless service cannot make it (mkdir under /sys/fs/cgroup: EACCES),
+  // the systemd manager takes only a slice, gVisor has no cgroup.
+  if (recipe.own_cgroup) req.cgroup_parent = run_cgroup_parent(dir.substr(dir.rfind('/') + 1));
   return req;
 }
 

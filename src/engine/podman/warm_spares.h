@@ -60,6 +60,9 @@ inline constexpr const char* kSpareDirPrefix = "spare-";
 struct SpareRecipe {
   SandboxPolicy policy;
   std::string runtime = "runc";
+  // Its own cgroup parent, whose figures a run reads (root, cgroupfs manager,
+  // not gVisor: PodmanEngine::unmeasured_reason).
+  bool own_cgroup = true;
   // The command the sandbox runs for a report nonce (runner_driver.h).
   std::function<std::string(const std::string& nonce)> command_for;
   std::string image_digest;
