@@ -450,10 +450,10 @@ std::set<std::string> backticked(const std::string& text) {
   return out;
 }
 
-// README.md's "### Results": the fields its table lists (first column) and
+// docs/usage.md's "### Results": the fields its table lists (first column) and
 // the names in the paragraph on the error object.
 std::pair<std::set<std::string>, std::set<std::string>> readme_result_fields() {
-  const std::string readme = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/README.md");
+  const std::string readme = read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/docs/usage.md");
   const auto start = readme.find("\n### Results\n");
   REQUIRE(start != std::string::npos);
   const auto error_par = readme.find("\nWhen a command fails before it has a result", start);
@@ -470,7 +470,7 @@ std::pair<std::set<std::string>, std::set<std::string>> readme_result_fields() {
 
 }  // namespace
 
-TEST_CASE("the README's --json field table names every field a result and an error object carry", "[records][docs]") {
+TEST_CASE("docs/usage.md's --json field table names every field a result and an error object carry", "[records][docs]") {
   const auto [table, error_fields] = readme_result_fields();
   REQUIRE(table.count("tests_passed") == 1);  // the parser found the table
   TempDir state, d;
