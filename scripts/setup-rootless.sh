@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes an ordinary user ready to run lazyagent-oci on the user's own rootless
-# podman (README "Without root"). Run as root; idempotent.
+# podman (docs/rootless.md). Run as root; idempotent.
 #
 #   scripts/setup-rootless.sh [--storage vfs|overlay] USER
 #       subordinate ids (/etc/subuid, /etc/subgid) if USER has none;
@@ -21,7 +21,7 @@
 # (the kernel's native overlay inside the user namespace, kernel >= 5.13)
 # where the kernel has it, else vfs (what podman picks by itself here): vfs
 # copies the whole image for every container, which made a cold sandbox run
-# about 3x slower here (README "Without root").
+# about 3x slower here (docs/rootless.md, docs/performance.md).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -137,7 +137,7 @@ struct K8sConfig {
   // through the owner references, its ConfigMaps and NetworkPolicy): the
   // collection that does not rest on the CLI, for a run whose CLI was killed.
   std::int64_t ttl_seconds_after_finished = 3600;
-  // What isolates the sandbox pod's network (README "On your cluster"):
+  // What isolates the sandbox pod's network (docs/k8s-backend.md, "Isolation modes"):
   //   runtime-nonet  runtime_class has no network at all (the local
   //                  cluster's lazyagent-nonet): the probe demands only lo
   //   runtimeclass   runtime_class is the user's (gvisor, kata, ...), plus

@@ -2,7 +2,7 @@
 // options struct and parser (STYLE.md principle 10). Only this layer turns an
 // Error into an exit code, and only main() returns it.
 //
-// Exit codes (documented in README.md):
+// Exit codes (documented in docs/usage.md):
 //   0 tests passed (or the command succeeded)   1 tests failed
 //   2 usage or config error                     3 planner/provider error
 //   4 patch refused                             5 engine (podman) error

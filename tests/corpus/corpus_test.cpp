@@ -97,7 +97,7 @@ TEST_CASE("corpus: python-hashids (Python, pytest), decoding with the wrong base
 TEST_CASE("corpus: golang-github-google-uuid (Go, go test -v), Version reads the wrong nibble") {
   // The project's ordinary command: Go builds its test binaries under
   // $TMPDIR, which the sandbox points at an executable directory in /work
-  // (/tmp is noexec; README "Compiled languages"); its build cache goes to
+  // (/tmp is noexec; docs/test-runners.md "Compiled languages"); its build cache goes to
   // $HOME/.cache (HOME is /work). gcc: Go 1.19 builds runtime/cgo for a test
   // binary by default (golang-go recommends it; without it `go test` fails
   // with `cgo: C compiler "gcc" not found`).

@@ -1,7 +1,7 @@
 // Unified diffs, repositories as seeds, and the proven change out, through
 // the real CLI and the real podman service (issue 14):
 //   - a diff fix to a module over 12 KB passes with the caps raised as the
-//     README documents; the whole-file form of it is refused naming the cap;
+//     docs/patches.md documents; the whole-file form of it is refused naming the cap;
 //   - a diff that does not apply is refused (exit 4) naming file and hunk,
 //     and no container is made;
 //   - a git repository seed with an ignored 20,000-file directory reaches the

@@ -116,7 +116,7 @@ TEST_CASE("runsc: select() and posix_spawn() work as under runc, and the refused
     CHECK(out.find("CALL keyctl -1 1\n") != std::string::npos);
     CHECK(out.find("CALL mount -1 1\n") != std::string::npos);
     // Refused either way; this runsc answers every refusal EPERM, whatever
-    // errno the profile names (the README says so): io_uring's ENOSYS rule,
+    // errno the profile names (docs/gvisor.md says so): io_uring's ENOSYS rule,
     // and getpmsg, which no rule names (the default action, ENOSYS).
     const std::string enosys = runtime == "runc" ? "38" : "1";
     CHECK(out.find("CALL io_uring_setup -1 " + enosys + "\n") != std::string::npos);

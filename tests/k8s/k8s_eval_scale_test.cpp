@@ -2,7 +2,7 @@
 // predictions over a real project (PLY, ~1.5 MB through the registry) judged
 // by `eval --jobs 2` on podman and on the local cluster give the same
 // SWE-bench report, instance by instance; both wall times are printed (the
-// README's throughput figure comes from bench/eval_k8s_vs_podman.sh).
+// throughput figure in docs/performance.md comes from bench/eval_k8s_vs_podman.sh).
 #include "test_paths.h"
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

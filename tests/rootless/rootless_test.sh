@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lazyagent-oci as an ordinary user on the user's own rootless podman (README
-# "Without root", issue 29). Run as root by ctest (label rootless, podman lock):
+# lazyagent-oci as an ordinary user on the user's own rootless podman (docs/rootless.md,
+# issue 29). Run as root by ctest (label rootless, podman lock):
 #   tests/rootless/rootless_test.sh BINARY SOURCE_DIR
 # It creates a user (useradd -m), prepares it with scripts/setup-rootless.sh,
 # runs everything below as that user, and removes the user, its podman service,

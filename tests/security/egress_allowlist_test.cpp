@@ -258,7 +258,7 @@ TEST_CASE("egress allow-list: apt from the Debian mirror through the proxy, the 
   REQUIRE(!mirror.empty());
   REQUIRE(!ca.empty());
   // The registry over HTTPS, its certificate verified against the host's
-  // trust store, given to the set-up explicitly as an input (README,
+  // trust store, given to the set-up explicitly as an input (docs/environments.md,
   // Egress: a network whose middlebox re-signs TLS needs its CA there).
   EgressProject p("environment:\n"
                   "  setup: [\"apt-get update\", \"apt-get install -y --no-install-recommends hello\", \"hello\",\n"

@@ -1,4 +1,4 @@
-// The floors of src/ (README "Layout"): every #include "..." under src/ names a
+// The floors of src/ (docs/design.md "Layout"): every #include "..." under src/ names a
 // header on its own floor or one below. A file that reaches up (an engine that
 // includes the pipeline, a contract that includes the HTTP client) fails here,
 // named by file and line, before the cycle it starts grows.
@@ -63,7 +63,7 @@ std::vector<std::string> upward_includes(const fs::path& src) {
     const std::string rel = fs::relative(entry.path(), src).generic_string();
     const Floor* from = floor_of(rel);
     if (!from) {
-      problems.push_back(rel + ": on no floor (add its folder to kFloors and to README \"Layout\")");
+      problems.push_back(rel + ": on no floor (add its folder to kFloors and to docs/design.md \"Layout\")");
       continue;
     }
     std::ifstream in(entry.path());
@@ -117,7 +117,7 @@ TEST_CASE("floors: the check finds an include that points up, and one on no floo
   CHECK(problems[0] == "engine/podman/e.h:3: includes \"pipeline/p.h\", floor 8 (pipeline/) above its own floor 7 "
                        "(engine/podman/)");
   CHECK(problems[1] == "engine/podman/e.h:4: includes \"engine/k8s/k.h\", a sibling on floor 7 (engine/k8s/)");
-  CHECK(problems[2] == "stray/s.h: on no floor (add its folder to kFloors and to README \"Layout\")");
+  CHECK(problems[2] == "stray/s.h: on no floor (add its folder to kFloors and to docs/design.md \"Layout\")");
 }
 
 TEST_CASE("files: no source file under src/ is over 600 lines (split by concept, STYLE.md 3)") {

@@ -101,7 +101,7 @@ TEST_CASE("runner outputs: pytest -q is judged right (issue 15: it was 'no test 
 TEST_CASE("runner outputs: pytest -qq prints no summary, so it is no evidence", "[verdict][runners]") {
   // The decision: -qq's passing output is only the progress line
   // "....sxX..  [100%]"; progress letters are not a report. The verdict says
-  // there was none, and the README says to use -q (or a JUnit report).
+  // there was none, and docs/test-runners.md says to use -q (or a JUnit report).
   const Verdict v = judged("pytest-qq-pass.txt");
   CHECK_FALSE(v.passed);
   CHECK(v.reason == "no test report: the test command exited 0 but no test runner reported results");
