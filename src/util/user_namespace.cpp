@@ -26,6 +26,8 @@ namespace lazyagent {
 namespace {
 
 constexpr std::size_t kMaxProgramStderr = 4096;
+// Beyond max_answer: the frames and an error's message, whatever the value's cap.
+constexpr std::size_t kAnswerSlack = 64 * 1024;
 
 std::string read_text_file(const char* path) {
   std::ifstream f(path);
@@ -256,7 +258,7 @@ Result<std::string> run_in_user_namespace(const UserNsMap& map, const std::funct
     if (auto st = run_program(argv); !st) {
       Error e = st.error();
       if (e.kind == ErrorKind::kUsage) {
-        e.message += " (package uidmap, which rootless podman needs as well: apt-get install uidmap)";
+        e.message += ": it comes with package uidmap, which rootless podman needs as well (apt-get install uidmap)";
       } else {
         e = usage_error("mapping " + map.who + "'s ids into a user namespace: " + e.message + ": " + h.file +
                         " must give " + map.who +
@@ -268,12 +270,14 @@ Result<std::string> run_in_user_namespace(const UserNsMap& map, const std::funct
   if (!write_all(go.fd[1], "g", 1)) return fail(engine_error("the user namespace's child ended before it was mapped"));
   go.close_end(1);
   bool over = false;
-  const std::string bytes = read_to_end(answer.fd[0], max_answer + 64, &over);
+  const std::string bytes = read_to_end(answer.fd[0], max_answer + kAnswerSlack, &over);
   if (over) ::kill(child, SIGKILL);
   answer.close_end(0);
   const int status = wait_for(child);
-  if (over) return engine_error("the answer from the user namespace is larger than " + std::to_string(max_answer) + " bytes");
   auto decoded = decode_child_answer(bytes);
+  if (over || (decoded && decoded->size() > max_answer)) {
+    return engine_error("the answer from the user namespace is larger than " + std::to_string(max_answer) + " bytes");
+  }
   if (!decoded && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
     return engine_error("the user namespace's child " +
                         (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))

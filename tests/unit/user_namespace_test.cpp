@@ -113,6 +113,11 @@ TEST_CASE("a function runs in a new user namespace mapped by newuidmap and hands
   auto large = run_in_user_namespace(own, []() -> Result<std::string> { return std::string(1 << 20, 'x'); }, 1000);
   REQUIRE_FALSE(large);
   CHECK(large.error().message == "the answer from the user namespace is larger than 1000 bytes");
+  auto just_over = run_in_user_namespace(own, []() -> Result<std::string> { return std::string(1001, 'x'); }, 1000);
+  CHECK_FALSE(just_over);
+  auto long_error = run_in_user_namespace(  // an error's message is not held to the value's cap
+      own, []() -> Result<std::string> { return usage_error(std::string(2000, 'e')); }, 0);
+  CHECK(long_error.error().message == std::string(2000, 'e'));
 
   // Ids /etc/subuid does not give this process: newuidmap refuses, the fix named.
   UserNsMap foreign = own;
