@@ -196,11 +196,16 @@ TEST_CASE("a session expires when idle past its TTL or older than its maximum ag
   r.max_files = 2048;
   r.uncapped = "why not";
   r.accept_weaker_policy = true;
+  r.rootless = true;
   auto back = session_from_json(session_to_json(r));
   REQUIRE(back.ok());
   CHECK(session_to_json(*back) == session_to_json(r));
   CHECK(back->disk_bytes == 64 << 20);
   CHECK(back->accept_weaker_policy);
+  CHECK(back->rootless);
+  nlohmann::json older = session_to_json(r);  // a record from before `rootless`: root's
+  older.erase("rootless");
+  CHECK_FALSE(session_from_json(older)->rootless);
   CHECK(is_session_id(new_session_id()));
   CHECK_FALSE(is_session_id("r-20261205-000000-abcdef"));
   CHECK_FALSE(is_session_id("s-../../etc"));
