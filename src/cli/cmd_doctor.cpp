@@ -18,6 +18,7 @@
 #include "engine/podman/rootless_host.h"
 #include "policy/sandbox_policy.h"
 #include "engine/podman/runtime_engine.h"
+#include "engine/podman/cgroup_usage.h"
 #include "engine/podman/service_facts.h"
 #include "policy/runtime_policy.h"
 #include "util/terminal_text.h"
@@ -120,8 +121,10 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
   }
   if (facts) {
     const bool cgroupfs = facts->cgroup_manager == "cgroupfs";
-    checks.push_back({"cgroup manager", cgroupfs ? "ok" : "warn",
+    const bool scopes = facts->cgroup_manager == "systemd" && cgroup_layout("/sys/fs/cgroup") == "v2";
+    checks.push_back({"cgroup manager", cgroupfs || scopes ? "ok" : "warn",
                       cgroupfs ? "cgroupfs: each run's cpu, memory and pids figures are read from its own cgroup"
+                      : scopes ? "systemd on cgroup v2: each run's figures are read from its scope while it runs"
                                : "'" + facts->cgroup_manager + "': the limits hold, but a run's resources (cpu_ms, "
                                  "memory and pids peaks) are not read under it",
                       ""});

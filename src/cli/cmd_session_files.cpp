@@ -19,7 +19,7 @@ Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store
   auto held = hold_session(s.record.id, s.engine.get(), store);
   if (!held) return held.error();
   const auto cap = static_cast<std::size_t>(s.config.limits.work_tmpfs_mib) << 20;
-  auto d = diff_copy(store.base_dir(s.record.id), store.work_dir(s.record.id), s.config, cap);
+  auto d = diff_session_copy(held->record, store, s.config, cap);
   if (!d) return d.error().context("session " + s.record.id);
   return d;
 }
@@ -94,8 +94,7 @@ int session_write(const std::vector<std::string>& args) {
   const SessionStore sessions(store);
   auto held = hold_session(id, s->engine.get(), sessions);
   if (!held) return report_error(held.error(), as_json);
-  const long owner = held->record.host_id;
-  if (auto st = write_copy_file(sessions.work_dir(id), path, *content, owner, owner); !st) {
+  if (auto st = write_session_file(held->record, sessions, path, *content); !st) {
     return report_error(st.error().context("session " + id), as_json);
   }
   if (as_json) {
@@ -119,7 +118,7 @@ int session_read(const std::vector<std::string>& args) {
   const SessionStore sessions(store);
   auto held = hold_session(id, nullptr, sessions);
   if (!held) return report_error(held.error(), as_json);
-  auto content = read_copy_file(sessions.work_dir(id), path, kSessionFileBytes);
+  auto content = read_session_file(held->record, sessions, path, kSessionFileBytes);
   if (!content) return report_error(content.error().context("session " + id), as_json);
   if (as_json) {
     std::cout << json{{"session_id", id}, {"path", path}, {"bytes", content->size()}, {"content", to_valid_utf8(*content)}}.dump(2)

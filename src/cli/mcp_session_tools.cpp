@@ -116,8 +116,7 @@ Result<json> mcp_session_write(const SessionToolSetup& s, const json& args) {
   const SessionStore sessions(default_run_store());
   auto held = hold_session(ctx->record.id, ctx->engine.get(), sessions);
   if (!held) return held.error();
-  const long owner = held->record.host_id;
-  if (auto st = write_copy_file(sessions.work_dir(ctx->record.id), v[0], v[1], owner, owner); !st) {
+  if (auto st = write_session_file(held->record, sessions, v[0], v[1]); !st) {
     return st.error().context("session_write_file");
   }
   return json{{"session_id", ctx->record.id}, {"path", v[0]}, {"bytes", v[1].size()}};
@@ -130,7 +129,7 @@ Result<json> mcp_session_read(const SessionToolSetup& s, const json& args) {
   const SessionStore sessions(default_run_store());
   auto held = hold_session(ctx->record.id, nullptr, sessions);
   if (!held) return held.error();
-  auto content = read_copy_file(sessions.work_dir(ctx->record.id), v[0], kSessionFileBytes);
+  auto content = read_session_file(held->record, sessions, v[0], kSessionFileBytes);
   if (!content) return content.error().context("session_read_file");
   return json{{"session_id", ctx->record.id}, {"path", v[0]}, {"bytes", content->size()}, {"content", to_valid_utf8(*content)}};
 }

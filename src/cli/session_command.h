@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "pipeline/run_result.h"
 #include "pipeline/session.h"
+#include "pipeline/session_copy.h"
 #include "pipeline/session_files.h"
 
 namespace lazyagent {

@@ -7,6 +7,7 @@
 
 #include "util/interrupt.h"
 #include "contract/seed_snapshot.h"
+#include "pipeline/session_copy.h"
 #include "policy/isolation_probe.h"
 #include "policy/sandbox_policy.h"
 #include "util/capped_dir.h"
@@ -183,6 +184,7 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
   SandboxPolicy policy = policy_from_config(open.config, open.config.timeouts.test_seconds);
   engine.adapt_policy(&policy);
   rec.host_id = policy.userns.enabled ? policy.userns.host_id : -1;
+  rec.rootless = policy.userns.enabled && policy.userns.rootless;
   rec.accept_weaker_policy = open.config.engine.accept_weaker_policy;
   // The working copy's cap, or why there is none (refused unless accepted).
   const std::string uncapped = capped_dir_unsupported_reason();
@@ -217,10 +219,8 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
       }
     }
     if (auto st = write_seed_copy(*seed, {}, store.work_dir(rec.id)); !st) return st;
-    // The sandbox's root owns the working copy (it writes there); base/ stays host root's.
-    if (rec.host_id >= 0) {
-      if (auto st = chown_tree(store.work_dir(rec.id), rec.host_id, rec.host_id); !st) return st;
-    }
+    // The sandbox's root owns the working copy (it writes there); base/ stays ours.
+    if (auto st = give_copy_to_sandbox(rec, store); !st) return st;
     return store.save(rec);
   }();
   if (!made) {

@@ -14,6 +14,7 @@
 #include "contract/diff_write.h"
 #include "contract/patch_format.h"
 #include "contract/seed_snapshot.h"
+#include "util/byte_frames.h"
 #include "util/git_process.h"
 
 namespace lazyagent {
@@ -202,8 +203,8 @@ Status leave_out_ignored(const Config& config, std::vector<TextChange>* changes,
 
 }  // namespace
 
-Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
-                           std::size_t max_bytes) {
+Result<CopyChanges> read_copy_changes(const std::string& base, const std::string& work, const Config& config,
+                                      std::size_t max_bytes) {
   SeedConfig read;  // a plain directory walk: git never runs in a copy a sandbox wrote
   read.source = "directory";
   read.exclude = config.seed_options.exclude;
@@ -215,10 +216,10 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
   auto after = snapshot_seed_source(work, read);
   if (!after) return after.error().context("reading the working copy");
 
-  CopyDiff out;
+  CopyChanges out;
   std::map<std::string, const SeedEntry*> old_entries;
   for (const auto& e : before->entries) old_entries[e.path] = &e;
-  std::vector<TextChange> changes;
+  std::vector<TextChange>& changes = out.changes;
   auto content = [&](const SeedSnapshot& s, const SeedEntry& e) { return read_seed_file(s, e, max_bytes); };
   auto link_finding = [&](const std::string& path, const std::string& what) {
     out.findings.push_back({"symlink", path, "the working copy has " + what + " at " + display_path(path) +
@@ -269,14 +270,75 @@ Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, con
       changes.push_back({path, FileOp::kDelete, std::move(*was), "", 0100000u | (old->mode & 0111 ? 0755u : 0644u), 0});
     }
   }
-  if (auto st = leave_out_ignored(config, &changes, &out.ignored); !st) return st.error();
-  for (const auto& c : changes) out.changed_paths.push_back(c.path);
-  out.diff = write_unified_diff(changes);
+  return out;
+}
+
+Result<CopyDiff> judge_copy_changes(CopyChanges changes, const Config& config) {
+  CopyDiff out;
+  out.findings = std::move(changes.findings);
+  if (auto st = leave_out_ignored(config, &changes.changes, &out.ignored); !st) return st.error();
+  for (const auto& c : changes.changes) out.changed_paths.push_back(c.path);
+  out.diff = write_unified_diff(changes.changes);
   if (!out.diff.empty()) {
     PatchCheck check = check_patch_text(out.diff, contract_limits(config));
     out.findings.insert(out.findings.end(), check.findings.begin(), check.findings.end());
   }
   return out;
+}
+
+Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
+                           std::size_t max_bytes) {
+  auto changes = read_copy_changes(base, work, config, max_bytes);
+  if (!changes) return changes.error();
+  return judge_copy_changes(std::move(*changes), config);
+}
+
+std::string encode_copy_changes(const CopyChanges& c) {
+  std::string out;
+  append_frame(&out, static_cast<std::uint64_t>(c.changes.size()));
+  for (const auto& t : c.changes) {
+    append_frame(&out, t.path);
+    append_frame(&out, static_cast<std::uint64_t>(t.op));
+    append_frame(&out, t.old_content);
+    append_frame(&out, t.new_content);
+    append_frame(&out, static_cast<std::uint64_t>(t.old_mode));
+    append_frame(&out, static_cast<std::uint64_t>(t.new_mode));
+  }
+  append_frame(&out, static_cast<std::uint64_t>(c.findings.size()));
+  for (const auto& f : c.findings) {
+    append_frame(&out, f.code);
+    append_frame(&out, f.path);
+    append_frame(&out, f.message);
+    append_frame(&out, static_cast<std::uint64_t>(f.line));
+  }
+  return out;
+}
+
+Result<CopyChanges> decode_copy_changes(const std::string& bytes) {
+  FrameReader in(bytes);
+  CopyChanges c;
+  std::uint64_t changes = 0, findings = 0;
+  bool ok = in.next(&changes);
+  for (std::uint64_t i = 0; ok && i < changes; ++i) {
+    TextChange t;
+    std::uint64_t op = 0, old_mode = 0, new_mode = 0;
+    ok = in.next(&t.path) && in.next(&op) && in.next(&t.old_content) && in.next(&t.new_content) &&
+         in.next(&old_mode) && in.next(&new_mode) && op <= static_cast<std::uint64_t>(FileOp::kDelete);
+    t.op = static_cast<FileOp>(op);
+    t.old_mode = static_cast<unsigned>(old_mode);
+    t.new_mode = static_cast<unsigned>(new_mode);
+    c.changes.push_back(std::move(t));
+  }
+  ok = ok && in.next(&findings);
+  for (std::uint64_t i = 0; ok && i < findings; ++i) {
+    Finding f;
+    std::uint64_t line = 0;
+    ok = in.next(&f.code) && in.next(&f.path) && in.next(&f.message) && in.next(&line);
+    f.line = static_cast<std::size_t>(line);
+    c.findings.push_back(std::move(f));
+  }
+  if (!ok || !in.at_end()) return engine_error("the working copy's changes came back malformed");
+  return c;
 }
 
 }  // namespace lazyagent

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "config.h"
+#include "contract/diff_write.h"
 #include "contract/patch_contract.h"
 #include "util/result.h"
 
@@ -51,6 +52,14 @@ struct CopyDiff {
   std::vector<std::string> ignored;    // new files the seed's repository ignores: left out
 };
 
+// What the working copy changed, as read (diff_copy's first half, which
+// reads the copy; the second, judge_copy_changes, reads only the user's
+// repository): the changed files and what a patch cannot carry (links).
+struct CopyChanges {
+  std::vector<TextChange> changes;
+  std::vector<Finding> findings;
+};
+
 // The working copy `work` against `base`, each read with at most
 // `max_bytes` of file content (a 1 GiB sparse file is refused, not read).
 // The config's seed.exclude leaves paths out, as it does of the seed; when the
@@ -59,5 +68,17 @@ struct CopyDiff {
 // user's repository, never of the copy's .gitignore (the sandbox wrote it).
 Result<CopyDiff> diff_copy(const std::string& base, const std::string& work, const Config& config,
                            std::size_t max_bytes);
+
+// diff_copy in two halves: the copy read (in the user's namespace when the
+// session is rootless: session_copy.h), then judged by the seed's ignore
+// rules and the patch contract.
+Result<CopyChanges> read_copy_changes(const std::string& base, const std::string& work, const Config& config,
+                                      std::size_t max_bytes);
+Result<CopyDiff> judge_copy_changes(CopyChanges changes, const Config& config);
+
+// CopyChanges as bytes and back (byte_frames.h): how a child process hands
+// them over. Pure; a malformed input is an error, never a partial value.
+std::string encode_copy_changes(const CopyChanges& c);
+Result<CopyChanges> decode_copy_changes(const std::string& bytes);
 
 }  // namespace lazyagent

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "contract/seed_snapshot.h"
+#include "pipeline/session_copy.h"
 #include "store/ownership.h"
 #include "util/capped_dir.h"
 
@@ -40,7 +41,8 @@ json session_to_json(const SessionRecord& r) {
               {"execs", r.execs},           {"host_id", r.host_id},
               {"pending_exec", r.pending_exec},
               {"disk_bytes", r.disk_bytes},  {"max_files", r.max_files},
-              {"uncapped", r.uncapped},      {"accept_weaker_policy", r.accept_weaker_policy}};
+              {"uncapped", r.uncapped},      {"accept_weaker_policy", r.accept_weaker_policy},
+              {"rootless", r.rootless}};
 }
 
 Result<SessionRecord> session_from_json(const json& j) {
@@ -63,6 +65,7 @@ Result<SessionRecord> session_from_json(const json& j) {
     r.max_files = j.value("max_files", std::int64_t{0});
     r.uncapped = j.value("uncapped", "");
     r.accept_weaker_policy = j.value("accept_weaker_policy", false);
+    r.rootless = j.value("rootless", false);
     return r;
   } catch (const json::exception& e) {
     return engine_error(std::string("a session record is malformed: ") + e.what());
@@ -162,7 +165,7 @@ Status SessionStore::mount_work(const SessionRecord& r) const {
 Status SessionStore::remove(const std::string& id) const {
   if (!is_session_id(id)) return usage_error("'" + id + "' is not a session id");
   if (auto st = unmount_capped_dir(work_dir(id)); !st) return st.error().context("closing session " + id);
-  return remove_tree(session_dir(id));
+  return remove_session_files(session_dir(id));
 }
 
 std::string new_session_id() { return "s-" + new_run_id().substr(2); }

@@ -9,7 +9,9 @@
 //   sessions/<id>/base/         the seed as it was at open (write_seed_copy),
 //                               never mounted: what `diff` compares against
 //   sessions/<id>/work/         the working copy, owned by the sandbox's
-//                               mapped root, bind-mounted read-write at /work
+//                               mapped root (rootless: a subordinate id of
+//                               the user's, reached as session_copy.h says),
+//                               bind-mounted read-write at /work
 //                               into each command's container and nowhere else;
 //                               the mount point of work.img when capped
 //   sessions/<id>/work.img      the working copy's size-capped filesystem
@@ -46,7 +48,11 @@ struct SessionRecord {
   std::int64_t idle_ttl_seconds = 0;  // sessions.* of the config at open
   std::int64_t max_age_seconds = 0;
   std::int64_t execs = 0;    // commands run so far
-  std::int64_t host_id = 0;  // the sandbox's mapped root on the host (owns work/)
+  std::int64_t host_id = 0;  // the sandbox's mapped root (owns work/): a host id, or rootless the service's id
+  // The user's own rootless podman: host_id is an id of its user namespace
+  // (1: the user's first subordinate id), and the copy is reached inside
+  // the user's namespace (session_copy.h).
+  bool rootless = false;
   // The working copy's cap: bytes and files its filesystem holds (0: not
   // capped, and `uncapped` says why: accepted with --accept-weaker-policy).
   std::int64_t disk_bytes = 0;
@@ -109,7 +115,8 @@ class SessionStore {
   // reboot); nothing for an uncapped session.
   Status mount_work(const SessionRecord& r) const;
   // Unmounts the working copy's filesystem (if mounted), then removes
-  // sessions/<id>/ without following a link (missing is fine).
+  // sessions/<id>/ without following a link (missing is fine), what a
+  // rootless sandbox wrote included (session_copy.h).
   Status remove(const std::string& id) const;
 
  private:

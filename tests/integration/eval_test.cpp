@@ -247,7 +247,7 @@ TEST_CASE("eval: a task file with bad lines is refused whole, each line named", 
   const std::string cfg = dir.file("runsc.yaml", "engine:\n  runtime: runsc\n");
   CliResult runsc = run_cli({state.path()}, {"eval", tasks, "--config", cfg});
   CHECK(runsc.exit_code == 2);
-  CHECK(runsc.err.find("eval runs its sandboxes under runc only") != std::string::npos);
+  CHECK(runsc.err.find("eval runs its sandboxes on the podman service's own runtime, runc or crun, only") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
 }
 

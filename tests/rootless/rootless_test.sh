@@ -43,6 +43,11 @@
 #   reap         a run killed (-9) mid-test: its container removed, its
 #                record closed; an unclaimed spare removed
 #   mcp          one tools/call test_patch over stdio proves the fix
+#   session      open (the copy given to the first subordinate id inside the
+#                user's namespace), exec writing a 0600 file in a new 0700
+#                directory, diff and read it back, close: no session
+#                directory, no file of another id in the state dir, no
+#                container or process of the sandbox left
 #   leftovers    no container left in the user's podman
 set -uo pipefail
 
@@ -368,6 +373,36 @@ check "mcp: tools/call test_patch over stdio proves the fix as the user" "$([ $r
 import json,sys
 m=[json.loads(l) for l in open('$WORK/mcp.out')]; r=[x for x in m if x.get('id')==2][0]['result']
 sys.exit(0 if not r.get('isError') and r['structuredContent']['status']=='passed' else 1)"; echo $?)" "rc=$rc $(tail -3 "$WORK/mcp.err") $(head -c 600 "$WORK/mcp.out")"
+
+# ---- session: open, exec, diff, read, close ----
+# The working copy is the sandbox root's (subordinate id $SUB_START), which
+# the user cannot chown to, and the command below writes a 0600 file in a
+# 0700 directory, which the user can neither read nor remove: open, diff,
+# read and close each work only inside the user's namespace (session_copy.h).
+SESSION_T0="$(date +%s%N)"
+as_user lazyagent-oci session open --config config/lazyagent.yaml --accept-weaker-policy --json >"$WORK/session-open.json" 2>"$WORK/session-open.err"
+rc=$?
+SESSION="$(python3 -c "import json; print(json.load(open('$WORK/session-open.json'))['session_id'])" 2>/dev/null)"
+SESSION_DIR="$USER_HOME/.local/state/lazyagent-oci/sessions/${SESSION:-none}"
+check "session open as the user: its working copy given to the sandbox's root, subordinate id $SUB_START" "$([ $rc -eq 0 ] && [ -n "$SESSION" ] && [ "$(stat -c %u:%g "$SESSION_DIR/work/calculator.py")" = "$SUB_START:$(grep "^$USER_NAME:" /etc/subgid | cut -d: -f2)" ] && grep -q '"rootless": true' "$WORK/session-open.json"; echo $?)" "rc=$rc $(cat "$WORK/session-open.err")"
+as_user lazyagent-oci session exec "$SESSION" --json -- sh -c \
+  "umask 077 && mkdir -p notes/deep && echo 'note $MARK' >notes/deep/private.txt && sed -i '0,/return a - b/s//return a + b/' calculator.py" \
+  >"$WORK/session-exec.json" 2>"$WORK/session-exec.err"
+rc=$?
+check "session exec: the sandbox wrote a 0600 file in a new 0700 directory, as subordinate id $SUB_START" "$([ $rc -eq 0 ] && [ "$(stat -c %u:%a "$SESSION_DIR/work/notes")" = "$SUB_START:700" ] && [ "$(stat -c %u:%a "$SESSION_DIR/work/notes/deep/private.txt")" = "$SUB_START:600" ]; echo $?)" "rc=$rc $(cat "$WORK/session-exec.err" "$WORK/session-exec.json")"
+as_user lazyagent-oci session diff "$SESSION" --json >"$WORK/session-diff.json" 2>"$WORK/session-diff.err"
+check "session diff reads the change back: the fix and the new file" "$(python3 -c "
+import json,sys; d=json.load(open('$WORK/session-diff.json'))
+ok = d['changed_paths']==['calculator.py','notes/deep/private.txt'] and '+    return a + b' in d['diff'] and '+note $MARK' in d['diff']
+sys.exit(0 if ok else 1)"; echo $?)" "$(cat "$WORK/session-diff.err" "$WORK/session-diff.json")"
+SESSION_READ="$(as_user lazyagent-oci session read "$SESSION" notes/deep/private.txt 2>"$WORK/session-read.err")"
+check "session read returns the sandbox's 0600 file" "$([ "$SESSION_READ" = "note $MARK" ]; echo $?)" "'$SESSION_READ' $(cat "$WORK/session-read.err")"
+as_user lazyagent-oci session close "$SESSION" --json >"$WORK/session-close.json" 2>"$WORK/session-close.err"
+rc=$?
+FOREIGN="$(find "$USER_HOME/.local/state/lazyagent-oci" ! -uid "$USER_UID" 2>/dev/null | head -n 3)"
+# (No container either: the leftovers check below counts the user's.)
+check "session close leaves nothing: no session directory, no file of another id in the state dir, no sandbox process" "$([ $rc -eq 0 ] && [ ! -e "$SESSION_DIR" ] && [ -z "$FOREIGN" ] && ! ps -u "$SUB_START" -o pid= >/dev/null; echo $?)" "rc=$rc $(cat "$WORK/session-close.err") left: $FOREIGN $(ls -la "$SESSION_DIR" 2>&1 | head -5) $(ps -u "$SUB_START" -o pid=,args= 2>/dev/null)"
+echo "     session step: $(( ($(date +%s%N) - SESSION_T0) / 1000000 )) ms"
 
 # ---- leftovers ----
 check "no container left in the user's podman" "$([ "$(containers)" -eq 0 ]; echo $?)" "$(as_user podman ps -a)"

@@ -253,8 +253,8 @@ TEST_CASE("secret names, runtime and allow paths are checked", "[config]") {
   CHECK(error_of("provider: {secrets: {model: 1MODEL}}") ==
         "cfg.yaml: provider.secrets.model: expected a secret name matching [A-Za-z_][A-Za-z0-9_]*, "
         "got '1MODEL'");
-  CHECK(error_of("engine: {runtime: crun}") ==
-        "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'");
+  CHECK(error_of("engine: {runtime: kata}") ==
+        "cfg.yaml: engine.runtime: expected 'runc', 'crun' or 'runsc', got 'kata'");
   CHECK(error_of("allow: []") ==
         "cfg.yaml: allow: expected a non-empty list of relative paths, got an empty list");
   CHECK(error_of("allow: calculator.py") ==
@@ -269,10 +269,10 @@ TEST_CASE("secret names, runtime and allow paths are checked", "[config]") {
 }
 
 TEST_CASE("all errors are reported, one per line", "[config]") {
-  CHECK(error_of("limits: {memory_mib: lots, pids: 0}\nengine: {runtime: crun}\nextra: 1\n") ==
+  CHECK(error_of("limits: {memory_mib: lots, pids: 0}\nengine: {runtime: kata}\nextra: 1\n") ==
         "cfg.yaml: limits.memory_mib: expected a positive integer, got 'lots'\n"
         "cfg.yaml: limits.pids: must be between 1 and 65536, got 0\n"
-        "cfg.yaml: engine.runtime: expected 'runc' or 'runsc', got 'crun'\n"
+        "cfg.yaml: engine.runtime: expected 'runc', 'crun' or 'runsc', got 'kata'\n"
         "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
         "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions)");

@@ -141,6 +141,47 @@ TEST_CASE("diff_copy writes the change as a diff the contract judges, and refuse
   CHECK(big.error().message.find("reading the working copy") == 0);
 }
 
+TEST_CASE("a working copy's changes come back from the user's namespace byte for byte, or not at all", "[session]") {
+  Tree base, work;
+  base.file("calculator.py", "def add(a, b):\n    return a - b\n");
+  base.file("gone.py", "x = 1\n");
+  work.file("calculator.py", "def add(a, b):\n    return a + b\n");
+  work.file("new.py", std::string("bin\0ary\xff\n", 9));
+  fs::create_symlink("/etc/passwd", work.root + "/link.py");
+  ::chmod((work.root + "/new.py").c_str(), 0755);
+  auto read = read_copy_changes(base.root, work.root, demo_config(), 1 << 20);
+  REQUIRE(read.ok());
+  REQUIRE(read->changes.size() == 3);
+  REQUIRE(read->findings.size() == 1);
+  const std::string bytes = encode_copy_changes(*read);
+  auto back = decode_copy_changes(bytes);
+  REQUIRE(back.ok());
+  REQUIRE(back->changes.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const TextChange &a = read->changes[i], &b = back->changes[i];
+    CHECK((a.path == b.path && a.op == b.op && a.old_content == b.old_content && a.new_content == b.new_content &&
+           a.old_mode == b.old_mode && a.new_mode == b.new_mode));
+  }
+  CHECK(back->changes[1].new_content == std::string("bin\0ary\xff\n", 9));
+  CHECK(back->changes[1].new_mode == 0100755u);
+  CHECK(back->findings[0].code == "symlink");
+  CHECK(back->findings[0].message == read->findings[0].message);
+  // Judged outside as diff_copy judges: the same diff and findings.
+  auto judged = judge_copy_changes(std::move(*back), demo_config());
+  auto direct = diff_copy(base.root, work.root, demo_config(), 1 << 20);
+  REQUIRE((judged.ok() && direct.ok()));
+  CHECK(judged->diff == direct->diff);
+  CHECK(judged->changed_paths == direct->changed_paths);
+  CHECK(judged->findings.size() == direct->findings.size());
+  // A cut answer (a child killed midway) is an error, never a shorter diff.
+  for (std::size_t cut : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
+    auto partial = decode_copy_changes(bytes.substr(0, cut));
+    REQUIRE_FALSE(partial.ok());
+    CHECK(partial.error().message == "the working copy's changes came back malformed");
+  }
+  CHECK_FALSE(decode_copy_changes(bytes + "x").ok());
+}
+
 TEST_CASE("a session expires when idle past its TTL or older than its maximum age", "[session]") {
   SessionRecord r;
   r.created = 1000;
@@ -155,11 +196,16 @@ TEST_CASE("a session expires when idle past its TTL or older than its maximum ag
   r.max_files = 2048;
   r.uncapped = "why not";
   r.accept_weaker_policy = true;
+  r.rootless = true;
   auto back = session_from_json(session_to_json(r));
   REQUIRE(back.ok());
   CHECK(session_to_json(*back) == session_to_json(r));
   CHECK(back->disk_bytes == 64 << 20);
   CHECK(back->accept_weaker_policy);
+  CHECK(back->rootless);
+  nlohmann::json older = session_to_json(r);  // a record from before `rootless`: root's
+  older.erase("rootless");
+  CHECK_FALSE(session_from_json(older)->rootless);
   CHECK(is_session_id(new_session_id()));
   CHECK_FALSE(is_session_id("r-20261205-000000-abcdef"));
   CHECK_FALSE(is_session_id("s-../../etc"));

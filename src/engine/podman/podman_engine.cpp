@@ -86,11 +86,18 @@ class PodmanSandbox : public Sandbox {
  public:
   // `unmeasured`: why the sandbox has no cgroup of its own to read (when
   // req.cgroup_parent is empty).
+  // `scope_slice`: under the systemd manager, the slice whose scope for it
+  // is read instead (cgroup_usage.h).
   PodmanSandbox(PodmanClient& podman, SandboxRequest req, std::string dir, ProgressFn progress,
-                std::function<void(const std::string&)> output, std::string unmeasured)
+                std::function<void(const std::string&)> output, std::string unmeasured,
+                const std::string& scope_slice = "")
       : podman_(podman), dir_(std::move(dir)), container_(podman), req_(std::move(req)),
         progress_(std::move(progress)), output_(std::move(output)), unmeasured_(std::move(unmeasured)) {
-    if (!req_.cgroup_parent.empty()) watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
+    if (!req_.cgroup_parent.empty()) {
+      watch_ = std::make_unique<CgroupWatch>("/sys/fs/cgroup", req_.cgroup_parent);
+    } else if (!scope_slice.empty()) {
+      watch_ = CgroupWatch::of_systemd_scope("/sys/fs/cgroup", scope_slice);
+    }
   }
   ~PodmanSandbox() override {
     if (watch_) watch_->stop();
@@ -328,10 +335,18 @@ std::string PodmanEngine::unmeasured_reason() const {
   if (host_.rootless) return "rootless podman: a run's cgroup parent is not set, so its figures are not read";
   const auto& f = facts();
   const std::string manager = f ? f->cgroup_manager : "unknown";
-  if (manager != "cgroupfs") {
-    return "the podman service's cgroup manager is '" + manager +
-           "', not cgroupfs: a run's cgroup parent is not set there, so its figures are not read";
-  }
+  if (manager == "cgroupfs" || !scope_slice().empty()) return "";
+  return "the podman service's cgroup manager is '" + manager + "' on a cgroup " +
+         (cgroup_layout("/sys/fs/cgroup").empty() ? "layout this host does not show" : cgroup_layout("/sys/fs/cgroup")) +
+         " host: neither a run's own cgroup parent nor its systemd scope can be read, so its figures are not";
+}
+
+std::string PodmanEngine::scope_slice() const {
+  if (sandbox_runtime() == kRuntimeRunsc || host_.rootless) return "";
+  const auto& f = facts();
+  // Root's podman under systemd puts a container in machine.slice as
+  // libpod-<id>.scope (cgroup v2: the unified hierarchy only).
+  if (f && f->cgroup_manager == "systemd" && cgroup_layout("/sys/fs/cgroup") == "v2") return "/machine.slice";
   return "";
 }
 
@@ -381,7 +396,7 @@ SpareRecipe PodmanEngine::recipe_of(const SandboxSpec& spec) const {
   SpareRecipe r;
   r.policy = spec.policy;
   r.runtime = sandbox_runtime();
-  r.own_cgroup = unmeasured_reason().empty();
+  r.own_cgroup = unmeasured_reason().empty() && scope_slice().empty();
   r.command_for = spec.command_for;
   r.image_digest = spec.image_digest;
   r.scope = canonical_scope(spec.config->seed);
@@ -417,13 +432,13 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   req.runtime = sandbox_runtime();
   // The run's own cgroup parent (cgroup_usage.h): a path, which only the
   // cgroupfs manager takes (systemd's wants a slice name); gVisor has none.
-  const std::string unmeasured = unmeasured_reason();
-  if (unmeasured.empty()) req.cgroup_parent = run_cgroup_parent(spec.run_id);
+  const std::string unmeasured = unmeasured_reason(), slice = scope_slice();
+  if (unmeasured.empty() && slice.empty()) req.cgroup_parent = run_cgroup_parent(spec.run_id);
   if (!spec.session_copy.empty()) {
     req.seed_copy_path.clear();
     req.work_copy_path = spec.session_copy;
   }
-  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured);
+  auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured, slice);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   // A session's copy is already there, owned by the sandbox's root (session.h).
   if (spec.session_copy.empty()) {
@@ -454,7 +469,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
   req.name = spare.info.name;
   // A spare has its own cgroup parent under runc as root (warm_spares.cpp).
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, spare.dir, spec.progress, spec.output,
-                                                 unmeasured_reason());
+                                                 unmeasured_reason(), scope_slice());
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();

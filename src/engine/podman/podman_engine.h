@@ -96,8 +96,11 @@ class PodmanEngine : public Engine, public WarmPool {
   std::string sandbox_runtime() const;
   // Why a sandbox's resources are not read here ("" when they are: a run's
   // own cgroup parent, cgroup_usage.h, which needs root, a runtime with
-  // cgroups and the cgroupfs manager).
+  // cgroups and the cgroupfs manager, or its systemd scope: scope_slice()).
   std::string unmeasured_reason() const;
+  // Under the systemd manager on cgroup v2 (root): the slice whose
+  // libpod-<id>.scope is read instead of a cgroup parent; "" otherwise.
+  std::string scope_slice() const;
   SpareRecipe recipe_of(const SandboxSpec& spec) const;
   Result<std::unique_ptr<Sandbox>> claim_warm(const SandboxSpec& spec);
 

@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "contract/seed_snapshot.h"
-#include "util/colon_records.h"
 
 namespace lazyagent {
 
@@ -42,20 +41,6 @@ std::string id_range_text(std::int64_t start, std::int64_t size) {
 }
 
 }  // namespace
-
-std::optional<IdRange> subordinate_range(const std::string& text, const std::string& user, unsigned uid) {
-  for (const auto& f : colon_records(text)) {
-    if (f.size() != 3) continue;
-    if (f[0] != user && f[0] != std::to_string(uid)) continue;
-    char* end = nullptr;
-    const long long start = std::strtoll(f[1].c_str(), &end, 10);
-    if (end == f[1].c_str() || *end != '\0') continue;
-    const long long count = std::strtoll(f[2].c_str(), &end, 10);
-    if (end == f[2].c_str() || *end != '\0' || count <= 0 || start <= 0) continue;
-    return IdRange{start, count};
-  }
-  return std::nullopt;
-}
 
 void fill_gaps(RootlessHost* h) {
   h->gaps.clear();

@@ -31,13 +31,9 @@
 
 #include "policy/sandbox_policy.h"
 #include "util/result.h"
+#include "util/user_namespace.h"  // IdRange, subordinate_range
 
 namespace lazyagent {
-
-struct IdRange {
-  std::int64_t start = 0;
-  std::int64_t count = 0;
-};
 
 struct RootlessHost {
   bool rootless = false;     // the service runs as an ordinary user
@@ -52,10 +48,6 @@ struct RootlessHost {
   // Why, one sentence naming the host ("rootless podman on cgroup v1: ...").
   std::string gaps_reason;
 };
-
-// The first subordinate range of `user` (or of the numeric `uid`) in the
-// text of /etc/subuid or /etc/subgid. Pure.
-std::optional<IdRange> subordinate_range(const std::string& text, const std::string& user, unsigned uid);
 
 // The host gaps and their reason for a rootless service (pure).
 void fill_gaps(RootlessHost* h);
