@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -319,7 +320,12 @@ RunStore default_run_store() {
 }
 
 std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::string>& args) {
-  if (auto st = parser.parse(args); !st) return report_error(st.error(), false);
+  if (auto st = parser.parse(args); !st) {
+    // A machine that asked for JSON gets its error as JSON too, whatever
+    // else on the line was wrong (the flag may come after the bad one).
+    const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+    return report_error(st.error(), json);
+  }
   if (parser.help_requested()) {
     std::cout << parser.help_text();
     return 0;

@@ -48,6 +48,27 @@ TEST_CASE("usage errors are exit 2 and say what to do", "[cli][quick]") {
   CHECK(missing.err.find("cannot open the file") != std::string::npos);
 }
 
+TEST_CASE("with --json a flag the parser refuses is a JSON error object too, wherever --json stands", "[cli][quick]") {
+  TempDir state;
+  const std::vector<std::vector<std::string>> lines = {
+      {"test", "--patch", "x", "--bogus", "--json"},
+      {"test", "--json", "--patch", "x", "--timeout", "0"},
+      {"eval", "--jobs", "many", "--json"},
+      {"session", "open", "--json", "--bogus"}};
+  for (const auto& args : lines) {
+    CliResult r = run_cli({state.path()}, args);
+    INFO(args[0] << " " << args[1] << ": " << r.out << r.err);
+    CHECK(r.exit_code == 2);
+    const json j = json::parse(r.out, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(j["error_kind"] == "usage");
+    CHECK(j["exit_code"] == 2);
+    CHECK_FALSE(j["error"].get<std::string>().empty());
+  }
+  CliResult timeout = run_cli({state.path()}, {"test", "--json", "--patch", "x", "--timeout", "0"});
+  CHECK(json::parse(timeout.out)["error"] == "test: --timeout: expected an integer between 1 and 86400, got '0'");
+}
+
 TEST_CASE("doctor checks the real podman service and images", "[cli][quick]") {
   TempDir state;
   CliResult r = run_cli({state.path()}, {"doctor", "--json"});
