@@ -22,7 +22,7 @@ usage: $(basename "$0") [--no-build] [--cli-only] [--no-images] [--rebuild-image
 
   --no-build         skip the cmake build
   --cli-only         build only the lazyagent-oci binary and the images it runs (base,
-                     sandbox, planner): no test executables, no llama.cpp test image
+                     sandbox, planner, egress-proxy): no test executables, no llama.cpp test image
   --no-images        skip building the container images
   --rebuild-images   rebuild the images even if present (build-images.sh --rebuild)
   --no-k8s           skip building the Kubernetes binaries (the [k8s] and k8s-cluster tests then fail)
@@ -425,8 +425,10 @@ fi
 # build, then 83 s images) to about the build's time. Only the planner image
 # waits for the build (it runs this same binary), and its runtime layer is
 # cached meanwhile, so that what is left is a COPY.
-EARLY_IMAGES=(--only base --only sandbox --only planner-runtime)
-[ "$CLI_ONLY" -eq 1 ] || EARLY_IMAGES+=(--only llama --only egress-proxy)
+# The egress proxy's image too: environment.egress and provider.network:
+# allowlist need it (a user's first run of either must not meet "image not known").
+EARLY_IMAGES=(--only base --only sandbox --only planner-runtime --only egress-proxy)
+[ "$CLI_ONLY" -eq 1 ] || EARLY_IMAGES+=(--only llama)
 EARLY_PID=""
 EARLY_LOG=""
 if [ "$DO_IMAGES" -eq 1 ] && [ "$DO_BUILD" -eq 1 ]; then
@@ -475,7 +477,8 @@ if [ "$DO_IMAGES" -eq 1 ]; then
     wait_early_images
     "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}" --only planner
   elif [ "$CLI_ONLY" -eq 1 ]; then
-    "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}" --only base --only sandbox --only planner
+    "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}" --only base --only sandbox --only planner \
+      --only egress-proxy
   else
     "$LAZYAGENT_ROOT/scripts/build-images.sh" "${IMAGE_ARGS[@]}"
   fi

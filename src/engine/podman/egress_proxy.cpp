@@ -5,6 +5,7 @@
 
 #include "engine/podman/log_stream.h"
 #include "engine/podman/podman_client.h"
+#include "util/http_transfer.h"
 #include "util/tar_writer.h"
 
 namespace lazyagent {
@@ -89,7 +90,15 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(PodmanClient& podman, co
       {"stop_timeout", 1},
   };
   auto box = podman.create(spec);
-  if (!box) return box.error().context(what + ": creating the proxy container from " + image);
+  if (!box) {
+    // The usual cause, asked only now (no call on the way that works): the
+    // image was never built. That is a set-up fact, named with its command.
+    if (auto r = podman.call("GET", "/images/" + url_escape(image) + "/json"); r && r->status == 404) {
+      return usage_error(what + ": its image " + image + " is not on this podman service: build it with " +
+                         "scripts/build-images.sh --only egress-proxy (scripts/setup.sh and scripts/demo.sh build it)");
+    }
+    return box.error().context(what + ": creating the proxy container from " + image);
+  }
   p->container_ = box->id;
   auto tar = write_tar({{std::string(kEgressProxyConfigPath).substr(1), squid_config(entries, subnet), 0644, false}});
   if (!tar) return tar.error().context(what);
