@@ -1,4 +1,6 @@
-include(/usr/lib/cmake/Catch2/Catch.cmake)
+# Catch2 2.13 (Debian 12) or 3.x (Debian 13): tests/catch_compat.h includes
+# the headers of the version found here; catch_discover_tests comes with either.
+include(${Catch2_DIR}/Catch.cmake)
 
 # Every test executable is made the same way, so that they share one
 # precompiled header (Catch2 + nlohmann/json are most of a test file's compile
@@ -7,6 +9,8 @@ include(/usr/lib/cmake/Catch2/Catch.cmake)
 # they spend their time waiting on podman, not computing. The library they
 # link is the same optimised one the CLI uses.
 add_library(lazyagent_catch_main OBJECT ${CMAKE_SOURCE_DIR}/tests/catch_main.cpp)
+target_include_directories(lazyagent_catch_main PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_compile_definitions(lazyagent_catch_main PRIVATE LAZYAGENT_CATCH2_MAJOR=${Catch2_VERSION_MAJOR})
 target_link_libraries(lazyagent_catch_main PRIVATE Catch2::Catch2)
 target_compile_options(lazyagent_catch_main PRIVATE -O0)
 set(LAZYAGENT_TEST_PCH_DONOR "")
@@ -28,7 +32,8 @@ function(lazyagent_test_executable target)
     endif()
   endforeach()
   add_executable(${target} ${ARGN} $<TARGET_OBJECTS:lazyagent_catch_main>)
-  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests/integration)
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/tests/integration)
+  target_compile_definitions(${target} PRIVATE LAZYAGENT_CATCH2_MAJOR=${Catch2_VERSION_MAJOR})
   target_link_libraries(${target} PRIVATE lazyagent Catch2::Catch2)
   target_compile_options(${target} PRIVATE -O0)
   # The source tree and the CLI binary, in one generated file (test_paths.h):
@@ -36,7 +41,7 @@ function(lazyagent_test_executable target)
   target_sources(${target} PRIVATE ${CMAKE_BINARY_DIR}/generated/test_paths.cpp)
   add_dependencies(${target} lazyagent-oci)
   if(LAZYAGENT_TEST_PCH_DONOR STREQUAL "")
-    target_precompile_headers(${target} PRIVATE <catch2/catch.hpp> <nlohmann/json.hpp> <string> <vector>
+    target_precompile_headers(${target} PRIVATE "${CMAKE_SOURCE_DIR}/tests/catch_compat.h" <nlohmann/json.hpp> <string> <vector>
       <map> <functional> <fstream> <sstream> <chrono> <thread> <filesystem>)
     set(LAZYAGENT_TEST_PCH_DONOR ${target} PARENT_SCOPE)
   else()

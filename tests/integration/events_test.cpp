@@ -3,7 +3,7 @@
 // a real `run` (the scripted provider, the real planner and sandbox) and a
 // real `test` with the stream on another descriptor.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <map>

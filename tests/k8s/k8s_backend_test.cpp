@@ -5,7 +5,7 @@
 // LAZYAGENT_K8S_HOST_IP (default 10.244.91.1: the local cluster's bridge
 // gateway, where pods reach this host).
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>

@@ -5,7 +5,7 @@
 // baseline through `test --backend k8s`, a wrong fix failing; and `run`
 // (the planner pod, the scripted provider) and `eval --jobs 2` with the
 // environment, judged as on podman, naming the same environment.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <set>

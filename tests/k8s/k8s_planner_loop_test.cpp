@@ -4,7 +4,7 @@
 // a file through the loop (its script checks the tool result: a wrong one is
 // a 400 and the run fails) before it submits the fix; without a registry the
 // planner asks with the one-shot prompt and the run says why.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "harness.h"

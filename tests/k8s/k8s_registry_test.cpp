@@ -2,7 +2,7 @@
 // (scripts/k8s-registry.sh, started and stopped with scripts/k8s-cluster.sh):
 // the run's private copy goes to the cluster as a seed image pulled by digest
 // (src/engine/k8s/k8s_seed_image.h), never a ConfigMap or a host path.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>

@@ -9,7 +9,7 @@
 // made; podman, which pushes environment images and takes no CA, is asked to
 // trust it through its certs.d, and the image then goes through.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // One policy in, the compose stack out: the security fields exactly, secrets
 // only by name and only in the planner, the YAML exactly what was meant.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <yaml-cpp/yaml.h>
 
