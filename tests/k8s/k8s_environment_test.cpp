@@ -102,7 +102,9 @@ void prove_on_k8s(const corpus::CorpusProject& p, bool full) {
   int named = 0;
   for (const auto& job : jobs.stop()) {
     const std::string run = job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
-    if (run != g["run_id"] && (!full || run != g["triage"]["baseline"]["run_id"])) continue;
+    if (run != g["run_id"].get<std::string>() &&
+        (!full || run != g["triage"]["baseline"]["run_id"].get<std::string>()))
+      continue;
     CHECK(job["spec"]["template"]["spec"]["containers"][0]["image"] == reg_e["image"]);
     ++named;
   }

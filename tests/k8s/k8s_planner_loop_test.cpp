@@ -90,7 +90,7 @@ TEST_CASE("k8s planner loop: with the registry the planner pod reads the seed th
   // snapshot read-only at /seed, no Secret but the provider's.
   bool saw = false;
   for (const auto& job : seen) {
-    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     saw = true;
     const json pod = job["spec"]["template"]["spec"];
     REQUIRE(pod["initContainers"].size() == 1);

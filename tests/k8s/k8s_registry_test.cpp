@@ -92,7 +92,7 @@ void check_registry_run(const json& j, const std::vector<json>& jobs) {
   CHECK(j["policy"]["k8s"]["objects"].contains("seed_configmap") == false);
   bool saw = false;
   for (const auto& job : jobs) {
-    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     saw = true;
     const json pod = job["spec"]["template"]["spec"];
     REQUIRE(pod["initContainers"].size() == 1);
