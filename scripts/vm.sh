@@ -21,7 +21,9 @@
 #   KEY/vmlinuz, KEY/initrd.img   the image's kernel, booted with -kernel/-initrd
 #   debs/             the downloaded .debs (debootstrap's and apt's), shared by keys
 #   ccache/           the build's compiler cache (the image's gcc 14)
-#   images/ID.tar     `podman save` of this machine's images, by image ID
+#   KEY/images-H.img  podman storages holding this machine's images (--images):
+#                     root's and the user's, loaded at native speed (H hashes
+#                     the image IDs); a run's second disk, through an overlay
 # KEY hashes the suite, the package lists, VM_FORMAT and the set-up function's
 # text: a change to any of them makes a new tree; the old one stays until
 # `vm.sh clean`. A run boots a qcow2 overlay of disk.img (the cache stays
@@ -59,7 +61,7 @@ VM_BUILD_PACKAGES=(
   libcpp-httplib-dev catch2 python3 libre2-dev libpugixml-dev
   e2fsprogs diffutils openssl python3-pytest
 )
-# The tool's images a run can load (--images): what `test`, `run` and the
+# The tool's images a run can have (--images): what `test`, `run` and the
 # egress allow-list start. Built on this machine by scripts/build-images.sh.
 VM_TOOL_IMAGES=("$LAZYAGENT_SANDBOX_IMAGE" "$LAZYAGENT_PLANNER_IMAGE" "$LAZYAGENT_EGRESS_PROXY_IMAGE")
 
@@ -176,8 +178,8 @@ in_rootfs() {
 # by lazyagent-vm-run.service once the system is up; written into the tree at
 # each `vm.sh image` (a change remakes the disk, not the tree). It waits for
 # the boot to settle, as a user who logs in does. The control share holds:
-#   cmd (bash script), user (empty: root), images (lines: TAR-NAME REF) from the
-#   host; started, stdout, stderr, rc from the guest.
+#   cmd (bash script), user (empty: root), images (the refs on the images disk)
+#   from the host; started, stdout, stderr, rc from the guest.
 guest_runner() {
   cat <<'RUNNER'
 #!/bin/bash
@@ -187,7 +189,7 @@ guest_runner() {
 set -u
 ctl=/run/lazyagent-vm
 opts=trans=virtio,version=9p2000.L,msize=262144
-mkdir -p "$ctl" /opt/lazyagent-src /run/lazyagent-vm-images
+mkdir -p "$ctl" /opt/lazyagent-src
 if ! mount -t 9p -o "$opts" lazyctl "$ctl"; then
   echo "lazyagent-vm-run: no control share" >/dev/console
   systemctl poweroff --force
@@ -200,17 +202,24 @@ state=$(timeout 300 systemctl is-system-running --wait 2>/dev/null)
 [ "$state" = running ] || { echo "vm: the system is $state:"; systemctl --failed --no-legend; } >>"$ctl/stderr" 2>&1
 date +%s.%N >"$ctl/started"
 rc=0
+# The images disk (vm.sh run --images): podman's storages of root and of the
+# user, in place before anything starts podman.
 if [ -s "$ctl/images" ]; then
-  mount -t 9p -o "$opts,ro" lazyimages /run/lazyagent-vm-images 2>>"$ctl/stderr"
-  while read -r tar ref; do
-    t0=$EPOCHREALTIME
-    if [ -n "$user" ]; then
-      runuser -l "$user" -c "podman load -q -i /run/lazyagent-vm-images/$tar" >/dev/null 2>>"$ctl/stderr" || rc=125
-    else
-      podman load -q -i "/run/lazyagent-vm-images/$tar" >/dev/null 2>>"$ctl/stderr" || rc=125
-    fi
-    awk -v r="$ref" -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "vm: loaded %s in %.1fs\n", r, b - a }' >>"$ctl/stderr"
-  done <"$ctl/images"
+  d=/var/lib/lazyagent-vm-images
+  mkdir -p "$d" /var/lib/containers/storage
+  if mount -L lazyagent-images "$d" 2>>"$ctl/stderr"; then
+    mount --bind "$d/root" /var/lib/containers/storage
+    for u in "$d"/users/*; do
+      [ -d "$u" ] || continue
+      home=$(getent passwd "$(basename "$u")" | cut -d: -f6)
+      runuser -u "$(basename "$u")" -- mkdir -p "$home/.local/share/containers/storage"
+      mount --bind "$u" "$home/.local/share/containers/storage"
+    done
+    echo "vm: images: $(tr '\n' ' ' <"$ctl/images")" >>"$ctl/stderr"
+  else
+    echo "vm: no images disk" >>"$ctl/stderr"
+    rc=125
+  fi
 fi
 if [ "$rc" -eq 0 ]; then
   if [ -n "$user" ]; then
@@ -475,22 +484,77 @@ boot_cleanup() {
   RUN_DIR=""
 }
 
-# image_tar REF: this machine's image REF saved under $VM_DIR/images by its ID
-# (podman save, once per ID); prints the file's name.
-image_tar() {
-  local ref="$1" id
-  id="$(podman image inspect --format '{{.Id}}' "$ref" 2>/dev/null)" ||
-    die "image $ref is not on this machine (scripts/build-images.sh builds the tool's images)"
-  mkdir -p "$VM_DIR/images"
-  if [ ! -s "$VM_DIR/images/$id.tar" ]; then
-    local t0
-    t0="$(now)"
-    podman save -q --format docker-archive -o "$VM_DIR/images/$id.tar.part" "$ref" ||
-      die "podman save $ref failed"
-    mv "$VM_DIR/images/$id.tar.part" "$VM_DIR/images/$id.tar"
-    info "saved $ref (${id:0:12}) in $(elapsed "$t0"), $(du -h "$VM_DIR/images/$id.tar" | cut -f1)"
+# images_disk REF...: an ext4 image holding podman's storage of root and of
+# $VM_USER with this machine's images REF..., cached in $KEY_DIR by their IDs;
+# prints its path. `podman save` here, `podman load` by the tree's own podman
+# at native speed (under emulation a load took 1.5-2.5 min an image, most of it
+# reading the archive over 9p). The tree is entered with pivot_root, not
+# chroot: the user's rootless load makes a user namespace, which the kernel
+# refuses inside a chroot.
+images_disk() {
+  local refs=("$@") ref id lines="" hash file
+  for ref in "${refs[@]}"; do
+    id="$(podman image inspect --format '{{.Id}}' "$ref" 2>/dev/null)" ||
+      die "image $ref is not on this machine (scripts/build-images.sh builds the tool's images)"
+    lines+="$id $ref"$'\n'
+  done
+  hash="$(printf '%s' "$lines" | sort | sha256sum | cut -c1-12)"
+  file="$KEY_DIR/images-$hash.img"
+  if [ -f "$file" ]; then
+    touch "$file"
+    printf '%s\n' "$file"
+    return 0
   fi
-  printf '%s\n' "$id.tar"
+  step "images disk: ${refs[*]} (for root and $VM_USER)"
+  local stage
+  stage="$(mktemp -d /var/tmp/lazyagent-vm-images.XXXXXX)"
+  mkdir -p "$stage/tars" "$stage/disk/root" "$stage/disk/users/$VM_USER"
+  chown 1000:1000 "$stage/disk/users/$VM_USER"
+  local n=0
+  for ref in "${refs[@]}"; do
+    n=$((n + 1))
+    podman save -q --format docker-archive -o "$stage/tars/$n.tar" "$ref" >&2 || die "podman save $ref failed"
+  done
+  unshare --mount --propagation private -- bash -euc '
+    root="$1" stage="$2" user="$3"
+    mount --bind "$root" "$root"
+    mount -t proc proc "$root/proc"
+    mount -t sysfs sysfs "$root/sys"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs tmpfs "$root/run"
+    mount -t tmpfs tmpfs "$root/tmp"
+    mkdir -p "$root/var/lib/containers/storage" "$root/home/$user/.local/share/containers/storage" \
+      "$root/mnt/lazyagent-tars" "$root/tmp/oldroot" "$root/run/user/1000"
+    chown 1000:1000 "$root/run/user/1000"
+    chmod 0700 "$root/run/user/1000"
+    mount --bind "$stage/tars" "$root/mnt/lazyagent-tars"
+    mount --bind "$stage/disk/root" "$root/var/lib/containers/storage"
+    mount --bind "$stage/disk/users/$user" "$root/home/$user/.local/share/containers/storage"
+    cd "$root"
+    pivot_root . tmp/oldroot
+    cd /
+    umount -l /tmp/oldroot
+    export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root PODMAN_IGNORE_CGROUPSV1_WARNING=1
+    for t in /mnt/lazyagent-tars/*.tar; do
+      podman load -q -i "$t"
+      runuser -u "$user" -- env HOME="/home/$user" XDG_RUNTIME_DIR=/run/user/1000 \
+        PODMAN_IGNORE_CGROUPSV1_WARNING=1 podman load -q -i "$t" 2>&1 | grep -v "is not a shared mount" || true
+    done
+    runuser -u "$user" -- env HOME="/home/$user" XDG_RUNTIME_DIR=/run/user/1000 \
+      PODMAN_IGNORE_CGROUPSV1_WARNING=1 podman images --format "{{.Repository}}:{{.Tag}}" 2>/dev/null | grep -q . ||
+      { echo "the rootless load left no image" >&2; exit 1; }
+  ' images_disk "$KEY_DIR/rootfs" "$stage" "$VM_USER" >&2 || { rm -rf "$stage"; die "loading the images failed"; }
+  local size
+  size=$(( $(du -sm "$stage/disk" | cut -f1) * 3 / 2 + 1024 ))
+  mkfs.ext4 -q -F -L lazyagent-images -d "$stage/disk" "$file.part" "${size}M" >&2 ||
+    { rm -rf "$stage" "$file.part"; die "mkfs.ext4 -d failed"; }
+  rm -rf "$stage"
+  mv "$file.part" "$file"
+  # Keep the three most recently used.
+  find "$KEY_DIR" -maxdepth 1 -name 'images-*.img' -printf '%T@ %p\n' | sort -rn | tail -n +4 |
+    cut -d' ' -f2- | xargs -r rm -f
+  step_done "$(du -h "$file" | cut -f1)"
+  printf '%s\n' "$file"
 }
 
 # boot_vm DISK overlay|direct CMD...: boots the image's kernel on DISK (through
@@ -498,11 +562,11 @@ image_tar() {
 # runner, copies its stdout and stderr here as they come, and returns its exit
 # code (124: the timeout struck, 125: the VM did not run CMD). No network
 # device. Reads the caller's settings: checkout, user, timeout, memory, cpus,
-# console (0/1) and images (refs to load first).
+# console (0/1) and images (refs: their images disk is attached).
 boot_vm() {
   local disk="$1" mode="$2"; shift 2
   RUN_DIR="$(mktemp -d /var/tmp/lazyagent-vm-run.XXXXXX)"
-  local ctl="$RUN_DIR/ctl" drive ref
+  local ctl="$RUN_DIR/ctl" drive idisk=""
   mkdir -p "$ctl"
   : >"$ctl/stdout"; : >"$ctl/stderr"; : >"$ctl/images"
   printf '%s\n' "$user" >"$ctl/user"
@@ -512,9 +576,8 @@ boot_vm() {
     printf '%q ' "$@" >"$ctl/cmd"; echo >>"$ctl/cmd"
   fi
   if [ ${#images[@]} -gt 0 ]; then
-    for ref in "${images[@]}"; do
-      printf '%s %s\n' "$(image_tar "$ref")" "$ref" >>"$ctl/images"
-    done
+    idisk="$(images_disk "${images[@]}")" || { boot_cleanup; return 125; }
+    printf '%s\n' "${images[@]}" >"$ctl/images"
   fi
   if [ "$mode" = overlay ]; then
     qemu-img create -q -f qcow2 -F raw -b "$disk" "$RUN_DIR/overlay.qcow2"
@@ -522,10 +585,11 @@ boot_vm() {
   else
     drive="file=$disk,if=virtio,format=raw"
   fi
-  local -a accel share_images=()
+  local -a accel second_disk=()
   mapfile -t accel < <(accel_args "$KEY_DIR/vmlinuz")
-  if [ -s "$ctl/images" ]; then
-    share_images=(-virtfs "local,path=$VM_DIR/images,mount_tag=lazyimages,security_model=none,readonly=on")
+  if [ -n "$idisk" ]; then
+    qemu-img create -q -f qcow2 -F raw -b "$idisk" "$RUN_DIR/images.qcow2"
+    second_disk=(-drive "file=$RUN_DIR/images.qcow2,if=virtio,format=qcow2,cache=unsafe")
   fi
   local t0
   t0="$(now)"
@@ -538,7 +602,7 @@ boot_vm() {
     -drive "$drive" \
     -virtfs "local,path=$checkout,mount_tag=lazysrc,security_model=none,readonly=on" \
     -virtfs "local,path=$ctl,mount_tag=lazyctl,security_model=none" \
-    "${share_images[@]}" </dev/null >"$RUN_DIR/qemu.log" 2>&1 &
+    "${second_disk[@]}" </dev/null >"$RUN_DIR/qemu.log" 2>&1 &
   QEMU_PID=$!
   tail -c +1 -F --pid="$QEMU_PID" "$ctl/stdout" 2>/dev/null &
   TAIL_PIDS+=($!)
@@ -636,9 +700,10 @@ at $VM_SRC (read-only), its build at $VM_BUILD.
 
   --user NAME       run CMD as NAME in a login session (default root; the image
                     has '$VM_USER', uid 1000, with subordinate ids)
-  --images          load the tool's images from this machine first:
-                    ${VM_TOOL_IMAGES[*]}
-  --image REF       load this machine's image REF first (repeatable)
+  --images          the tool's images from this machine in the podman storage
+                    of root and of '$VM_USER' (a second disk, made once per set
+                    of image IDs): ${VM_TOOL_IMAGES[*]}
+  --image REF       this machine's image REF too (repeatable)
   --checkout DIR    share DIR instead of $LAZYAGENT_ROOT (it should be the
                     checkout the image was built from)
   --timeout SEC     power the VM off (kill its qemu) after SEC seconds (default 3600)
@@ -660,6 +725,12 @@ EOF
   host_packages
   exec {VM_LOCK}>"$VM_DIR/lock"
   flock -s "$VM_LOCK"   # an image rebuild waits for the runs on it
+  # The disk's runner must be this script's (the control share's protocol).
+  if ! guest_runner | cmp -s - "$KEY_DIR/rootfs/usr/local/sbin/lazyagent-vm-run" ||
+     ! guest_unit | cmp -s - "$KEY_DIR/rootfs/etc/systemd/system/lazyagent-vm-run.service" ||
+     [ "$(cat "$KEY_DIR/disk.stamp" 2>/dev/null)" != "$(tree_stamp)" ]; then
+    die "the disk image is older than this script or its tree: run $(basename "$0") image"
+  fi
   local built now_rev
   built="$(cut -d' ' -f1 "$KEY_DIR/rootfs$VM_BUILD/.lazyagent-checkout" 2>/dev/null || true)"
   now_rev="$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo unknown)"
@@ -696,10 +767,13 @@ cmd_status() {
   local d others=()
   for d in "$VM_DIR"/*/; do
     d="$(basename "$d")"
-    case "$d" in "$KEY"|debs|ccache|images) ;; *) [ -d "$VM_DIR/$d/rootfs" ] || [ -f "$VM_DIR/$d/disk.img" ] && others+=("$d") ;; esac
+    case "$d" in "$KEY"|debs|ccache) ;; *) [ -d "$VM_DIR/$d/rootfs" ] || [ -f "$VM_DIR/$d/disk.img" ] && others+=("$d") ;; esac
   done
   [ ${#others[@]} -eq 0 ] || echo "stale keys:   ${others[*]} (vm.sh clean removes them)"
-  echo "saved images: $(find "$VM_DIR/images" -name '*.tar' 2>/dev/null | wc -l) ($(du -sh "$VM_DIR/images" 2>/dev/null | cut -f1 || echo 0))"
+  local f
+  for f in "$KEY_DIR"/images-*.img; do
+    [ -f "$f" ] && echo "images disk:  $f ($(du -h "$f" | cut -f1))"
+  done
   echo "downloads:    $(du -sh "$VM_DIR/debs" 2>/dev/null | cut -f1 || echo none), ccache $(du -sh "$VM_DIR/ccache" 2>/dev/null | cut -f1 || echo none)"
 }
 
@@ -710,8 +784,8 @@ cmd_clean() {
     -h|--help) cat <<EOF
 usage: $(basename "$0") clean [--all]
 
-Removes every cached image (trees, disk images, kernels) and the saved podman
-images under $VM_DIR. The downloaded .debs and the build's ccache stay (a new
+Removes every cached image (trees, disk images, kernels, images disks) under
+$VM_DIR. The downloaded .debs and the build's ccache stay (a new
 image then downloads and compiles less); --all removes them too.
 EOF
       return 0 ;;
