@@ -147,7 +147,8 @@ run_logged() {
 }
 
 # in_rootfs ROOT [--checkout DIR] -- CMD...: CMD chrooted into ROOT, in a mount
-# namespace of its own (its /proc, /sys, /dev and binds vanish with it):
+# namespace of its own (its /proc, /sys, /dev, a /run and /tmp on tmpfs and
+# the binds vanish with it):
 # Debian's archive of .debs at /var/cache/apt/archives, the build's ccache at
 # /var/cache/lazyagent-ccache, DIR read-only at $VM_SRC.
 in_rootfs() {
@@ -161,6 +162,8 @@ in_rootfs() {
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
+    mount -t tmpfs tmpfs "$root/run"
+    mount -t tmpfs tmpfs "$root/tmp"
     mount --bind "$debs" "$root/var/cache/apt/archives"
     mount --bind "$ccache" "$root/var/cache/lazyagent-ccache"
     if [ -n "$checkout" ]; then
@@ -190,7 +193,13 @@ set -u
 ctl=/run/lazyagent-vm
 opts=trans=virtio,version=9p2000.L,msize=262144
 mkdir -p "$ctl" /opt/lazyagent-src
-if ! mount -t 9p -o "$opts" lazyctl "$ctl"; then
+# The 9p devices may not be probed yet ("no channels available"): retry.
+modprobe -q 9pnet_virtio || true
+for _ in $(seq 1 240); do
+  mount -t 9p -o "$opts" lazyctl "$ctl" 2>/dev/null && break
+  sleep 0.5
+done
+if ! mountpoint -q "$ctl"; then
   echo "lazyagent-vm-run: no control share" >/dev/console
   systemctl poweroff --force
   exit 1
@@ -454,13 +463,16 @@ probe_kvm() {
   [ "$(cat "$mark")" = yes ]
 }
 
-# accel_args KERNEL: the -accel and -cpu options for a run.
+# accel_args KERNEL: the -accel and -cpu options for a run. Emulation runs
+# the vCPUs in one host thread: with one thread per vCPU (thread=multi) the
+# guest kernel died at boot now and then, an int3 oops in code it was patching
+# (qemu 7.2; a race of cross-modifying code between vCPUs).
 accel_args() {
   local want="${LAZYAGENT_VM_ACCEL:-}"
   if [ "$want" = kvm ] || { [ -z "$want" ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && probe_kvm "$1"; }; then
     printf '%s\n' -accel kvm -cpu host
   else
-    printf '%s\n' -accel tcg,thread=multi -cpu max
+    printf '%s\n' -accel tcg,thread=single -cpu max
   fi
 }
 
@@ -488,9 +500,10 @@ boot_cleanup() {
 # $VM_USER with this machine's images REF..., cached in $KEY_DIR by their IDs;
 # prints its path. `podman save` here, `podman load` by the tree's own podman
 # at native speed (under emulation a load took 1.5-2.5 min an image, most of it
-# reading the archive over 9p). The tree is entered with pivot_root, not
-# chroot: the user's rootless load makes a user namespace, which the kernel
-# refuses inside a chroot.
+# reading the archive over 9p). The tree is entered through an overlay (what
+# the loads write besides the storages is thrown away, the tree stays as built)
+# and with pivot_root, not chroot: the user's rootless load makes a user
+# namespace, which the kernel refuses inside a chroot.
 images_disk() {
   local refs=("$@") ref id lines="" hash file
   for ref in "${refs[@]}"; do
@@ -508,7 +521,8 @@ images_disk() {
   step "images disk: ${refs[*]} (for root and $VM_USER)"
   local stage
   stage="$(mktemp -d /var/tmp/lazyagent-vm-images.XXXXXX)"
-  mkdir -p "$stage/tars" "$stage/disk/root" "$stage/disk/users/$VM_USER"
+  mkdir -p "$stage/tars" "$stage/disk/root" "$stage/disk/users/$VM_USER" "$stage/upper" "$stage/work" \
+    "$stage/merged"
   chown 1000:1000 "$stage/disk/users/$VM_USER"
   local n=0
   for ref in "${refs[@]}"; do
@@ -516,8 +530,8 @@ images_disk() {
     podman save -q --format docker-archive -o "$stage/tars/$n.tar" "$ref" >&2 || die "podman save $ref failed"
   done
   unshare --mount --propagation private -- bash -euc '
-    root="$1" stage="$2" user="$3"
-    mount --bind "$root" "$root"
+    tree="$1" stage="$2" user="$3" root="$2/merged"
+    mount -t overlay overlay -o "lowerdir=$tree,upperdir=$stage/upper,workdir=$stage/work" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
@@ -550,7 +564,7 @@ images_disk() {
     { rm -rf "$stage" "$file.part"; die "mkfs.ext4 -d failed"; }
   rm -rf "$stage"
   mv "$file.part" "$file"
-  # Keep the three most recently used.
+  # The three most recently used stay.
   find "$KEY_DIR" -maxdepth 1 -name 'images-*.img' -printf '%T@ %p\n' | sort -rn | tail -n +4 |
     cut -d' ' -f2- | xargs -r rm -f
   step_done "$(du -h "$file" | cut -f1)"
