@@ -361,13 +361,13 @@ install_runner() {
 }
 
 # tree_stamp: what the disk image holds, in one line: the set-up's mark, the
-# runner, the checkout built and the executables' times (a no-op ninja touches
-# other files of the build, not these).
+# runner and the executables' times (a no-op ninja touches other files of the
+# build, not these; a commit that changes no executable needs no new disk).
 tree_stamp() {
   local root="$KEY_DIR/rootfs"
   {
     cat "$root/etc/lazyagent-vm" "$root/usr/local/sbin/lazyagent-vm-run" \
-      "$root/etc/systemd/system/lazyagent-vm-run.service" "$root$VM_BUILD/.lazyagent-checkout" 2>/dev/null
+      "$root/etc/systemd/system/lazyagent-vm-run.service" 2>/dev/null
     find "$root$VM_BUILD" -maxdepth 1 -type f -perm -u+x -printf '%P %T@\n' | sort
   } | sha256sum | cut -c1-16
 }
