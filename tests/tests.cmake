@@ -1,6 +1,15 @@
 # Catch2 2.13 (Debian 12) or 3.x (Debian 13): tests/catch_compat.h includes
 # the headers of the version found here; catch_discover_tests comes with either.
 include(${Catch2_DIR}/Catch.cmake)
+# A test name that matches nothing must fail, never pass having run zero tests
+# (a ';' in a name splits it in CMake's lists): Catch2 2 says so with
+# --warn NoTests, Catch2 3 renamed the warning UnmatchedTestSpec and refuses
+# the old name (every ctest test then failed at once).
+if(Catch2_VERSION VERSION_LESS 3)
+  set(LAZYAGENT_CATCH_UNMATCHED --warn NoTests)
+else()
+  set(LAZYAGENT_CATCH_UNMATCHED --warn UnmatchedTestSpec)
+endif()
 
 # Every test executable is made the same way, so that they share one
 # precompiled header (Catch2 + nlohmann/json are most of a test file's compile
@@ -52,15 +61,14 @@ endfunction()
 # Unit tests: pure code, no podman needed. Each Catch2 test case is one ctest test.
 file(GLOB UNIT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/*.cpp)
 lazyagent_test_executable(unit_tests ${UNIT_SOURCES})
-# --warn NoTests: a test name that matches nothing (a ';' in a name splits it
-# in CMake's lists) must fail, never pass having run zero tests.
-catch_discover_tests(unit_tests TEST_PREFIX "unit: " EXTRA_ARGS --warn NoTests PROPERTIES LABELS unit)
+# LAZYAGENT_CATCH_UNMATCHED (above): a name that matches nothing fails.
+catch_discover_tests(unit_tests TEST_PREFIX "unit: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED} PROPERTIES LABELS unit)
 
 # Integration tests: the real podman service, real images, the real CLI binary.
 # They share one podman service and count its containers, so they run one at a time.
 file(GLOB INTEGRATION_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/*.cpp)
 lazyagent_test_executable(integration_tests ${INTEGRATION_SOURCES})
-catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS integration RESOURCE_LOCK podman TIMEOUT 600)
 
 # Security tests: attacks on the sandbox's invariants (ARCHITECTURE section 3),
@@ -68,7 +76,7 @@ catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS --
 # lock as the integration tests.
 file(GLOB SECURITY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/security/*.cpp)
 lazyagent_test_executable(security_tests ${SECURITY_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
-catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS security RESOURCE_LOCK podman TIMEOUT 600)
 
 # The real-projects corpus (tests/corpus/): open-source projects from Debian's
@@ -77,7 +85,7 @@ catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn N
 # The first run downloads and builds (minutes); a second one reuses both.
 file(GLOB CORPUS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/corpus/*.cpp)
 lazyagent_test_executable(corpus_tests ${CORPUS_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
-catch_discover_tests(corpus_tests TEST_PREFIX "corpus: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(corpus_tests TEST_PREFIX "corpus: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS corpus RESOURCE_LOCK podman TIMEOUT 900)
 
 # The docs check (tests/docs/check_docs.py): every command block of README.md
