@@ -59,7 +59,7 @@ target_compile_definitions(lazyagent_fuzz_core PUBLIC LAZYAGENT_VERSION="${PROJE
 target_compile_options(lazyagent_fuzz_core PRIVATE
   -fsanitize=fuzzer-no-link,${LAZYAGENT_FUZZ_SANITIZERS} ${LAZYAGENT_FUZZ_FLAGS})
 target_link_libraries(lazyagent_fuzz_core PUBLIC CURL::libcurl nlohmann_json::nlohmann_json
-  yaml-cpp OpenSSL::Crypto pugixml::static ${RE2_STATIC_LIB} pthread)
+  yaml-cpp OpenSSL::Crypto pugixml::static ${RE2_STATIC_LINK} pthread)
 
 add_custom_target(fuzzers)
 foreach(source ${FUZZ_SOURCES})

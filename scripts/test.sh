@@ -40,13 +40,27 @@ phase() {
   return "$rc"
 }
 
+# test_names EXE TEST-SPEC...: the names of EXE's matching tests, one a line.
+# Catch2 2 (Debian 12) lists them with --list-test-names-only and exits with
+# their count; Catch2 3 (Debian 13) dropped that option for --list-tests
+# --verbosity quiet. The executable's --libidentify says which it was built with.
+test_names() {
+  local exe="$1" id; shift
+  id=$("$exe" --libidentify)
+  if [[ "$id" =~ (^|$'\n')version:[[:space:]]*2\. ]]; then
+    "$exe" --list-test-names-only "$@" || true
+  else
+    "$exe" --list-tests --verbosity quiet "$@"
+  fi
+}
+
 # The quick tier's ctest regex: every unit and deps test, and the integration
 # and security tests tagged [quick] (their names as the executables list them;
 # regex characters in a name match themselves through '.').
 quick_regex() {
   local names
-  names=$( { build/integration_tests --list-test-names-only '[quick]'
-             build/security_tests --list-test-names-only '[quick]'; } |
+  names=$( { test_names build/integration_tests '[quick]'
+             test_names build/security_tests '[quick]'; } |
            sed -e '/^[[:space:]]*$/d' -e 's/[][\\.^$*+?(){}|]/./g' | paste -sd'|')
   [ -n "$names" ] || { echo "test.sh: no test is tagged [quick]" >&2; return 1; }
   printf '^(unit|deps):|^(integration|security):(%s)$' "$names"

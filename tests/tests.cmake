@@ -1,4 +1,15 @@
-include(/usr/lib/cmake/Catch2/Catch.cmake)
+# Catch2 2.13 (Debian 12) or 3.x (Debian 13): tests/catch_compat.h includes
+# the headers of the version found here; catch_discover_tests comes with either.
+include(${Catch2_DIR}/Catch.cmake)
+# A test name that matches nothing must fail, never pass having run zero tests
+# (a ';' in a name splits it in CMake's lists): Catch2 2 says so with
+# --warn NoTests, Catch2 3 renamed the warning UnmatchedTestSpec and refuses
+# the old name (every ctest test then failed at once).
+if(Catch2_VERSION VERSION_LESS 3)
+  set(LAZYAGENT_CATCH_UNMATCHED --warn NoTests)
+else()
+  set(LAZYAGENT_CATCH_UNMATCHED --warn UnmatchedTestSpec)
+endif()
 
 # Every test executable is made the same way, so that they share one
 # precompiled header (Catch2 + nlohmann/json are most of a test file's compile
@@ -7,6 +18,8 @@ include(/usr/lib/cmake/Catch2/Catch.cmake)
 # they spend their time waiting on podman, not computing. The library they
 # link is the same optimised one the CLI uses.
 add_library(lazyagent_catch_main OBJECT ${CMAKE_SOURCE_DIR}/tests/catch_main.cpp)
+target_include_directories(lazyagent_catch_main PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+target_compile_definitions(lazyagent_catch_main PRIVATE LAZYAGENT_CATCH2_MAJOR=${Catch2_VERSION_MAJOR})
 target_link_libraries(lazyagent_catch_main PRIVATE Catch2::Catch2)
 target_compile_options(lazyagent_catch_main PRIVATE -O0)
 set(LAZYAGENT_TEST_PCH_DONOR "")
@@ -28,7 +41,8 @@ function(lazyagent_test_executable target)
     endif()
   endforeach()
   add_executable(${target} ${ARGN} $<TARGET_OBJECTS:lazyagent_catch_main>)
-  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests/integration)
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests ${CMAKE_SOURCE_DIR}/tests/integration)
+  target_compile_definitions(${target} PRIVATE LAZYAGENT_CATCH2_MAJOR=${Catch2_VERSION_MAJOR})
   target_link_libraries(${target} PRIVATE lazyagent Catch2::Catch2)
   target_compile_options(${target} PRIVATE -O0)
   # The source tree and the CLI binary, in one generated file (test_paths.h):
@@ -36,7 +50,7 @@ function(lazyagent_test_executable target)
   target_sources(${target} PRIVATE ${CMAKE_BINARY_DIR}/generated/test_paths.cpp)
   add_dependencies(${target} lazyagent-oci)
   if(LAZYAGENT_TEST_PCH_DONOR STREQUAL "")
-    target_precompile_headers(${target} PRIVATE <catch2/catch.hpp> <nlohmann/json.hpp> <string> <vector>
+    target_precompile_headers(${target} PRIVATE "${CMAKE_SOURCE_DIR}/tests/catch_compat.h" <nlohmann/json.hpp> <string> <vector>
       <map> <functional> <fstream> <sstream> <chrono> <thread> <filesystem>)
     set(LAZYAGENT_TEST_PCH_DONOR ${target} PARENT_SCOPE)
   else()
@@ -47,15 +61,14 @@ endfunction()
 # Unit tests: pure code, no podman needed. Each Catch2 test case is one ctest test.
 file(GLOB UNIT_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/*.cpp)
 lazyagent_test_executable(unit_tests ${UNIT_SOURCES})
-# --warn NoTests: a test name that matches nothing (a ';' in a name splits it
-# in CMake's lists) must fail, never pass having run zero tests.
-catch_discover_tests(unit_tests TEST_PREFIX "unit: " EXTRA_ARGS --warn NoTests PROPERTIES LABELS unit)
+# LAZYAGENT_CATCH_UNMATCHED (above): a name that matches nothing fails.
+catch_discover_tests(unit_tests TEST_PREFIX "unit: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED} PROPERTIES LABELS unit)
 
 # Integration tests: the real podman service, real images, the real CLI binary.
 # They share one podman service and count its containers, so they run one at a time.
 file(GLOB INTEGRATION_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/integration/*.cpp)
 lazyagent_test_executable(integration_tests ${INTEGRATION_SOURCES})
-catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS integration RESOURCE_LOCK podman TIMEOUT 600)
 
 # Security tests: attacks on the sandbox's invariants (ARCHITECTURE section 3),
@@ -63,7 +76,7 @@ catch_discover_tests(integration_tests TEST_PREFIX "integration: " EXTRA_ARGS --
 # lock as the integration tests.
 file(GLOB SECURITY_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/security/*.cpp)
 lazyagent_test_executable(security_tests ${SECURITY_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
-catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS security RESOURCE_LOCK podman TIMEOUT 600)
 
 # The real-projects corpus (tests/corpus/): open-source projects from Debian's
@@ -72,7 +85,7 @@ catch_discover_tests(security_tests TEST_PREFIX "security: " EXTRA_ARGS --warn N
 # The first run downloads and builds (minutes); a second one reuses both.
 file(GLOB CORPUS_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/corpus/*.cpp)
 lazyagent_test_executable(corpus_tests ${CORPUS_SOURCES} ${CMAKE_SOURCE_DIR}/tests/integration/harness.cpp)
-catch_discover_tests(corpus_tests TEST_PREFIX "corpus: " EXTRA_ARGS --warn NoTests
+catch_discover_tests(corpus_tests TEST_PREFIX "corpus: " EXTRA_ARGS ${LAZYAGENT_CATCH_UNMATCHED}
   PROPERTIES LABELS corpus RESOURCE_LOCK podman TIMEOUT 900)
 
 # The docs check (tests/docs/check_docs.py): every command block of README.md

@@ -9,7 +9,7 @@
 // tests the bug broke (the baseline fails them), the wrong fix fails with
 // them still failing. The environment images are the corpus's cache and are
 // kept (`lazyagent-oci env prune --all` removes them).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

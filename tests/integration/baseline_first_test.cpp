@@ -7,7 +7,7 @@
 // The seed: 300 modules under pkg/, and the failing test's traceback going
 // through zzz/target.py (editable) into zzz/core.py, which sorts last and is
 // beyond the 4096-byte context budget unless the baseline names it.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -6,7 +6,7 @@
 // the run path (GET /info took 0.7 s here and once slipped into every cold
 // run) fails this test, not a user.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // Cleanup on every path: signals to the CLI, and kill -9 followed by reaping.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

@@ -1,5 +1,5 @@
 // The CLI's surface: help on every command, usage errors, doctor.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "harness.h"

@@ -10,7 +10,7 @@
 //     the patched files, whatever form the patch came in;
 //   - `apply` refuses a run that did not pass and a changed tree (naming the
 //     files), and creates a branch and a commit on a clean one.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -5,7 +5,7 @@
 // the end). The kubeconfig names no reachable server: building and pushing
 // never talks to the cluster.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

@@ -5,7 +5,7 @@
 // the isolation probe); a failed set-up step is an infra_error carrying the
 // step's log; a set-up step finds no provider secret (with a positive
 // control: the same search finds a planted value).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // `lazyagent-oci eval` end to end: the real binary, real podman, real images.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

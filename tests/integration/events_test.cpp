@@ -3,7 +3,7 @@
 // a real `run` (the scripted provider, the real planner and sandbox) and a
 // real `test` with the stream on another descriptor.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -56,7 +56,7 @@ void check_runs(const std::vector<json>& ev, std::map<std::string, std::vector<s
       open[run] = e["step"];
     } else if (kind == "step_end") {
       const std::string run = e["run_id"];
-      CHECK(open[run] == e["step"]);
+      CHECK(open[run] == e["step"].get<std::string>());
       CHECK(e["ok"] == true);
       CHECK(e["ms"].get<long>() >= 0);
       if (e["step"] != "plan") steps[run].push_back(e["step"]);

@@ -6,7 +6,7 @@
 //     its verdict is the one `lazyagent-oci test` gives for the same patch.
 // Without the cached apiserver the first test FAILS, telling what to run.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 

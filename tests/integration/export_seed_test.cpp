@@ -3,7 +3,7 @@
 // exported and tested with the same config and patch; the files the sandbox
 // sees (paths and sha256, listed by the test command itself) are the files
 // in the export's seed/ copy.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

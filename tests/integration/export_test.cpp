@@ -2,7 +2,7 @@
 // podman-compose, with the verdicts `lazyagent-oci test` gives for the same
 // patches. Everything they create (runc containers, compose containers and
 // networks, temp dirs) is removed, also when a check fails.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

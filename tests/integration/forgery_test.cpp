@@ -13,7 +13,7 @@
 // the seed's `python3 -m unittest -v` runs through the tool's driver), so
 // every member of the family is judged failed; with `report: output` (the
 // text alone) three of them pass, which is what the driver stops.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

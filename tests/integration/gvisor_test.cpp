@@ -1,7 +1,7 @@
 // gVisor (`--runtime runsc`) end to end: the real CLI, the runsc podman
 // service ($LAZYAGENT_RUNSC_HOST, else /run/podman/lazyagent-runsc.sock, as
 // scripts/setup.sh starts it), the real sandbox image.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <map>

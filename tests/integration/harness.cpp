@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "util/digest.h"
 #include "contract/patch_contract.h"

@@ -1,7 +1,7 @@
 // `report: junit:PATH` end to end on the real podman sandbox: the file the
 // test command writes inside the sandbox is the verdict's evidence (not the
 // runner's output), it comes out through the log and is taken out of it.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "harness.h"

@@ -7,7 +7,7 @@
 // its pid and its storage removed at the end.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 

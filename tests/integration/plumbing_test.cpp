@@ -5,7 +5,7 @@
 // $TMPDIR and what it wrote itself, and a test that empties /tmp keeps its
 // output capture. A program written to $TMPDIR runs; one written to /tmp
 // does not (noexec).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

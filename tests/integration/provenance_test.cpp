@@ -1,6 +1,6 @@
 // `lazyagent-oci verify`: a fresh record matches; an edited stored patch,
 // policy or verdict is caught and named; an unknown run is exit 2.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <fstream>

@@ -15,7 +15,7 @@
 //     applies and proves it;
 //   - `diff RUN_ID` gives it back, and `apply RUN_ID --branch --switch` commits it.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

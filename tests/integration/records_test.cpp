@@ -2,7 +2,7 @@
 // each test here failed before its fix, against the real binary, the real
 // podman service and images, and the scripted provider.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

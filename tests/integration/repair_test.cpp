@@ -7,7 +7,7 @@
 // an image with this binary: set LAZYAGENT_IT_PLANNER_IMAGE to it (default
 // localhost/lazyagent-planner:latest, which scripts/build-images.sh rebuilds).
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

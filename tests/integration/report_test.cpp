@@ -11,7 +11,7 @@
 // does have them. Then a 500-task report's size and open time, against the
 // same bytes as plain text.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -2,7 +2,7 @@
 // read by the host from the sandbox's cgroups, checked against tests whose
 // use is known: one that holds 200 MiB under a 512 MiB cap, one that burns
 // CPU for a known wall time.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <glob.h>

@@ -1,7 +1,7 @@
 // `lazyagent-oci run` end to end: the real planner image and container, the
 // real sandbox, and the project's scripted provider (a real HTTP server
 // speaking the chat-completions protocol) standing in for the model.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

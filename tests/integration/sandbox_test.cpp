@@ -1,5 +1,5 @@
 // End-to-end: the real CLI, the real podman service, the real sandbox image.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

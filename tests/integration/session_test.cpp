@@ -2,7 +2,7 @@
 // CLI: an agent works the demo bug to a proven fix, commands run under the
 // sandbox policy in containers that do not outlive them, the working copy is
 // read back as hostile input, and nothing is left after close, kill -9 and reap.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

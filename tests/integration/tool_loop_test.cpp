@@ -6,7 +6,7 @@
 //
 // The seed is generated here: a few hundred modules, and the file to fix
 // sorting last (zzz/target.py), beyond the task's context budget.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -3,7 +3,7 @@
 // nothing left after a kill between claim and start, shown by `sandboxes`
 // and removed by `reap`.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

@@ -5,7 +5,7 @@
 // LAZYAGENT_K8S_HOST_IP (default 10.244.91.1: the local cluster's bridge
 // gateway, where pods reach this host).
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
@@ -183,7 +183,7 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   const auto seen = pods.stop();
   bool saw_ours = false;
   for (const auto& pod : seen) {
-    if (pod.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (pod.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     saw_ours = true;
     const std::string spec = pod["spec"].dump();
     CHECK(spec.find("lazyagent-it-provider") == std::string::npos);
@@ -306,7 +306,7 @@ TEST_CASE("k8s: a refused patch creates no sandbox Job", "[k8s]") {
   const auto seen = jobs.stop();
   bool planner = false, sandbox = false;
   for (const auto& job : seen) {
-    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     const std::string role = job.value("/metadata/labels/io.lazyagent.role"_json_pointer, std::string());
     planner = planner || role == "planner";
     sandbox = sandbox || role == "sandbox";
@@ -755,7 +755,7 @@ TEST_CASE("k8s: a unified diff against a git repository seed passes without .git
   CHECK(tj["findings"][0]["code"] == "hunk_does_not_apply");
   CHECK(tj["findings"][0]["path"] == "calculator.py");
   for (const auto& job : jobs.stop()) {
-    CHECK(job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != tj["run_id"]);
+    CHECK(job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != tj["run_id"].get<std::string>());
   }
 }
 

@@ -10,7 +10,7 @@
 // seen. The cluster's registry is shared with the other k8s tests of the
 // session: their copies may go too (they push again when they need them), so
 // the checks name this test's two keys only.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

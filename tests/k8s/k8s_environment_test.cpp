@@ -5,7 +5,7 @@
 // baseline through `test --backend k8s`, a wrong fix failing; and `run`
 // (the planner pod, the scripted provider) and `eval --jobs 2` with the
 // environment, judged as on podman, naming the same environment.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -102,7 +102,9 @@ void prove_on_k8s(const corpus::CorpusProject& p, bool full) {
   int named = 0;
   for (const auto& job : jobs.stop()) {
     const std::string run = job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
-    if (run != g["run_id"] && (!full || run != g["triage"]["baseline"]["run_id"])) continue;
+    if (run != g["run_id"].get<std::string>() &&
+        (!full || run != g["triage"]["baseline"]["run_id"].get<std::string>()))
+      continue;
     CHECK(job["spec"]["template"]["spec"]["containers"][0]["image"] == reg_e["image"]);
     ++named;
   }

@@ -4,7 +4,7 @@
 // SWE-bench report, instance by instance; both wall times are printed (the
 // throughput figure in docs/performance.md comes from bench/eval_k8s_vs_podman.sh).
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

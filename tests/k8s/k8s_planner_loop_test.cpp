@@ -4,7 +4,7 @@
 // a file through the loop (its script checks the tool result: a wrong one is
 // a 400 and the run fails) before it submits the fix; without a registry the
 // planner asks with the one-shot prompt and the run says why.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -90,7 +90,7 @@ TEST_CASE("k8s planner loop: with the registry the planner pod reads the seed th
   // snapshot read-only at /seed, no Secret but the provider's.
   bool saw = false;
   for (const auto& job : seen) {
-    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     saw = true;
     const json pod = job["spec"]["template"]["spec"];
     REQUIRE(pod["initContainers"].size() == 1);

@@ -6,7 +6,7 @@
 // own image pull Secret that no container sees and that goes with the run;
 // wrong credentials refused by name before anything starts; no credential
 // text in the results, the logs or the run store.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <chrono>

@@ -2,7 +2,7 @@
 // (scripts/k8s-registry.sh, started and stopped with scripts/k8s-cluster.sh):
 // the run's private copy goes to the cluster as a seed image pulled by digest
 // (src/engine/k8s/k8s_seed_image.h), never a ConfigMap or a host path.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -92,7 +92,7 @@ void check_registry_run(const json& j, const std::vector<json>& jobs) {
   CHECK(j["policy"]["k8s"]["objects"].contains("seed_configmap") == false);
   bool saw = false;
   for (const auto& job : jobs) {
-    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"]) continue;
+    if (job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string()) != j["run_id"].get<std::string>()) continue;
     saw = true;
     const json pod = job["spec"]["template"]["spec"];
     REQUIRE(pod["initContainers"].size() == 1);

@@ -9,7 +9,7 @@
 // made; podman, which pushes environment images and takes no CA, is asked to
 // trust it through its certs.d, and the image then goes through.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -107,7 +107,7 @@ TEST_CASE("k8s registry tls: a seed goes to the https registry verified against 
     if (run != runs[0] && run != runs[1]) continue;
     const std::string image = job["spec"]["template"]["spec"]["initContainers"][0]["image"];
     CHECK(image.rfind(reg.address + "/" + kSeedImageRepo + "@sha256:", 0) == 0);
-    if (run == runs[0]) CHECK(image == seed["image"]);
+    if (run == runs[0]) CHECK(image == seed["image"].get<std::string>());
     ++named;
   }
   CHECK(named >= 2);
@@ -246,7 +246,7 @@ TEST_CASE("k8s registry tls: podman pushes the environment image over verified T
   int pulled = 0;
   for (const auto& job : jobs2.stop()) {
     const std::string run = job.value("/metadata/labels/io.lazyagent.run"_json_pointer, std::string());
-    if (run != g["run_id"] && run != g["triage"]["baseline"]["run_id"]) continue;
+    if (run != g["run_id"].get<std::string>() && run != g["triage"]["baseline"]["run_id"].get<std::string>()) continue;
     CHECK(job["spec"]["template"]["spec"]["containers"][0]["image"] == e["image"]);
     ++pulled;
   }

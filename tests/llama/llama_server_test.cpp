@@ -9,7 +9,7 @@
 // calls. Every server is a container removed by the fixture's destructor, and
 // by `llama-server.sh reap` (owner pid gone) or its lifetime otherwise.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

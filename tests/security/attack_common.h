@@ -3,7 +3,7 @@
 // sandbox; the test asserts on those lines and on what the host sees.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <string>

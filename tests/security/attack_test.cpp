@@ -3,7 +3,7 @@
 // Every attack would succeed if its invariant broke; the network attack is
 // also run once with the isolation removed (plain `podman run --network host`)
 // to prove the probe itself can detect a breach.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>

@@ -9,7 +9,7 @@
 // probe step (python3 from the sandbox image), with a positive control: the
 // same probe on the unfiltered bridge reaches the host's listener.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>

@@ -8,7 +8,7 @@
 // Targets: the Debian mirror read from this machine's apt sources (listed,
 // never contacted: the set-up only sleeps) and the scripted provider on this
 // machine.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <signal.h>

@@ -2,7 +2,7 @@
 // must still find only lo and reach nothing. gVisor's sysfs may refuse
 // /sys/class/net, so the attack also asks the kernel (if_nameindex,
 // /proc/net/dev); the isolation probe must judge the run clean.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>

@@ -6,7 +6,7 @@
 //
 // Targets: only this machine's own addresses (the provider on every
 // address, the podman gateway, the host's addresses on 22/80/443).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <string>

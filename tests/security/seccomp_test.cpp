@@ -12,7 +12,7 @@
 //     calls podman allows get through to the kernel there, which shows the
 //     profile is stricter than podman's.
 // And the test runs a Python test suite and a compiler still need work.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>

@@ -6,7 +6,7 @@
 // read while it runs. A control shows the same host-side check sees uid 0 for
 // a plain `podman run` container, so it would catch a sandbox that lost its
 // user namespace.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // Records of runs whose process died (kill -9): the run store's active/
 // markers, and the reaper closing such records as "interrupted".
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <filesystem>
 #include <fstream>

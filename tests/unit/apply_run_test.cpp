@@ -2,7 +2,7 @@
 // a tree's, named per file.
 #include "pipeline/apply_run.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 // The one base64 codec (OpenSSL's, base64.h): RFC 4648's vectors, every byte,
 // and what the decoder tolerates (line breaks, missing padding) or refuses.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "util/base64.h"
 

@@ -2,7 +2,7 @@
 // the bytes and files written under a directory, survives an unmount (a
 // reboot) and leaves no loop device behind. Root only, as the feature is: as
 // any other user the reason it cannot be had is checked instead.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -4,7 +4,7 @@
 // seed, a hunk that does not apply); the format told from the content.
 #include "contract/change_set.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <filesystem>
 #include <fstream>

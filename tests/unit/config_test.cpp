@@ -3,7 +3,7 @@
 #include "test_paths.h"
 #include "config.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <cstdio>
 #include <cstdlib>

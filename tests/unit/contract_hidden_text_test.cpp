@@ -4,7 +4,7 @@
 // legit non-ASCII identifier, string and comment pass.
 #include "contract/patch_contract.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <string>
 #include <utility>

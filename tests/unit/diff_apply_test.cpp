@@ -4,7 +4,7 @@
 // findings' codes and messages, which name the file and the hunk.
 #include "contract/diff_apply.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <cstdio>
 #include <fstream>

@@ -3,7 +3,7 @@
 // lines a diff adds.
 #include "contract/diff_contract.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 

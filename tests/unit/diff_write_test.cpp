@@ -3,7 +3,7 @@
 // edits, every one also accepted by `git apply`.
 #include "contract/diff_write.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <random>

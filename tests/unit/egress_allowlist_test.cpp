@@ -10,7 +10,7 @@
 #include "policy/egress_proxy_config.h"
 #include "policy/setup_egress_probe.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 using namespace lazyagent;

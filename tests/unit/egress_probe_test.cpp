@@ -2,7 +2,7 @@
 // output captured from real sandboxes: a podman sandbox (only lo), a pod on
 // the local cluster's bridge CNI (no NetworkPolicy enforcement), and the
 // same pod with the node's iptables dropping its egress (enforcement).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "policy/isolation_probe.h"
 

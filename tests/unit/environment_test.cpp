@@ -5,7 +5,7 @@
 #include "engine/podman/environment.h"
 #include "pipeline/run_result.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

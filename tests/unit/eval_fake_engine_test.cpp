@@ -1,7 +1,7 @@
 // eval's flow on the recording fake engine (fake_engine.h): the categories a
 // task lands in, what the summary counts, and what a resumed eval runs again.
 // The real thing is tested against podman in tests/integration/eval_test.cpp.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <filesystem>
 #include <fstream>

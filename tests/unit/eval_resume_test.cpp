@@ -1,7 +1,7 @@
 // What decides an eval task's verdict (eval_resume.h): each setting that can
 // change a verdict changes the key's config part; a setting that cannot (the
 // seed's path, as opposed to its content) does not.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "eval/eval_resume.h"
 

@@ -1,5 +1,5 @@
 // Eval: attempts -> category, the summary, the progress text, resuming.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 

@@ -1,5 +1,5 @@
 // The eval task file: every bad line named with its number and reason.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 

@@ -1,6 +1,6 @@
 // One policy in, the compose stack out: the security fields exactly, secrets
 // only by name and only in the planner, the YAML exactly what was meant.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -150,7 +150,8 @@ TEST_CASE("compose: compose.yaml reads back as the document") {
   const YAML::Node y = YAML::Load(text);
   const ordered_json doc = compose_document(in);
   CHECK(y["services"]["sandbox"]["network_mode"].as<std::string>() == "none");
-  CHECK(y["services"]["sandbox"]["entrypoint"][2].as<std::string>() == doc["services"]["sandbox"]["entrypoint"][2]);
+  CHECK(y["services"]["sandbox"]["entrypoint"][2].as<std::string>() ==
+        doc["services"]["sandbox"]["entrypoint"][2].get<std::string>());
   CHECK(y["services"]["sandbox"]["read_only"].as<bool>());
   CHECK(y["services"]["sandbox"]["mem_limit"].as<long long>() == 512LL << 20);
   CHECK(y["x-podman"]["in_pod"].as<bool>() == false);

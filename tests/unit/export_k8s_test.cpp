@@ -1,6 +1,6 @@
 // The Kubernetes export, read back the way a user's kubectl would: every
 // manifest is parsed with yaml-cpp and checked field by field.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

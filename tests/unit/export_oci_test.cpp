@@ -1,6 +1,6 @@
 // One policy in, the OCI runtime spec out: the security fields, exactly.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,6 +1,6 @@
 // The export directory's rules: whose directory it is, what a re-export
 // replaces, and that the seed is never in reach.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
 // util/file_lock.h: one holder at a time across open files (as across
 // processes), the waiter told once, and refusals that name the path.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 

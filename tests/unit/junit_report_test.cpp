@@ -1,7 +1,7 @@
 // JUnit XML (junit_report.h) over the real reports pytest 7.2.1 and ctest
 // 3.25.1 wrote for the sample suites (tests/fixtures/runner-output/capture/;
 // -0 passing, -1 with BREAK=1), and hostile documents.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <sstream>

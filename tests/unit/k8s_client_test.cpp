@@ -8,7 +8,7 @@
 #endif
 #include <httplib.h>
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,6 @@
 // The pure parts of the Kubernetes backend: how the export's documents are
 // adapted for a run, the planner log split, pod status reading, owner labels.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <nlohmann/json.hpp>
 

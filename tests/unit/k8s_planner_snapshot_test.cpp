@@ -2,7 +2,7 @@
 // manifest with the tools' snapshot as a seed image (export_k8s.h, the
 // engine's adapt_documents and add_planner_egress), and the one snapshot
 // reader both engines use (contract/planner_snapshot.h).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <algorithm>
 #include <set>

@@ -1,6 +1,6 @@
 // The seed image's blobs (src/engine/k8s/k8s_seed_image.h), built in memory:
 // reproducible, content-addressed, the layout the init container copies.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "engine/k8s/k8s_seed_image.h"

@@ -3,7 +3,7 @@
 // includes the pipeline, a contract that includes the HTTP client) fails here,
 // named by file and line, before the cycle it starts grows.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 

@@ -3,7 +3,7 @@
 // control bytes, deep nesting) that must never escape as anything but a finding.
 #include "contract/patch_contract.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // '**', classes, and the patterns config refuses.
 #include "util/path_glob.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 

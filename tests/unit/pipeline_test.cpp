@@ -3,7 +3,7 @@
 // infrastructure retry, the verdict categories, the record fields, the
 // repair loop. The same pipeline drives podman and Kubernetes; their engines
 // are tested for real in tests/integration and tests/k8s.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 

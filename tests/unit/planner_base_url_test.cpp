@@ -1,6 +1,6 @@
 // The provider URL as the planner container must name this machine
 // (planner_base_url.h): issue 28, a local provider by hand.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "provider/planner_base_url.h"
 #include "provider/provider_client.h"

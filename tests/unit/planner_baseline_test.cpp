@@ -1,7 +1,7 @@
 // The baseline's failing tests in the planner's context (planner_task.h
 // BaselineFacts, traceback_paths.h): which seed files a run's output points
 // at, and what the task and the prompt then hold.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "config.h"
 #include "contract/planner_task.h"

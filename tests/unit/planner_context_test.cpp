@@ -1,6 +1,6 @@
 // The planner's context within a budget (planner_task.h build_task): what
 // goes in first, what is cut and why, and the record of it.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "config.h"
 #include "contract/planner_task.h"

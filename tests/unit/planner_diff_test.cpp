@@ -2,7 +2,7 @@
 // text, no JSON response format), the editable files come first in the view,
 // and a diff is found in a reply bare or in one fenced block, kept byte for
 // byte (leading spaces of context lines included).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "config.h"
 #include "contract/planner_task.h"

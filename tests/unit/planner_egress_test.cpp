@@ -5,7 +5,7 @@
 // The probe lines are the local cluster's captures of egress_probe_test.cpp
 // (bridge CNI; the node's iptables dropping the pod's egress) with the
 // provider's address added as the planner pod's probe sees it.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 

@@ -1,7 +1,7 @@
 // What the planner asks the provider for: the patch's JSON schema (what local
 // servers turn into a grammar), the configured response format carried by
 // the task file, and its validation in the config.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "config.h"

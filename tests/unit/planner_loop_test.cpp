@@ -1,7 +1,7 @@
 // The planner's tool loop against a real ProviderStub on a loopback port,
 // scripted with tool calls; the stub checks each tool result it receives
 // (require_last) and fails the request when one is wrong.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <chrono>
 #include <filesystem>

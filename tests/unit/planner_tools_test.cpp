@@ -1,6 +1,6 @@
 // The planner's read-only tools over a real directory (planner_tools.h):
 // what they return, and hostile arguments each refused with a bounded error.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 

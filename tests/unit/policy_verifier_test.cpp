@@ -1,7 +1,7 @@
 // The verifier against the documents podman 4.3.1 really produced for our
 // create request (tests/fixtures/podman-4.3.1, captured from a real
 // container), then with each violation planted in them.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "podman_fixtures.h"
 #include "policy/policy_verifier.h"

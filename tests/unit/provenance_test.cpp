@@ -1,6 +1,6 @@
 // Provenance: hashes that link a run record's parts, and their recomputation
 // (provenance.h). Each edit is planted and must be named.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 

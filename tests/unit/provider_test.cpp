@@ -1,6 +1,6 @@
 // The provider client against a real ProviderStub on a loopback ephemeral port
 // (no mocks, STYLE.md principle 7), and the pure helpers of both.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

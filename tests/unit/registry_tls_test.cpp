@@ -4,7 +4,7 @@
 // failure (as seen against the local TLS registry, k8s_registry_tls_test.cpp);
 // and whether podman, which pushes environment images and takes no CA,
 // trusts the registry's private CA (podman_registry_trust.h).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 

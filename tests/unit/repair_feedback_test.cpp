@@ -1,7 +1,7 @@
 // The repair loop's feedback to the planner (bounded, escaped, re-bounded on
 // the planner's side) and the scripted provider's `require` check, against a
 // real stub server on a loopback port.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 #include <nlohmann/json.hpp>
 
 #include "contract/planner_task.h"

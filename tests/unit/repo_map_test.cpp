@@ -1,7 +1,7 @@
 // The repository map (repo_map.h): top-level definitions per language, on
 // small sources and on real files of this project, and the map's bounds.
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <algorithm>
 #include <fstream>

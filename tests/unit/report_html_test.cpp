@@ -1,7 +1,7 @@
 // The eval report's escaping, counts and policy (src/report/): what code
 // under test writes must stay text in the page, and the page's counts must
 // be summary.json's.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <regex>

@@ -1,7 +1,7 @@
 // Resource figures read from a cgroup tree (cgroup_usage.h, on a fake tree
 // laid out as the kernel's), eval's totals of them, the event kinds, the
 // MCP protocol negotiation, and mcp.seeds in the config.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <chrono>
 #include <filesystem>

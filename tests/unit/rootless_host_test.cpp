@@ -1,7 +1,7 @@
 // A user's rootless podman (rootless_host.h): the subordinate range, the
 // mapping into it, the limits cgroup v1 cannot enforce and their refusal,
 // the verifier not demanding them, and the copy made readable, not chowned.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 

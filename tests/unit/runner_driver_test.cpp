@@ -3,7 +3,7 @@
 // machine's python3 and Debian's pytest (scripts/setup.sh installs both) on a
 // small suite: the report is read back by the same code the pipeline uses,
 // and a process that ends before its runner finishes leaves none.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <stdio.h>
 #include <sys/wait.h>

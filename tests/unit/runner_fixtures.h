@@ -3,7 +3,7 @@
 #pragma once
 
 #include "test_paths.h"
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <sstream>

@@ -4,7 +4,7 @@
 // once passing and once with a failing test, with the exit code the runner
 // really returned (exit-codes.txt). Then the same outputs cut, interleaved
 // with stderr lines, coloured, and forged.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <map>

@@ -2,7 +2,7 @@
 // (a poisoned cache could claim gVisor where runc runs). Against the real
 // file system; the ownership cases chown to nobody, so they need root, as CI
 // runs the suite.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // What each runtime enforces, the refusal of unenforceable demands, and the
 // choice of podman service per runtime (runtime_policy.h, runtime_engine.h).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "config.h"
 #include "engine/podman/runtime_engine.h"

@@ -4,7 +4,7 @@
 // whole-read snapshot's; a file changed after the snapshot is refused).
 #include "contract/seed_source.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 

@@ -2,7 +2,7 @@
 // (pipeline/session_files.h), the session record's expiry and ids
 // (pipeline/session_store.h), and the create request of a session command
 // (policy/sandbox_policy.h): no podman needed.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
 // contract relies on (invalid UTF-8 and lone surrogates come through, not refused).
 #include "util/strict_json.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <string>
 #include <string_view>

@@ -2,7 +2,7 @@
 // (and refused with patch.suspicious: refuse), honest code is not.
 #include "contract/suspicious_code.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <string>
 #include <utility>

@@ -2,7 +2,7 @@
 // named with its line.
 #include "eval/swe_bench.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 

@@ -1,7 +1,7 @@
 // Per-test parsing on real runner outputs (tests/fixtures/runner-output/,
 // captured from python3 -m unittest -v in the sandbox image and from Debian's
 // pytest 7.2), and the triage rules.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <fstream>
 #include <sstream>

@@ -3,7 +3,7 @@
 // is malformed, each with its line number.
 #include "contract/unified_diff.h"
 
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 using namespace lazyagent;
 

@@ -2,7 +2,7 @@
 // the create request, the profile's content, and the verifier refusing a
 // container that lacks either, on the documents podman 4.3.1 really produced
 // (tests/fixtures/podman-4.3.1) with each violation planted.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <set>
 

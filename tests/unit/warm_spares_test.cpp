@@ -1,6 +1,6 @@
 // The warm spare's key (warm_spares.h): what must make a spare unusable, and
 // the per-spare parts that must not; and how a listing is read.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include "config.h"
 #include "contract/runner_driver.h"

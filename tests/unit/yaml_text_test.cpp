@@ -1,6 +1,6 @@
 // The one YAML writer (compose.yaml here; the Kubernetes manifests in
 // export_k8s_test.cpp): exact text, and every awkward string reads back as itself.
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <yaml-cpp/yaml.h>
 
