@@ -4,7 +4,7 @@
 // namespace mapped to this process's own ids (the one map newuidmap gives any
 // user without /etc/subuid: the rootless test, tests/rootless, maps the
 // subordinate ids).
-#include <catch2/catch.hpp>
+#include "catch_compat.h"
 
 #include <unistd.h>
 
