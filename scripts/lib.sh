@@ -236,3 +236,22 @@ demo_config() {
       -e "s#^\(  planner: \)localhost/lazyagent-planner:latest#\1${2:-localhost/lazyagent-planner:latest}#" \
       "$LAZYAGENT_ROOT/config/lazyagent.yaml"
 }
+
+cgroup_mode() {
+  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
+    echo "v2 (unified)"
+  elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+    echo "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)"
+  else
+    echo "v1"
+  fi
+}
+
+# The runtime the set-up's podman services run: podman's own default (crun on
+# a stock host) where cgroups are v2; runc on v1 or hybrid, which crun refuses.
+service_runtime_args() {
+  case "$(cgroup_mode)" in
+    v2*) ;;
+    *) printf '%s\n' --runtime runc ;;
+  esac
+}

@@ -115,16 +115,29 @@ step "XDG_RUNTIME_DIR and $USER_NAME's podman configuration"
 install -d -m 0700 -o "$USER_UID" -g "$USER_GID" "$RUNTIME_DIR" "$RUNTIME_DIR/podman"
 conf_dir="$USER_HOME/.config/containers"
 as_user mkdir -p "$conf_dir"
-# runc: crun refuses hybrid cgroups; cgroupfs and file events: no systemd
-# user session. The sandbox sets its own rlimits (nofile, nproc).
-as_user sh -c "cat >'$conf_dir/containers.conf.tmp' && mv -f '$conf_dir/containers.conf.tmp' '$conf_dir/containers.conf'" <<'EOF'
-# Written by lazyagent-oci scripts/setup-rootless.sh; rerunning it rewrites this file.
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
-note="wrote $conf_dir/containers.conf"
+# Only what this host needs, as for root (scripts/setup.sh): runc where crun
+# cannot run (cgroup v1 or hybrid); cgroupfs and file events where the user
+# has no systemd user session (no /run/user/UID/bus). The sandbox sets its own
+# rlimits (nofile, nproc). On a stock host nothing is written: the user's
+# podman keeps its own configuration.
+engine=""
+[ -z "$(service_runtime_args)" ] || engine='runtime = "runc"'
+if [ ! -S "$RUNTIME_DIR/bus" ]; then
+  engine="${engine:+$engine
+}cgroup_manager = \"cgroupfs\"
+events_logger = \"file\""
+fi
+if [ -n "$engine" ]; then
+  printf '# Written by lazyagent-oci scripts/setup-rootless.sh; rerunning it rewrites this file.\n[engine]\n%s\n' "$engine" |
+    as_user sh -c "cat >'$conf_dir/containers.conf.tmp' && mv -f '$conf_dir/containers.conf.tmp' '$conf_dir/containers.conf'"
+  note="wrote $conf_dir/containers.conf"
+else
+  if [ -f "$conf_dir/containers.conf" ] &&
+     head -1 "$conf_dir/containers.conf" | grep -q '^# Written by lazyagent-oci'; then
+    rm -f "$conf_dir/containers.conf"
+  fi
+  note="$USER_NAME's podman configuration kept (nothing this host needs changing)"
+fi
 # podman records the driver in its database at first use: set it before that.
 # A user who has storage keeps its driver unless --storage asked otherwise.
 driver="$STORAGE"
@@ -179,7 +192,7 @@ else
   # setsid: its own session, survives this script.
   (cd / && exec setsid runuser -u "$USER_NAME" -- env -i HOME="$USER_HOME" USER="$USER_NAME" \
     LOGNAME="$USER_NAME" PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$RUNTIME_DIR" \
-    podman --runtime runc system service --time=0 "unix://$SOCK" </dev/null >>"$LOG_FILE" 2>&1) &
+    podman $(service_runtime_args) system service --time=0 "unix://$SOCK" </dev/null >>"$LOG_FILE" 2>&1) &
   launcher=$!
   pid=""
   for _ in $(seq 1 100); do

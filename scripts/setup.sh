@@ -170,45 +170,49 @@ clamp_ulimit() {
   printf '%s:%s' "$n" "$n"
 }
 
-cgroup_mode() {
-  if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then
-    echo "v2 (unified)"
-  elif [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
-    echo "hybrid (v1 controllers + v2 at /sys/fs/cgroup/unified)"
-  else
-    echo "v1"
-  fi
+# has_cap NUMBER: does this shell hold the capability (CapEff bit NUMBER)?
+has_cap() {
+  local eff
+  eff="$(awk '/^CapEff:/ {print $2}' /proc/self/status)"
+  (( (16#$eff >> $1) & 1 ))
 }
 
+# What podman on THIS host needs beyond its defaults, and nothing else: the
+# drop-in changes every container on the host, and a user's other containers
+# are not ours to change. On a stock host (root with CAP_SYS_RESOURCE,
+# cgroup v2, systemd) it is empty and no file is written.
 podman_conf_content() {
-  local nofile nproc
-  nofile="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NOFILE:-4096}" "$(ulimit -Hn)")"
-  nproc="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NPROC:-4096}" "$(ulimit -Hu)")"
-  cat <<EOF
-# Written by lazyagent-oci scripts/setup.sh; rerunning it rewrites this file.
-[containers]
+  local nofile nproc containers="" engine=""
+  if ! has_cap 24; then   # CAP_SYS_RESOURCE
+    nofile="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NOFILE:-4096}" "$(ulimit -Hn)")"
+    nproc="$(clamp_ulimit "${LAZYAGENT_ULIMIT_NPROC:-4096}" "$(ulimit -Hu)")"
+    containers="[containers]
 # Explicit limits: podman otherwise asks for nofile=1048576, and on hosts
-# without CAP_SYS_RESOURCE container start fails with "setrlimit ...
-# operation not permitted". Soft = hard on purpose: podman 4.3.1's REST API
+# without CAP_SYS_RESOURCE container start fails with \"setrlimit ...
+# operation not permitted\". Soft = hard on purpose: podman 4.3.1's REST API
 # (libpod containers/create without r_limits) applies these with soft and
-# hard swapped, and runc then fails with "error setting rlimit type 7:
-# invalid argument" whenever soft < hard here.
+# hard swapped, and runc then fails with \"error setting rlimit type 7:
+# invalid argument\" whenever soft < hard here.
 default_ulimits = [
-  "nofile=$nofile",
-  "nproc=$nproc",
-]
-
-[engine]
-# crun refuses hybrid cgroups (v1 + v2); runc works on v1, hybrid and v2.
-runtime = "runc"
-EOF
-  if [ ! -d /run/systemd/system ]; then
-    cat <<'EOF'
-# No systemd here: manage cgroups directly, log events to a file.
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-EOF
+  \"nofile=$nofile\",
+  \"nproc=$nproc\",
+]"
   fi
+  case "$(cgroup_mode)" in
+    v2*) ;;   # crun (podman's default) and runc both work: the user's choice stays
+    *) engine="# crun refuses hybrid cgroups (v1 + v2); runc works on v1, hybrid and v2.
+runtime = \"runc\"" ;;
+  esac
+  if [ ! -d /run/systemd/system ]; then
+    engine="${engine:+$engine
+}# No systemd here: manage cgroups directly, log events to a file.
+cgroup_manager = \"cgroupfs\"
+events_logger = \"file\""
+  fi
+  [ -n "$containers$engine" ] || return 0
+  echo "# Written by lazyagent-oci scripts/setup.sh; rerunning it rewrites this file."
+  [ -z "$containers" ] || printf '%s\n' "$containers"
+  [ -z "$engine" ] || printf '\n[engine]\n%s\n' "$engine"
 }
 
 # write_if_changed FILE CONTENT -> 0 if written, 1 if it already had CONTENT
@@ -237,7 +241,13 @@ CONF="$(podman_conf_content)"
 DROPIN=/etc/containers/containers.conf.d/lazyagent.conf
 MAINCONF=/etc/containers/containers.conf
 CONF_NOTE=""
-if [ ! -e "$DROPIN" ] && [ -f "$MAINCONF" ] && [ "$(cat "$MAINCONF")" = "$CONF" ]; then
+if [ -z "$CONF" ]; then
+  # Nothing to add on this host; a drop-in an earlier set-up wrote goes.
+  if [ -f "$DROPIN" ] && head -1 "$DROPIN" | grep -q '^# Written by lazyagent-oci'; then
+    rm -f "$DROPIN"; CONF_CHANGED=1
+  fi
+  CONF_NOTE="podman's own configuration is kept (nothing this host needs changing)"
+elif [ ! -e "$DROPIN" ] && [ -f "$MAINCONF" ] && [ "$(cat "$MAINCONF")" = "$CONF" ]; then
   CONF_NOTE="$MAINCONF unchanged (written earlier: this podman ignores drop-ins)"
 elif write_if_changed "$DROPIN" "$CONF"; then
   CONF_CHANGED=1
@@ -260,7 +270,6 @@ else
   CONF_NOTE="$DROPIN unchanged"
 fi
 RUNTIME="$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>/dev/null || true)"
-[ "$RUNTIME" = runc ] || warn "podman's default OCI runtime is '${RUNTIME:-unknown}', not runc"
 info "cgroups: $(cgroup_mode); OCI runtime: ${RUNTIME:-unknown}"
 step_done "$CONF_NOTE"
 
@@ -292,7 +301,7 @@ start_service() {
   # It must not inherit this script's lock. It runs in / : conmon inherits
   # the service's working directory and writes an `oom` file there when a
   # container is OOM-killed (seen in the repository root otherwise).
-  (cd / && exec setsid nohup podman --runtime runc system service --time=0 "unix://$sock" \
+  (cd / && exec setsid nohup podman $(service_runtime_args) system service --time=0 "unix://$sock" \
     </dev/null >>"$LAZYAGENT_SERVICE_LOG" 2>&1 {LAZYAGENT_LOCK_FD}>&-) &
   pid=$!
   echo "$pid" >"$LAZYAGENT_SERVICE_PID"
