@@ -84,6 +84,9 @@ TEST_CASE("the shipped config loads and equals the built-in defaults", "[config]
   REQUIRE(r.ok());
   check_defaults_except_seed(*r);
   CHECK(r->source == path);
+  // It must not pin a runtime: on a crun host (Debian 13, Fedora) a pinned
+  // runc would make every sandbox a usage error (issue 40).
+  CHECK_FALSE(r->engine.runtime_explicit);
   CHECK(r->seed == (fs::path(LAZYAGENT_SOURCE_DIR) / "seed").lexically_normal().string());
   CHECK(fs::is_regular_file(fs::path(r->seed) / "calculator.py"));
 }
