@@ -330,7 +330,8 @@ EOF
 # build_in_rootfs CHECKOUT: the project built natively in the image's tree (a
 # chroot), CHECKOUT read-only at $VM_SRC, the build at $VM_BUILD.
 build_in_rootfs() {
-  local checkout="$1" root="$KEY_DIR/rootfs" rev
+  local checkout="$1" root="$KEY_DIR/rootfs" rev; shift
+  # The rest: the targets to build (none: all of them).
   rev="$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo unknown)"
   step "build in the image ($VM_BUILD from $checkout at $rev, -j${LAZYAGENT_VM_JOBS:-2})"
   mkdir -p "$root$VM_BUILD"
@@ -338,8 +339,10 @@ build_in_rootfs() {
   run_logged "$KEY_DIR/build.log" in_rootfs "$root" --checkout "$checkout" -- bash -euc '
     [ -f "$2/build.ninja" ] || cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DLAZYAGENT_CCACHE_DIR=/var/cache/lazyagent-ccache
-    nice -n 10 cmake --build "$2" -j "$3"
-  ' build "$VM_SRC" "$VM_BUILD" "${LAZYAGENT_VM_JOBS:-2}" || die "the build in the image failed"
+    src="$1" build="$2" jobs="$3"; shift 3
+    [ $# -eq 0 ] || set -- --target "$@"
+    cmake --build "$build" -j "$jobs" "$@"
+  ' build "$VM_SRC" "$VM_BUILD" "${LAZYAGENT_VM_JOBS:-2}" "$@" || die "the build in the image failed"
   printf '%s %s\n' "$rev" "$checkout" >"$root$VM_BUILD/.lazyagent-checkout.new"
   if cmp -s "$root$VM_BUILD/.lazyagent-checkout.new" "$root$VM_BUILD/.lazyagent-checkout"; then
     rm -f "$root$VM_BUILD/.lazyagent-checkout.new"
@@ -400,13 +403,15 @@ make_disk() {
 }
 
 cmd_image() {
-  local checkout="$LAZYAGENT_ROOT" rebuild=0
+  local checkout="$LAZYAGENT_ROOT" rebuild=0 unit=0 targets=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --checkout) checkout="$(cd "$2" && pwd)"; shift ;;
       --rebuild) rebuild=1 ;;
+      --target) targets+=("$2"); shift ;;
+      --unit-tests) unit=1 ;;
       -h|--help) cat <<EOF
-usage: $(basename "$0") image [--checkout DIR] [--rebuild]
+usage: $(basename "$0") image [--checkout DIR] [--target T]... [--unit-tests] [--rebuild]
 
 Builds the Debian $VM_SUITE disk image once (debootstrap from Debian's archive,
 packages, a user '$VM_USER'), cached in $KEY_DIR
@@ -416,6 +421,9 @@ test executable. A second call reuses the tree, rebuilds what changed and
 remakes the disk image if the tree changed.
 
   --checkout DIR   the checkout to build (shared read-only at $VM_SRC in runs)
+  --target T       build only target T (repeatable; e.g. lazyagent-oci, unit_tests)
+  --unit-tests     then run the unit tests in the tree (Debian $VM_SUITE's
+                   libraries, natively; no VM): exit 1 if one fails
   --rebuild        debootstrap again even if the tree is cached
 EOF
         return 0 ;;
@@ -436,7 +444,14 @@ EOF
   else
     info "using the cached tree $KEY_DIR/rootfs (--rebuild makes it afresh)"
   fi
-  build_in_rootfs "$checkout"
+  build_in_rootfs "$checkout" "${targets[@]}"
+  if [ "$unit" -eq 1 ]; then
+    step "unit tests in the image's tree (Debian $VM_SUITE, natively)"
+    run_logged "$KEY_DIR/unit.log" in_rootfs "$KEY_DIR/rootfs" --checkout "$checkout" -- \
+      "$VM_BUILD/unit_tests" --reporter compact ||
+      die "the unit tests failed on Debian $VM_SUITE (log: $KEY_DIR/unit.log)"
+    step_done "$(tail -n 1 "$KEY_DIR/unit.log")"
+  fi
   make_disk "$checkout"
   printf '==> image %s ready in %s\n' "$KEY" "$(elapsed "$t0")" >&2
 }
