@@ -335,6 +335,15 @@ build_in_rootfs() {
   rev="$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo unknown)"
   step "build in the image ($VM_BUILD from $checkout at $rev, -j${LAZYAGENT_VM_JOBS:-2})"
   mkdir -p "$root$VM_BUILD"
+  # ninja goes by mtimes: a file of another checkout, older than the objects
+  # built from this one's, would look up to date (seen: an old definition
+  # linked twice). A build of another checkout starts clean (ccache keeps it cheap).
+  local built_from
+  built_from="$(cut -d' ' -f2- "$root$VM_BUILD/.lazyagent-checkout" 2>/dev/null || true)"
+  if [ -n "$built_from" ] && [ "$built_from" != "$checkout" ] && [ -f "$root$VM_BUILD/build.ninja" ]; then
+    info "the build was of $built_from: cleaning it for $checkout"
+    in_rootfs "$root" -- ninja -C "$VM_BUILD" -t clean >/dev/null
+  fi
   # Configured once; ninja reconfigures by itself when CMakeLists.txt changes.
   run_logged "$KEY_DIR/build.log" in_rootfs "$root" --checkout "$checkout" -- bash -euc '
     [ -f "$2/build.ninja" ] || cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
