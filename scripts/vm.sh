@@ -15,8 +15,10 @@
 # Each has --help. As root.
 #
 # The cache, under /var/cache/lazyagent-oci/vm (LAZYAGENT_VM_DIR):
-#   KEY/rootfs/       the image's tree: debootstrap + packages + set-up, and the
-#                     project's build in /opt/lazyagent-build (a chroot build)
+#   KEY/rootfs/       the image's tree: debootstrap + packages + set-up
+#   KEY/build/        the project's build, made in a chroot of that tree (at
+#                     /opt/lazyagent-build) and shared read-only into runs (9p):
+#                     a new build needs no new disk image
 #   KEY/disk.img      that tree as an ext4 file system (mkfs.ext4 -d), sparse
 #   KEY/vmlinuz, KEY/initrd.img   the image's kernel, booted with -kernel/-initrd
 #   debs/             the downloaded .debs (debootstrap's and apt's), shared by keys
@@ -156,9 +158,9 @@ in_rootfs() {
   if [ "$1" = --checkout ]; then checkout="$2"; shift 2; fi
   [ "$1" = -- ] && shift
   mkdir -p "$VM_DIR/debs/partial" "$VM_DIR/ccache" "$root/var/cache/apt/archives" \
-    "$root/var/cache/lazyagent-ccache" "$root$VM_SRC"
+    "$root/var/cache/lazyagent-ccache" "$root$VM_SRC" "$root$VM_BUILD" "$KEY_DIR/build"
   unshare --mount --propagation private -- bash -euc '
-    root="$1" checkout="$2" debs="$3" ccache="$4" src="$5"; shift 5
+    root="$1" checkout="$2" debs="$3" ccache="$4" src="$5" build="$6" buildmnt="$7"; shift 7
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
@@ -166,13 +168,14 @@ in_rootfs() {
     mount -t tmpfs tmpfs "$root/tmp"
     mount --bind "$debs" "$root/var/cache/apt/archives"
     mount --bind "$ccache" "$root/var/cache/lazyagent-ccache"
+    mount --bind "$build" "$root$buildmnt"
     if [ -n "$checkout" ]; then
       mount --bind "$checkout" "$root$src"
       mount -o remount,bind,ro "$root$src"
     fi
     exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
-  ' in_rootfs "$root" "$checkout" "$VM_DIR/debs" "$VM_DIR/ccache" "$VM_SRC" "$@"
+  ' in_rootfs "$root" "$checkout" "$VM_DIR/debs" "$VM_DIR/ccache" "$VM_SRC" "$KEY_DIR/build" "$VM_BUILD" "$@"
 }
 
 # ---- the image: debootstrap, packages, set-up --------------------------------------------
@@ -205,6 +208,8 @@ if ! mountpoint -q "$ctl"; then
   exit 1
 fi
 mount -t 9p -o "$opts,ro" lazysrc /opt/lazyagent-src 2>>"$ctl/stderr"
+mkdir -p /opt/lazyagent-build
+mount -t 9p -o "$opts,ro" lazybuild /opt/lazyagent-build 2>>"$ctl/stderr"
 user=$(cat "$ctl/user" 2>/dev/null || true)
 # The boot settled (running, or degraded when a unit failed: then say which).
 state=$(timeout 300 systemctl is-system-running --wait 2>/dev/null)
@@ -334,13 +339,16 @@ build_in_rootfs() {
   # The rest: the targets to build (none: all of them).
   rev="$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo unknown)"
   step "build in the image ($VM_BUILD from $checkout at $rev, -j${LAZYAGENT_VM_JOBS:-2})"
-  mkdir -p "$root$VM_BUILD"
+  # Earlier images kept the build inside the tree: it moves out once.
+  if [ ! -f "$KEY_DIR/build/build.ninja" ] && [ -f "$root$VM_BUILD/build.ninja" ]; then
+    rm -rf "$KEY_DIR/build" && mv "$root$VM_BUILD" "$KEY_DIR/build" && mkdir -p "$root$VM_BUILD"
+  fi
   # ninja goes by mtimes: a file of another checkout, older than the objects
   # built from this one's, would look up to date (seen: an old definition
   # linked twice). A build of another checkout starts clean (ccache keeps it cheap).
   local built_from
-  built_from="$(cut -d' ' -f2- "$root$VM_BUILD/.lazyagent-checkout" 2>/dev/null || true)"
-  if [ -n "$built_from" ] && [ "$built_from" != "$checkout" ] && [ -f "$root$VM_BUILD/build.ninja" ]; then
+  built_from="$(cut -d' ' -f2- "$KEY_DIR/build/.lazyagent-checkout" 2>/dev/null || true)"
+  if [ -n "$built_from" ] && [ "$built_from" != "$checkout" ] && [ -f "$KEY_DIR/build/build.ninja" ]; then
     info "the build was of $built_from: cleaning it for $checkout"
     in_rootfs "$root" -- ninja -C "$VM_BUILD" -t clean >/dev/null
   fi
@@ -352,11 +360,11 @@ build_in_rootfs() {
     [ $# -eq 0 ] || set -- --target "$@"
     cmake --build "$build" -j "$jobs" "$@"
   ' build "$VM_SRC" "$VM_BUILD" "${LAZYAGENT_VM_JOBS:-2}" "$@" || die "the build in the image failed"
-  printf '%s %s\n' "$rev" "$checkout" >"$root$VM_BUILD/.lazyagent-checkout.new"
-  if cmp -s "$root$VM_BUILD/.lazyagent-checkout.new" "$root$VM_BUILD/.lazyagent-checkout"; then
-    rm -f "$root$VM_BUILD/.lazyagent-checkout.new"
+  printf '%s %s\n' "$rev" "$checkout" >"$KEY_DIR/build/.lazyagent-checkout.new"
+  if cmp -s "$KEY_DIR/build/.lazyagent-checkout.new" "$KEY_DIR/build/.lazyagent-checkout"; then
+    rm -f "$KEY_DIR/build/.lazyagent-checkout.new"
   else
-    mv "$root$VM_BUILD/.lazyagent-checkout.new" "$root$VM_BUILD/.lazyagent-checkout"
+    mv "$KEY_DIR/build/.lazyagent-checkout.new" "$KEY_DIR/build/.lazyagent-checkout"
   fi
   step_done "$(grep -c 'Building CXX' "$KEY_DIR/build.log" || true) compiled"
 }
@@ -372,15 +380,13 @@ install_runner() {
     "$root/etc/systemd/system/multi-user.target.wants/lazyagent-vm-run.service"
 }
 
-# tree_stamp: what the disk image holds, in one line: the set-up's mark, the
-# runner and the executables' times (a no-op ninja touches other files of the
-# build, not these; a commit that changes no executable needs no new disk).
+# tree_stamp: what the disk image holds, in one line: the set-up's mark and the
+# runner (the build is not in it: it is shared into each run).
 tree_stamp() {
   local root="$KEY_DIR/rootfs"
   {
     cat "$root/etc/lazyagent-vm" "$root/usr/local/sbin/lazyagent-vm-run" \
       "$root/etc/systemd/system/lazyagent-vm-run.service" 2>/dev/null
-    find "$root$VM_BUILD" -maxdepth 1 -type f -perm -u+x -printf '%P %T@\n' | sort
   } | sha256sum | cut -c1-16
 }
 
@@ -639,6 +645,7 @@ boot_vm() {
     -append "root=/dev/vda rw console=ttyS0 panic=1 quiet" \
     -drive "$drive" \
     -virtfs "local,path=$checkout,mount_tag=lazysrc,security_model=none,readonly=on" \
+    -virtfs "local,path=$KEY_DIR/build,mount_tag=lazybuild,security_model=none,readonly=on" \
     -virtfs "local,path=$ctl,mount_tag=lazyctl,security_model=none" \
     "${second_disk[@]}" </dev/null >"$RUN_DIR/qemu.log" 2>&1 &
   QEMU_PID=$!
@@ -770,7 +777,7 @@ EOF
     die "the disk image is older than this script or its tree: run $(basename "$0") image"
   fi
   local built now_rev
-  built="$(cut -d' ' -f1 "$KEY_DIR/rootfs$VM_BUILD/.lazyagent-checkout" 2>/dev/null || true)"
+  built="$(cut -d' ' -f1 "$KEY_DIR/build/.lazyagent-checkout" 2>/dev/null || true)"
   now_rev="$(git -C "$checkout" describe --always --dirty 2>/dev/null || echo unknown)"
   [ "$built" = "$now_rev" ] ||
     warn "the image's build is of $built, the checkout is at $now_rev (vm.sh image rebuilds)"
@@ -791,7 +798,7 @@ cmd_status() {
   echo "key:          $KEY (Debian $VM_SUITE; format $VM_FORMAT)"
   if [ -d "$KEY_DIR/rootfs" ]; then
     echo "tree:         $KEY_DIR/rootfs"
-    echo "build:        $(cat "$KEY_DIR/rootfs$VM_BUILD/.lazyagent-checkout" 2>/dev/null || echo none)"
+    echo "build:        $(cat "$KEY_DIR/build/.lazyagent-checkout" 2>/dev/null || echo none)"
   else
     echo "tree:         none (vm.sh image)"
   fi
