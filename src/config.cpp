@@ -387,6 +387,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"registry_ttl_hours", r.integer(&cfg.k8s.registry_ttl_hours, 1, 8760)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
+            {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
             {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
                                    {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)},
                                    {"disk_mib", r.integer(&cfg.sessions.disk_mib, 16, 1048576)},
@@ -424,6 +425,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
     }
     if (!seed.empty()) cfg.seed = resolve_seed(seed, base_dir);
     for (auto& dir : cfg.mcp.seeds) dir = resolve_seed(dir, base_dir);
+    if (!cfg.signing.key.empty()) cfg.signing.key = resolve_seed(cfg.signing.key, base_dir);
     return cfg;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return usage_error(name + ": invalid YAML: " + e.msg);
