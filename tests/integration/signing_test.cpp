@@ -110,7 +110,7 @@ TEST_CASE("signing: a pass and a failure are signed, and verify, openssl and pyt
   CHECK(lazyagent::sha256_hex(it::read_file(path)) == a["sha256"]);
   CHECK(s.pass["timings"].contains("sign"));
   // `attestation RUN_ID` prints the stored envelope as it is.
-  const CliResult shown = it::run_cli(s.env, {"attestation", s.pass["run_id"]});
+  const CliResult shown = it::run_cli(s.env, {"attestation", s.pass["run_id"].get<std::string>()});
   CHECK(shown.exit_code == 0);
   CHECK(shown.out == it::read_file(path));
 
