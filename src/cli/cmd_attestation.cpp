@@ -162,8 +162,11 @@ int verify_envelope_command(const std::string& key_path, const std::string& file
     if (c.signature_ok) {
       std::cout << "  result    " << escape_for_terminal(result) << "\n";
       if (run.is_object()) {
-        std::cout << "  run       " << escape_for_terminal(run.value("id", json("")).dump()) << " finished "
-                  << escape_for_terminal(run.value("finishedOn", json("")).dump()) << "\n";
+        auto text = [&](const char* k) {
+          const json v = run.value(k, json(""));
+          return escape_for_terminal(v.is_string() ? v.get<std::string>() : v.dump());
+        };
+        std::cout << "  run       " << text("id") << ", finished " << text("finishedOn") << "\n";
       }
       const std::string ps = subject_sha256(c.statement, kPatchSubject), ss = subject_sha256(c.statement, kSeedSubject);
       std::cout << "  patch     " << escape_for_terminal(ps)

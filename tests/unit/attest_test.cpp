@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
 #include "attest/dsse.h"
 #include "attest/signing_key.h"
 #include "attest/test_statement.h"
+#include "config.h"
 #include "unit_tmp.h"
 #include "util/base64.h"
 
@@ -217,4 +219,14 @@ TEST_CASE("attest: signing a verdict costs well under 5 ms (statement, envelope,
   const double median = us[us.size() / 2];
   WARN("sign a 200-test statement: median " << median << " us, max " << us.back() << " us");
   CHECK(median < 5000);
+}
+
+TEST_CASE("attest: signing.key in the config is resolved against the config's directory, unknown keys named", "[quick]") {
+  auto c = parse_config("signing:\n  key: keys/ci.pem\n", "c.yaml", "/etc/lazyagent");
+  REQUIRE(c);
+  CHECK(c->signing.key == "/etc/lazyagent/keys/ci.pem");
+  CHECK(parse_config("", "c.yaml", "/x")->signing.key.empty());  // unset: nothing is signed
+  auto bad = parse_config("signing:\n  keyfile: k.pem\n", "c.yaml", "/x");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("c.yaml: signing.keyfile") == 0);
 }
