@@ -70,9 +70,11 @@ const SignedRuns& signed_runs() {
                                      s->ossl_key, "--no-baseline", "--events", "jsonl", "--test-command",
                                      "cat /proc/self/environ /proc/self/mountinfo; python3 -m unittest -v"});
   s->fail_events = s->fail_cli.out;
-  const std::string last = s->fail_events.substr(s->fail_events.rfind('\n', s->fail_events.size() - 2) + 1);
-  json fin = json::parse(last, nullptr, false);
-  if (fin.is_object() && fin.contains("result")) s->fail = fin["result"];
+  std::istringstream events(s->fail_events);
+  for (std::string line; std::getline(events, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("event", "") == "result") s->fail = e["result"];
+  }
   return *s;
 }
 
