@@ -387,11 +387,11 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                               {"registry_ttl_hours", r.integer(&cfg.k8s.registry_ttl_hours, 1, 8760)}})},
             {"environment", r.environment(&cfg.environment)},
             {"mcp", r.nested({{"seeds", r.path_list(&cfg.mcp.seeds)}})},
-            {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
             {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
                                    {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)},
                                    {"disk_mib", r.integer(&cfg.sessions.disk_mib, 16, 1048576)},
                                    {"max_files", r.integer(&cfg.sessions.max_files, 1024, 100000000)}})},
+            {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

@@ -69,7 +69,7 @@ const SignedRuns& signed_runs() {
   s->fail_cli = it::run_cli(s->env, {"test", "--seed", it::seed_dir(), "--patch", s->fail_patch, "--sign-key",
                                      s->ossl_key, "--no-baseline", "--events", "jsonl", "--test-command",
                                      "cat /proc/self/environ /proc/self/mountinfo; python3 -m unittest -v"});
-  s->fail_events = s->fail_cli.out;
+  s->fail_events = s->fail_cli.err;  // --events jsonl: the stream is on stderr
   std::istringstream events(s->fail_events);
   for (std::string line; std::getline(events, line);) {
     json e = json::parse(line, nullptr, false);

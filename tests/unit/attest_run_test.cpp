@@ -85,6 +85,9 @@ TEST_CASE("sign step: the envelope is written to the run store and verifies, the
   std::vector<double> us;
   SignedVerdict last;
   for (int i = 0; i < 51; ++i) {
+    // A new file each time, as each run's is (a rename over an existing file
+    // makes ext4 flush its data first: auto_da_alloc).
+    r.run_id = "r-20261207-000000-" + std::to_string(100000 + i);
     const auto t0 = std::chrono::steady_clock::now();
     auto v = sign_verdict(req, r, "podman", *key, store);
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
