@@ -73,6 +73,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl
   # the compiler cache: a fresh clone (CI's) compiles only what changed
   ccache
+  # libssl-dev: libcrypto's sha256, base64 and Ed25519 (signed verdicts, src/attest/)
   libcurl4-openssl-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev
   libcpp-httplib-dev catch2 python3
   # RE2 for the planner's search tool (linked statically)
@@ -101,8 +102,10 @@ PACKAGES=(
   # seed image's copier (a static /bin/busybox, src/engine/k8s/k8s_seed_image.h)
   docker-registry busybox-static
   # the TLS registry's private CA and certificate (k8s-registry.sh tls-start), the
-  # local cluster's serving certificates (k8s-apiserver.sh)
-  openssl
+  # local cluster's serving certificates (k8s-apiserver.sh); and, with Python's
+  # cryptography, the two independent verifiers of signed verdicts
+  # (tests/integration/signing_test.cpp, docs/signing.md: Ed25519 over DSSE's PAE)
+  openssl python3-cryptography
   # git work trees as seeds (`git ls-files`) and `apply --branch` run git (above,
   # for the build too); the diff tests and the seed benchmark use diff(1), and
   # `git apply` as the applier's oracle

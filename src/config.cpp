@@ -391,6 +391,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                    {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)},
                                    {"disk_mib", r.integer(&cfg.sessions.disk_mib, 16, 1048576)},
                                    {"max_files", r.integer(&cfg.sessions.max_files, 1024, 100000000)}})},
+            {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {
@@ -424,6 +425,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
     }
     if (!seed.empty()) cfg.seed = resolve_seed(seed, base_dir);
     for (auto& dir : cfg.mcp.seeds) dir = resolve_seed(dir, base_dir);
+    if (!cfg.signing.key.empty()) cfg.signing.key = resolve_seed(cfg.signing.key, base_dir);
     return cfg;
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return usage_error(name + ": invalid YAML: " + e.msg);

@@ -255,6 +255,13 @@ struct SessionsConfig {
   std::int64_t max_files = 200000;
 };
 
+// Signed verdicts (docs/signing.md): the Ed25519 private key (PKCS#8 PEM,
+// mode 0600) every verdict is signed with; "" = unsigned. Relative to the
+// config file's directory. --sign-key overrides it.
+struct SigningConfig {
+  std::string key;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -280,6 +287,7 @@ struct Config {
   EnvironmentConfig environment;
   McpConfig mcp;
   SessionsConfig sessions;
+  SigningConfig signing;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

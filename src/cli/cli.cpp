@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -50,7 +51,9 @@ const std::vector<Command>& commands() {
       {"warm", "make warm spares: sandboxes created and verified before their patch exists", cmd_warm},
       {"reap", "remove containers and private copies left by crashed runs, close their records", cmd_reap},
       {"export", "write the sandbox policy as an OCI bundle, a podman-compose stack or Kubernetes Jobs", cmd_export},
-      {"verify", "recompute a run record's hashes and say whether it still matches", cmd_verify},
+      {"verify", "recompute a run record's hashes; with --key, check a signed verdict offline", cmd_verify},
+      {"attestation", "print a run's signed verdict (a DSSE envelope over an in-toto statement)", cmd_attestation},
+      {"keygen", "make an Ed25519 key pair for signed verdicts (--sign-key, signing.key)", cmd_keygen},
       {"diff", "print a run's proven change as a unified diff against its seed", cmd_diff},
       {"apply", "write a passed run's change into your work tree (optionally on a new git branch)", cmd_apply},
       {"env", "build, list or prune the project's test image (config environment: base + setup + inputs)", cmd_env},
@@ -221,6 +224,33 @@ Result<Config> project_config(const ProjectOptions& o, const std::string& comman
                        ")");
   }
   return config;
+}
+
+void add_sign_key_option(ArgParser& p, std::string* path) {
+  p.option("--sign-key", path, "FILE",
+           "sign the verdict with this Ed25519 private key (PKCS#8 PEM, mode 0600; default: the config's "
+           "signing.key): a DSSE envelope over an in-toto statement, `attestation` in the result");
+}
+
+Status key_outside_seed(const std::string& key, const std::string& seed, const std::string& what) {
+  // The seed is copied into the sandbox: a key inside it would go along.
+  if (seed.empty()) return ok_status();
+  std::error_code ec1, ec2;
+  const std::string real_key = std::filesystem::weakly_canonical(key, ec1).string();
+  const std::string real_seed = std::filesystem::weakly_canonical(seed, ec2).string();
+  if (ec1 || ec2 || real_key.rfind(real_seed + "/", 0) != 0) return ok_status();
+  return usage_error(what + " " + key + ": the private key is inside the seed " + seed +
+                     ", which is copied into the sandbox: keep the key outside the project");
+}
+
+Result<std::shared_ptr<const SigningKey>> signing_key_for(const std::string& flag, const Config& config) {
+  const std::string path = flag.empty() ? config.signing.key : flag;
+  if (path.empty()) return std::shared_ptr<const SigningKey>();
+  const std::string what = flag.empty() ? "signing.key" : "--sign-key";
+  if (auto st = key_outside_seed(path, config.seed, what); !st) return st.error();
+  auto key = SigningKey::load(path, what);
+  if (!key) return key.error();
+  return std::shared_ptr<const SigningKey>(std::make_shared<SigningKey>(std::move(*key)));
 }
 
 Result<std::string> podman_socket_from_env() {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attest/signing_key.h"
 #include "config.h"
 #include "util/result.h"
 #include "store/run_store.h"
@@ -92,6 +93,15 @@ Result<std::string> podman_socket_for_runtime(const Config& config);
 // config; a usage error for an unknown runtime or an unacceptable policy.
 Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Config* config);
 RunStore default_run_store();
+// --sign-key FILE of test, run, eval and session prove (signed verdicts,
+// docs/signing.md).
+void add_sign_key_option(ArgParser& parser, std::string* path);
+// The key a command signs with: the flag's file, else the config's
+// signing.key, else none (null). A key that is unreadable, not Ed25519, or
+// readable by others is a usage error naming what to do.
+Result<std::shared_ptr<const SigningKey>> signing_key_for(const std::string& flag, const Config& config);
+// A usage error when `key` lies inside `seed` (which is copied into the sandbox).
+Status key_outside_seed(const std::string& key, const std::string& seed, const std::string& what);
 // The --patch FILE of test and export ("-" reads stdin), at most 1 MiB.
 Result<std::string> read_patch_file(const std::string& path);
 
@@ -159,6 +169,11 @@ int cmd_task(const std::vector<std::string>& args);
 int cmd_provider_stub(const std::vector<std::string>& args);
 int cmd_export(const std::vector<std::string>& args);
 int cmd_verify(const std::vector<std::string>& args);
+int cmd_keygen(const std::vector<std::string>& args);
+int cmd_attestation(const std::vector<std::string>& args);
+// `verify --key PUB FILE ...` (cmd_attestation.cpp): a signed verdict checked offline.
+int verify_envelope_command(const std::string& key_path, const std::string& file, const std::string& patch,
+                            const std::string& seed, bool require_passed, bool as_json);
 int cmd_eval(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);

@@ -42,6 +42,7 @@ struct EvalCliOptions {
   bool json = false;
   bool no_baseline = false;
   bool accept_weaker = false;
+  std::string sign_key;
   BackendOptions backend;
   EventOptions events;
 };
@@ -126,7 +127,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   ArgParser p("eval", "TASKS.jsonl | --predictions FILE --seed-map FILE [--jobs N] [--prepare M] [--out DIR]\n"
               "            [--rerun K] [--no-baseline] [--timeout S] [--backend podman|k8s] [--namespace NS]\n"
               "            [--kubeconfig FILE] [--report swebench:PATH|html:PATH] [--config FILE] [--accept-weaker-policy]\n"
-              "            [--events jsonl] [--events-fd N] [--json]",
+              "            [--sign-key FILE] [--events jsonl] [--events-fd N] [--json]",
               "Runs every task of a JSON Lines file (one {\"id\", \"seed\", \"allow\", \"test_command\",\n"
               "\"image\", \"patch\" | \"diff\" | \"instruction\"} per line), or every prediction of a SWE-bench\n"
               "predictions file (instance_id, model_patch) with --seed-map (instance id -> seed, or\n"
@@ -159,6 +160,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   p.flag("--accept-weaker-policy", &opt.accept_weaker,
          "run even if this host's podman cannot enforce a limit the config sets (as for `test`); without it such "
          "an eval is refused before any task runs");
+  add_sign_key_option(p, &opt.sign_key);
   add_event_options(p, &opt.events);
   p.flag("--json", &opt.json, "print exactly one JSON object (the summary) on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
@@ -191,6 +193,8 @@ int cmd_eval(const std::vector<std::string>& args) {
                             "'; eval runs its sandboxes on the podman service's own runtime, runc or crun, only "
                             "(use `test`/`run --runtime runsc` for gVisor, or drop engine.runtime)"));
   }
+  auto signer = signing_key_for(opt.sign_key, *config);
+  if (!signer) return fail(signer.error().context("eval"));
   auto parsed = opt.tasks.empty() ? load_predictions(opt.predictions, opt.seed_map) : load_tasks(opt.tasks);
   if (!parsed) return fail(parsed.error());
   // Every seed is read before anything runs (once per path; the resume keys
@@ -246,6 +250,15 @@ int cmd_eval(const std::vector<std::string>& args) {
     if (events) events->finish_error(usage_error("eval: the task file has " + std::to_string(parsed->errors.size()) + " problem(s); nothing was run"));
     return refuse_task_file(opt.tasks.empty() ? opt.predictions : opt.tasks, *parsed, opt.json);
   }
+  // A key inside any task's seed would be copied into that task's sandbox.
+  if (*signer) {
+    const std::string key_path = opt.sign_key.empty() ? config->signing.key : opt.sign_key;
+    for (const auto& [seed, hash] : seed_hashes) {
+      if (auto st = key_outside_seed(key_path, seed, opt.sign_key.empty() ? "signing.key" : "--sign-key"); !st) {
+        return fail(st.error().context("eval"));
+      }
+    }
+  }
   // The config's environment (relative to the config's seed), built once for every task.
   if (auto st = use_environment(&*config, opt.backend); !st) return fail(st.error().context("eval"));
 
@@ -273,6 +286,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.baseline = !opt.no_baseline;
   eo.out_dir = opt.out.empty() ? default_out(opt.tasks.empty() ? opt.predictions : opt.tasks) : opt.out;
   eo.seed_sha256 = std::move(seed_hashes);
+  eo.signer = *signer;
   eo.backend = opt.backend.backend;
   eo.placement = placement.settings;
   eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };

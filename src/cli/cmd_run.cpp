@@ -16,7 +16,7 @@ namespace lazyagent {
 ArgParser run_command_parser(RunOptions* opt) {
   ArgParser p("run", "[INSTRUCTION] [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--attempts N]\n"
               "           [--max-tokens T] [--rerun K] [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|crun|runsc]\n"
-              "           [--accept-weaker-policy] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl]\n"
+              "           [--accept-weaker-policy] [--sign-key FILE] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl]\n"
               "           [--events-fd N] [--json]",
               "Asks the configured OpenAI-compatible model for a fix, in a planner container that alone\n"
               "holds the provider secrets; validates the patch again; proves it in a sandbox with no\n"
@@ -39,6 +39,7 @@ ArgParser run_command_parser(RunOptions* opt) {
   p.option("--report", &opt->report, "junit:PATH", "also write the last attempt's per-test results as JUnit XML to PATH");
   p.option("--runtime", &opt->runtime, "RUNTIME", "the sandbox's runtime: runc, crun or runsc (gVisor; the planner stays on the podman service's own); default: the config's engine.runtime, else the service's runc or crun");
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
+  add_sign_key_option(p, &opt->sign_key);
   add_backend_options(p, &opt->backend);
   return p;
 }
@@ -51,6 +52,9 @@ Result<PreparedRun> prepare_run(const RunOptions& opt, const RunStore& store) {
   req.config = *config;
   req.instruction = opt.instruction;
   if (auto st = apply_runtime_options(opt.runtime, opt.accept_weaker, &req.config); !st) return st.error();
+  auto signer = signing_key_for(opt.sign_key, req.config);
+  if (!signer) return signer.error().context("run");
+  req.signer = std::move(*signer);
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   req.attempts = static_cast<int>(opt.attempts ? opt.attempts : req.config.repair.attempts);
   req.max_tokens = opt.max_tokens >= 0 ? opt.max_tokens : req.config.repair.max_tokens;

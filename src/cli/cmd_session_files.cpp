@@ -35,7 +35,8 @@ json session_diff_json(const std::string& id, const CopyDiff& d) {
               {"ok", d.findings.empty()}};
 }
 
-Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress) {
+Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress,
+                                const std::string& sign_key) {
   auto d = session_diff(s, SessionStore(store));
   if (!d) return d.error();
   if (d->diff.empty()) return usage_error("session " + s.record.id + " has no change to prove (the working copy is the seed)");
@@ -44,6 +45,7 @@ Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, 
   opt.project.seed = s.record.seed;
   opt.project.allow = s.record.allow;
   opt.project.test_command = s.record.test_command;
+  opt.sign_key = sign_key;
   auto prepared = prepare_test(opt, store, [&]() -> Result<std::string> { return check_patch_text_size(d->diff); });
   if (!prepared) return prepared.error();
   const auto engine = prepared->factory();
@@ -163,19 +165,21 @@ int session_diff_cmd(const std::vector<std::string>& args) {
 }
 
 int session_prove_cmd(const std::vector<std::string>& args) {
-  std::string id;
+  std::string id, sign_key;
   bool as_json = false;
-  ArgParser p("session prove", "ID [--json]",
+  ArgParser p("session prove", "ID [--sign-key FILE] [--json]",
               "Proves the session's change (its diff) through the ordinary `test`: the contract, a fresh\n"
               "sandbox over a new copy of your seed, the baseline, the verdict, provenance. A passed run can\n"
               "then be written into your tree with `lazyagent-oci apply RUN_ID`. Exit codes as `test`.");
   p.positional("ID", &id, true, "the session's id");
+  add_sign_key_option(p, &sign_key);
   p.flag("--json", &as_json, "print the result object of `test --json`");
   if (auto done = parse_or_exit(p, args)) return *done;
   const RunStore store = default_run_store();
   auto s = session_context(id, store);
   if (!s) return report_error(s.error(), as_json);
-  return finish_result(session_prove(*s, store, [](const std::string& step) { progress_line(step); }), as_json);
+  return finish_result(session_prove(*s, store, [](const std::string& step) { progress_line(step); }, sign_key),
+                       as_json);
 }
 
 }  // namespace

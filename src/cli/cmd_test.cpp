@@ -34,7 +34,7 @@ Result<std::string> check_patch_text_size(std::string text) {
 ArgParser test_command_parser(TestOptions* opt) {
   ArgParser p("test", "--patch FILE [--seed DIR] [--allow PATH]... [--test-command CMD] [--timeout S] [--rerun K]\n"
               "            [--no-baseline] [--report junit:PATH] [--config FILE] [--runtime runc|crun|runsc] [--accept-weaker-policy]\n"
-              "            [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl] [--events-fd N] [--json]",
+              "            [--sign-key FILE] [--backend podman|k8s] [--namespace NS] [--kubeconfig FILE] [--events jsonl] [--events-fd N] [--json]",
               "Copies the seed, applies the patch to the private copy, and runs the test command in a\n"
               "sandbox with no network, no secrets, a read-only root and hard resource caps. The\n"
               "container is always removed. The user's seed directory is never modified. The seed's\n"
@@ -49,6 +49,7 @@ ArgParser test_command_parser(TestOptions* opt) {
   p.option("--report", &opt->report, "junit:PATH", "also write the per-test results as JUnit XML to PATH");
   p.option("--runtime", &opt->runtime, "RUNTIME", "runc, crun or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime, else whichever of runc and crun the podman service runs");
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
+  add_sign_key_option(p, &opt->sign_key);
   add_backend_options(p, &opt->backend);
   return p;
 }
@@ -61,6 +62,9 @@ Result<PreparedTest> prepare_test(const TestOptions& opt, const RunStore& store,
   ProofRequest& req = t.req;
   req.config = *config;
   if (auto st = apply_runtime_options(opt.runtime, opt.accept_weaker, &req.config); !st) return st.error();
+  auto signer = signing_key_for(opt.sign_key, req.config);
+  if (!signer) return signer.error().context("test");
+  req.signer = std::move(*signer);
   req.timeout_seconds = opt.timeout ? opt.timeout : req.config.timeouts.test_seconds;
   // The user's input, refused before anything runs: no record, no container.
   if (auto st = check_seed_dir(req.config.seed); !st) return st.error().context("test");

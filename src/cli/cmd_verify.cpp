@@ -51,9 +51,9 @@ std::string no_proof_reason(const json& record) {
 }  // namespace
 
 int cmd_verify(const std::vector<std::string>& args) {
-  std::string run_id;
-  bool as_json = false;
-  ArgParser p("verify", "RUN_ID [--json]",
+  std::string run_id, key, patch, seed;
+  bool as_json = false, require_passed = false;
+  ArgParser p("verify", "RUN_ID [--json]\n       verify --key PUB FILE [--patch FILE] [--seed DIR] [--require-passed] [--json]",
               "Recomputes the hashes of a run record from what the run store keeps: the stored patch,\n"
               "the stored seed manifest, the effective policy and the verdict, and checks them against\n"
               "the record's provenance. Exit 0 when it matches, 1 when it does not (each mismatch is\n"
@@ -61,10 +61,24 @@ int cmd_verify(const std::vector<std::string>& args) {
               "unknown run id. It detects edits after the run; without a signing key it cannot tell a\n"
               "record rewritten with recomputed hashes from a genuine one. An intact record of a run that\n"
               "ended in an error (infra_error, planner_error) is RECORD INTACT, NOTHING PROVED (exit 0,\n"
-              "`proved: false` in the JSON): the record is genuine, the run proved nothing.");
-  p.positional("RUN_ID", &run_id, true, "the run's id (the result's run_id)");
+              "`proved: false` in the JSON): the record is genuine, the run proved nothing.\n\n"
+              "With --key PUB, FILE is a signed verdict (a DSSE envelope, `lazyagent-oci attestation RUN_ID`)\n"
+              "checked offline, anywhere: its Ed25519 signature under PUB, the in-toto statement's types, and\n"
+              "with --patch and --seed that the patch's bytes and the seed's tree digest are its subjects.\n"
+              "Exit 0 when all hold; 1 names what failed (signature, type, which subject); 2: unreadable input.");
+  p.positional("RUN_ID", &run_id, true, "the run's id (the result's run_id); with --key: the envelope file ('-' = stdin)");
+  p.option("--key", &key, "PUB", "check FILE as a signed verdict under this Ed25519 public key (SPKI PEM)");
+  p.option("--patch", &patch, "FILE", "with --key: the patch whose bytes must be the statement's \"patch\" subject");
+  p.option("--seed", &seed, "DIR", "with --key: the seed whose tree digest must be the statement's \"seed\" subject");
+  p.flag("--require-passed", &require_passed, "with --key: fail unless the signed result is PASSED");
   p.flag("--json", &as_json, "print exactly one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;
+  if (!key.empty()) return verify_envelope_command(key, run_id, patch, seed, require_passed, as_json);
+  if (!patch.empty() || !seed.empty() || require_passed) {
+    return report_error(usage_error("verify: --patch, --seed and --require-passed check a signed verdict: give "
+                                    "--key PUB FILE (verify RUN_ID checks the local record)"),
+                        as_json);
+  }
   const RunStore store = default_run_store();
 
   std::vector<ProvenanceMismatch> mismatches;

@@ -19,6 +19,7 @@ struct RunOptions {
   long attempts = 0, max_tokens = -1, rerun = -1;
   bool no_baseline = false;
   std::string report;
+  std::string sign_key;
   BackendOptions backend;
 };
 

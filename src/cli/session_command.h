@@ -41,7 +41,9 @@ Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store
 // The session's change through the ordinary `test` (contract, fresh
 // sandbox, baseline, verdict): the result `test --json` prints. A session
 // with no change is a usage error.
-Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress);
+// `sign_key` "" = the session's config's signing.key (signed verdicts).
+Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, const ProgressFn& progress,
+                                const std::string& sign_key = "");
 
 // `session diff --json` / the session_diff tool.
 nlohmann::json session_diff_json(const std::string& id, const CopyDiff& d);

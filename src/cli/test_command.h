@@ -25,6 +25,7 @@ struct TestOptions {
   long rerun = -1;
   bool no_baseline = false;
   std::string report;
+  std::string sign_key;  // --sign-key FILE ("" = the config's signing.key)
   BackendOptions backend;
 };
 

@@ -297,6 +297,7 @@ class Runner {
         req.timeout_seconds = opt_.timeout_seconds;
         req.judge = judge_options();
         req.events = events;
+        req.signer = opt_.signer;
         if (auto st = slots_.acquire(); !st) return st.error();
         auto r = run_agent(req, engine, store_, nullptr, true);
         slots_.release();
@@ -310,6 +311,7 @@ class Runner {
       req.acquire_run_slot = [this] { return slots_.acquire(); };
       req.release_run_slot = [this] { slots_.release(); };
       req.events = events;
+      req.signer = opt_.signer;
       return prove_judged(req, judge_options(), engine, store_, nullptr);
     };
   }
@@ -331,6 +333,7 @@ class Runner {
     row.reason = v.final ? (v.final->tests_passed ? "" : one_line(v.final->reason)) : one_line(v.final.error().message);
     if (v.final) {
       row.resources = v.final->resources;
+      if (v.final->attestation.is_object()) row.attestation = v.final->attestation.value("path", "");
       row.patch_format = v.final->patch_format;
       if (v.final->change.is_object()) {
         row.added = v.final->change["diff_stats"].value("added", std::size_t{0});
@@ -431,6 +434,7 @@ ResumeCheck check_resume(const std::string& out_dir, const EvalTask& task, const
   row.reason = j.value("reason", "");
   row.patch_format = j.value("patch_format", "");
   if (j.contains("resources")) row.resources = j["resources"];
+  if (j.contains("attestation") && j["attestation"].is_object()) row.attestation = j["attestation"].value("path", "");
   if (j.contains("diff_stats") && j["diff_stats"].is_object()) {
     row.added = j["diff_stats"].value("added", std::size_t{0});
     row.removed = j["diff_stats"].value("removed", std::size_t{0});

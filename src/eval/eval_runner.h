@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "attest/signing_key.h"
 #include "config.h"
 #include "eval/eval_attempts.h"
 #include "eval/eval_resume.h"
@@ -76,6 +77,9 @@ struct EvalOptions {
   // Optional: every run's steps and output (run_events.h), each naming its
   // task; called from the worker threads.
   RunEventFn events;
+  // Optional (--sign-key, signing.key): every task's verdict is signed on
+  // this host (attest_run.h); on Kubernetes too, the key never leaves it.
+  std::shared_ptr<const SigningKey> signer;
 };
 
 struct EvalEvent {

@@ -46,6 +46,7 @@ EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vecto
     s.added += it->second->added;
     s.removed += it->second->removed;
     for (const auto& part : it->second->changed) s.changed[part].push_back(id);
+    if (!it->second->attestation.empty()) s.attestations.emplace_back(id, it->second->attestation);
     if (it->second->suspicious) {
       s.suspicious.push_back(id);
       if (it->second->category == Category::kPassed) s.suspicious_passed.push_back(id);
@@ -74,6 +75,9 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["changed"] = changed;
   j["suspicious"] = group(s.suspicious);
   j["suspicious_passed"] = group(s.suspicious_passed);
+  nlohmann::json attestations = nlohmann::json::object();
+  for (const auto& [id, path] : s.attestations) attestations[id] = path;
+  j["attestations"] = {{"count", s.attestations.size()}, {"files", attestations}};
   j["interrupted"] = s.interrupted;
   j["jobs"] = s.jobs;
   j["wall_ms"] = s.wall_ms;

@@ -27,6 +27,7 @@ struct EvalRow {
   std::vector<std::string> changed;  // ran again because these parts of its resume key changed (eval_resume.h)
   bool suspicious = false;  // the patch has suspicious findings (suspicious_code.h)
   nlohmann::json resources;  // the final run's `resources` (null: no sandbox ran)
+  std::string attestation;   // the signed verdict's envelope file ("" = unsigned; attest_run.h)
 };
 
 // `resources` over the tasks' final runs: CPU summed, peaks as the largest
@@ -48,6 +49,8 @@ struct EvalSummary {
   // those of them that passed: the ones a reviewer should read first.
   std::vector<std::string> suspicious;
   std::vector<std::string> suspicious_passed;
+  // The signed verdicts (--sign-key): task id -> envelope file, in task-file order.
+  std::vector<std::pair<std::string, std::string>> attestations;
   bool interrupted = false;
   int jobs = 1;
   long wall_ms = 0;

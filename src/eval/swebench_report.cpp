@@ -54,6 +54,10 @@ json instance_report(const json& r) {
       {"FAIL_TO_FAIL", outcome(json::array(), json::array())},
       {"PASS_TO_FAIL", outcome(json::array(), json::array())},
   };
+  // The signed verdict's envelope (--sign-key; docs/signing.md), when there is one.
+  if (r.is_object() && r.contains("attestation") && r["attestation"].is_object()) {
+    inst["attestation"] = r["attestation"].value("path", "");
+  }
   inst["flaky"] = string_list(triage, "flaky");
   inst["added"] = string_list(triage, "added");
   return inst;
@@ -65,6 +69,7 @@ json swebench_report(const std::vector<std::string>& task_ids, const std::map<st
   json instances = json::object();
   json completed = json::array(), resolved = json::array(), unresolved = json::array(), empty = json::array(),
        errors = json::array(), incomplete = json::array(), isolation = json::array();
+  json attestations = json::object();
   for (const auto& id : task_ids) {
     const auto it = results.find(id);
     const json r = it == results.end() ? json() : it->second;
@@ -84,6 +89,7 @@ json swebench_report(const std::vector<std::string>& task_ids, const std::map<st
       (inst["resolved"].get<bool>() ? resolved : unresolved).push_back(id);
     }
     if (!inst["patch_exists"].get<bool>()) empty.push_back(id);
+    if (inst.contains("attestation")) attestations[id] = inst["attestation"];
     instances[id] = std::move(inst);
   }
   return {
@@ -104,6 +110,7 @@ json swebench_report(const std::vector<std::string>& task_ids, const std::map<st
       {"empty_patch_ids", empty},
       {"error_ids", errors},
       {"isolation_violation_ids", isolation},
+      {"attestation_files", attestations},
       {"instances", instances},
   };
 }

@@ -106,6 +106,7 @@ Result<Attempt> attempt_once(const RunRequest& req, const SeedSnapshot& seed, co
   test.planner = planner;
   test.engine_checked = true;
   test.events = req.events;
+  test.signer = req.signer;
   auto result = prove_judged(test, req.judge, engine, store, progress);
   if (!result) return result.error().with_id("run_id", run_id).with_id("planner_task_id", task_id);
   result->timings.insert(result->timings.begin(), StepTiming{"plan", outcome->ms});

@@ -42,6 +42,7 @@ struct RunRequest {
   std::int64_t max_tokens = 0;  // ceiling on provider tokens over all attempts; 0 = none
   JudgeOptions judge;           // baseline, re-runs, infra retry
   RunEventFn events;            // optional: steps (the planner's "plan" too) and output (run_events.h)
+  std::shared_ptr<const SigningKey> signer;  // optional: each attempt's verdict is signed (attest_run.h)
 };
 
 // `engine_checked`: the caller (eval) checked the engine and reaped already.

@@ -113,6 +113,7 @@ json result_to_json(const RunResult& r) {
   if (!r.evidence_note.empty()) j["evidence_note"] = r.evidence_note;
   if (r.category != Category::kNone) j["category"] = category_name(r.category);
   if (!r.triage.is_null()) j["triage"] = r.triage;
+  if (!r.attestation.is_null()) j["attestation"] = r.attestation;
   if (r.repair.is_object()) {
     for (const auto& [k, v] : r.repair.items()) j[k] = v;
   }
@@ -142,6 +143,11 @@ json run_record(const RunResult& r, const RecordInfo& info) {
   }
   if (info.category != Category::kNone) rec["category"] = category_name(info.category);
   if (!info.backend.empty()) rec["backend"] = info.backend;
+  // The envelope itself lives in the record, written with fsync as the record
+  // is; the artifacts/ file is its copy (attest_run.h).
+  if (rec.contains("attestation") && !r.attestation_envelope.empty()) {
+    rec["attestation"]["envelope"] = r.attestation_envelope;
+  }
   rec["provenance"] = build_provenance(rec);
   return rec;
 }

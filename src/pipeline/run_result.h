@@ -89,6 +89,8 @@ struct RunResult {
   std::string evidence_note;     // why `report: auto` kept the output ("" otherwise)
   Category category = Category::kNone;  // set by prove_judged (or the refusal)
   nlohmann::json triage;         // set by prove_judged (triage_run.h); null otherwise
+  nlohmann::json attestation;    // {path, keyid, sha256} of the signed verdict (attest_run.h); null: unsigned
+  std::string attestation_envelope;  // the envelope's line: in the record (durable), not in the result
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
 

@@ -32,10 +32,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "attest/signing_key.h"
 #include "config.h"
 #include "engine/engine.h"
 #include "util/result.h"
@@ -64,6 +66,10 @@ struct ProofRequest {
   // Optional: each step's start and end and the test's output lines as they
   // arrive (run_events.h); copies of the request (baseline, re-runs) keep it.
   RunEventFn events;
+  // Optional (--sign-key, signing.key): the key the judged verdict is signed
+  // with on the host (attest_run.h); copies (baseline, re-runs) share it and
+  // only the deciding verdict is signed. Never serialised, never sent.
+  std::shared_ptr<const SigningKey> signer;
 };
 
 // Engine failures are Errors (kEngine, kIsolation, ...); a refused patch or

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
 #include <optional>
 
+#include "pipeline/attest_run.h"
 #include "util/digest.h"
 #include "util/file_lock.h"
 #include "util/interrupt.h"
@@ -214,6 +216,18 @@ Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt,
   res.category = res.tests_passed ? (flaky.empty() ? Category::kPassed : Category::kFlaky) : Category::kFailed;
   tj["verdict"] = category_name(res.category);
   res.triage = tj;
+  if (req.signer && is_signed_verdict(res)) {
+    // sign: on the host, after the sandbox is gone (attest_run.h).
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = sign_verdict(req, res, engine.name(), *req.signer, store);
+    if (!a) return a.error().context("signing the verdict of run " + res.run_id).with_id("run_id", res.run_id);
+    res.attestation = std::move(a->attestation);
+    res.attestation_envelope = std::move(a->envelope);
+    res.timings.push_back({"sign", static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                         std::chrono::steady_clock::now() - t0)
+                                                         .count())});
+    if (progress) progress("sign: verdict signed with key " + req.signer->keyid().substr(0, 16));
+  }
   (void)write_result_record(store, engine, req, res);
   return res;
 }

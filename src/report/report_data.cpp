@@ -61,7 +61,7 @@ void add_unique(std::vector<std::string>* v, const std::string& s) {
 // Summary groups that are not categories.
 bool is_summary_side_group(const std::string& key) {
   return key == "skipped" || key == "not_run" || key == "suspicious" || key == "suspicious_passed" ||
-         key == "changed";
+         key == "changed" || key == "attestations";
 }
 
 std::vector<std::string> list_result_files(const std::string& dir) {
@@ -132,6 +132,10 @@ ReportTask report_task_from_result(const std::string& id, const json& r) {
   t.isolation_violation = t.category == "isolation_violation" || json_str(r, "category") == "isolation_violation" ||
                           json_str(r, "error_kind") == "isolation";
   if (r.contains("triage") && r["triage"].is_object()) t.triage = r["triage"];
+  if (r.contains("attestation") && r["attestation"].is_object()) {
+    t.attestation_keyid = json_str(r["attestation"], "keyid");
+    t.attestation_path = json_str(r["attestation"], "path");
+  }
   if (r.contains("tests") && r["tests"].is_object() && r["tests"].contains("tests") && r["tests"]["tests"].is_array()) {
     for (const auto& c : r["tests"]["tests"]) t.tests.push_back({json_str(c, "id"), json_str(c, "outcome")});
   }

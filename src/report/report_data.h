@@ -57,6 +57,8 @@ struct ReportTask {
   bool diff_cut = false;
   std::string diff_note;                // why there is no diff, when there is none
   bool isolation_violation = false;     // category or the run's own category says so
+  std::string attestation_keyid;        // the signed verdict's key id ("" = not signed; docs/signing.md)
+  std::string attestation_path;
 };
 
 struct ReportData {

@@ -177,6 +177,11 @@ std::string render_task_html(const ReportTask& t, std::size_t index) {
                               std::to_string(t.removed) + " line(s)" + (changed.empty() ? "" : ": " + changed));
   }
   if (t.test_exit_code >= 0) o += task_dd("test exit code", std::to_string(t.test_exit_code));
+  // The verdict's signature state (docs/signing.md): checked with `verify --key`, not here.
+  o += task_dd("signature", t.attestation_keyid.empty()
+                                ? std::string("not signed")
+                                : "signed, key <code>" + html_text(t.attestation_keyid.substr(0, 16)) +
+                                      "</code> (<code>" + html_text(t.attestation_path) + "</code>)");
   o += "</dl>";
   if (!t.findings.empty()) o += "<h4>Refused: contract findings</h4>" + task_list(t.findings, "findings");
   if (!t.suspicious.empty()) o += "<h4>Suspicious code in the patch</h4>" + task_list(t.suspicious, "findings susp");

@@ -117,12 +117,13 @@ Status RunStore::write_in(const std::string& subdir, const std::string& id, cons
   return write_text(subdir, id + ".json", record.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-Status RunStore::write_text(const std::string& subdir, const std::string& name, const std::string& text) const {
+Status RunStore::write_text(const std::string& subdir, const std::string& name, const std::string& text,
+                            Durability d) const {
   if (!valid_run_id(subdir) || name.empty() || name.find('/') != std::string::npos || name[0] == '.') {
     return engine_error("run store: invalid name " + subdir + "/" + name);
   }
   if (auto st = mkdirs_private(dir_ + "/" + subdir); !st) return st;
-  auto st = write_file_atomic(dir_ + "/" + subdir + "/" + name, text);
+  auto st = write_file_atomic(dir_ + "/" + subdir + "/" + name, text, d);
   if (!st) return st.error().context("saving " + subdir + "/" + name);
   return st;
 }

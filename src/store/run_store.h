@@ -55,7 +55,8 @@ class RunStore {
   Result<nlohmann::json> read(const std::string& run_id) const;
   // Records and text files of other kinds ("tasks"), same atomic writes.
   Status write_in(const std::string& subdir, const std::string& id, const nlohmann::json& record) const;
-  Status write_text(const std::string& subdir, const std::string& name, const std::string& text) const;
+  Status write_text(const std::string& subdir, const std::string& name, const std::string& text,
+                    Durability d = Durability::kSynced) const;
   Result<nlohmann::json> read_in(const std::string& subdir, const std::string& id) const;
   Result<std::string> read_text(const std::string& subdir, const std::string& name) const;
   // The newest `limit` records (by run id), newest first. Unreadable files

@@ -18,7 +18,7 @@ std::string atomic_write_errno_text(const std::string& what, const std::string& 
 
 }  // namespace
 
-Status write_file_atomic(const std::string& path, const std::string& data) {
+Status write_file_atomic(const std::string& path, const std::string& data, Durability d) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return engine_error(atomic_write_errno_text("creating", tmp));
@@ -34,7 +34,7 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
     }
     off += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((d == Durability::kSynced && ::fsync(fd) != 0) || ::close(fd) != 0) {
     ::unlink(tmp.c_str());
     return engine_error(atomic_write_errno_text("syncing", tmp));
   }
@@ -43,6 +43,7 @@ Status write_file_atomic(const std::string& path, const std::string& data) {
     ::unlink(tmp.c_str());
     return engine_error(msg);
   }
+  if (d == Durability::kRenameOnly) return ok_status();
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {

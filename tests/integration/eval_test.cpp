@@ -67,8 +67,11 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
           task_line("wrong", quoted("wrong.json")) + task_line("refused", quoted("traversal.json")) +
           task_line("no-image", quoted("fix.json"), ",\"image\":\"localhost/lazyagent-no-such-image:eval-it\""));
   const std::string out = dir.path() + "/out";
+  // Every verdict signed (docs/signing.md): a refusal and an infrastructure error are none.
+  const json keys = json_out(run_cli({state.path()}, {"keygen", "--out", dir.path() + "/keys", "--json"}));
 
-  Spawned first = eval_cli({state.path()}, {"eval", tasks, "--jobs", "2", "--out", out, "--rerun", "1", "--json"});
+  Spawned first = eval_cli({state.path()}, {"eval", tasks, "--jobs", "2", "--out", out, "--rerun", "1", "--json",
+                                            "--sign-key", keys["private_key"].get<std::string>()});
   INFO(first.result.err);
   CHECK(first.result.exit_code == 5);  // an infrastructure error among the tasks
   const json s = json::parse(first.result.out);
@@ -106,6 +109,16 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   CHECK(no_image["error_kind"] == "engine");
   CHECK(no_image["error"].get<std::string>().find("lazyagent-no-such-image") != std::string::npos);
   CHECK(no_image["eval"]["attempts"].size() == 2);  // retried once
+  CHECK(fix["attestation"]["keyid"] == keys["keyid"]);
+  CHECK(wrong["attestation"]["keyid"] == keys["keyid"]);
+  CHECK_FALSE(refused.contains("attestation"));
+  CHECK_FALSE(no_image.contains("attestation"));
+  CHECK(s["attestations"]["count"] == 3);
+  CHECK(s["attestations"]["files"]["wrong"] == wrong["attestation"]["path"]);
+  const CliResult checked = run_cli({state.path()}, {"verify", "--key", keys["public_key"].get<std::string>(), wrong["attestation"]["path"].get<std::string>(),
+                                                     "--patch", dir.path() + "/wrong.json", "--json"});
+  CHECK(checked.exit_code == 0);
+  CHECK(json_out(checked)["result"] == "FAILED");
 
   // Rerun with the same --out: the four verdicts are kept (files untouched),
   // the infrastructure error runs again.
@@ -135,6 +148,10 @@ TEST_CASE("eval: a mixed task file gives each category, and a rerun skips the fi
   CHECK(sb["instances"]["wrong"]["resolved"] == false);
   CHECK(sb["instances"]["wrong"]["patch_successfully_applied"] == true);
   CHECK(sb["instances"]["refused"]["patch_successfully_applied"] == false);
+  // The signed verdicts, resumed tasks' too, from their result files.
+  CHECK(sb["attestation_files"] == json{{"fix-inline", fix["attestation"]["path"]},
+                                        {"fix-file", json::parse(read_file(out + "/results/fix-file.json"))["attestation"]["path"]},
+                                        {"wrong", wrong["attestation"]["path"]}});
   CHECK(second.result.err.find("eval: SWE-bench report: " + swebench) != std::string::npos);
   // A --report that is not swebench:PATH is a usage error, before anything runs.
   Spawned bad_report = eval_cli({state.path()}, {"eval", tasks, "--out", out, "--report", "junit:x.xml"});

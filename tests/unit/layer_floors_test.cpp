@@ -31,6 +31,8 @@ const std::vector<Floor> kFloors = {
     // contract's builders read the config's values.
     {1, "config.h"},      {1, "config.cpp"},
     {1, "contract/"},
+    // Signed verdicts (DSSE, in-toto, Ed25519 keys): the contract of evidence.
+    {1, "attest/"},
     {2, "policy/"},
     {3, "provider/"},
     {4, "store/"},

@@ -226,3 +226,14 @@ TEST_CASE("report html: the loader reads summary.json and the results, leaves ou
                                        "/nowhere (give the --out directory of an eval that has finished or been "
                                        "interrupted)");
 }
+
+TEST_CASE("report html: each task shows its signature state and key id, the path as text", "[quick]") {
+  json signed_r = result("signed", "passed", 0);
+  signed_r["attestation"] = {{"path", "/s/artifacts/<b>r-1.intoto.jsonl"}, {"keyid", std::string(64, 'a')}, {"sha256", "x"}};
+  const json plain = result("plain", "failed", 1);
+  ReportData d = data_of(summary_of({{"passed", std::vector<std::string>{"signed"}}, {"failed", std::vector<std::string>{"plain"}}}, 2), {signed_r, plain});
+  const std::string page = render_report_html(d, {});
+  CHECK(page.find("<dt>signature</dt><dd>signed, key <code>" + std::string(16, 'a') +
+                  "</code> (<code>/s/artifacts/&lt;b&gt;r-1.intoto.jsonl</code>)</dd>") != std::string::npos);
+  CHECK(page.find("<dt>signature</dt><dd>not signed</dd>") != std::string::npos);
+}

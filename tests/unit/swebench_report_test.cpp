@@ -99,3 +99,12 @@ TEST_CASE("swebench report: a flaky task is completed but not resolved, malforme
   CHECK(i["tests_status"]["FAIL_TO_PASS"]["success"] == json::array());
   CHECK(r["completed_ids"] == json({"f"}));
 }
+
+TEST_CASE("swebench report: signed verdicts are listed per instance and in attestation_files", "[quick]") {
+  json r1 = result_file("completed", "passed", json());
+  r1["attestation"] = {{"path", "/s/artifacts/r-1.intoto.jsonl"}, {"keyid", "k"}, {"sha256", "x"}};
+  const json r = swebench_report({"a", "b"}, {{"a", r1}, {"b", result_file("completed", "failed", json())}});
+  CHECK(r["instances"]["a"]["attestation"] == "/s/artifacts/r-1.intoto.jsonl");
+  CHECK_FALSE(r["instances"]["b"].contains("attestation"));
+  CHECK(r["attestation_files"] == json{{"a", "/s/artifacts/r-1.intoto.jsonl"}});
+}
