@@ -200,4 +200,21 @@ EvidencePlan plan_evidence(const std::string& test_command, const std::string& r
   return p;
 }
 
+std::string missing_runner_line(std::string_view output, const std::string& runner) {
+  if (runner.empty()) return "";
+  const std::string said = ": No module named " + runner;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    std::size_t end = output.find('\n', start);
+    if (end == std::string_view::npos) end = output.size();
+    std::string_view line = output.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > said.size() && line.size() < 512 && line.substr(line.size() - said.size()) == said) {
+      return std::string(line);
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
 }  // namespace lazyagent

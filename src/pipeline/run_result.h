@@ -89,6 +89,9 @@ struct RunResult {
   std::string evidence_note;     // why `report: auto` kept the output ("" otherwise)
   Category category = Category::kNone;  // set by prove_judged (or the refusal)
   nlohmann::json triage;         // set by prove_judged (triage_run.h); null otherwise
+  // The record's provenance as last written (provenance.h): what `verify`
+  // checks, in the result too. Set by whoever writes the record.
+  nlohmann::json provenance;
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
 

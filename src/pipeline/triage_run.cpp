@@ -214,7 +214,7 @@ Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt,
   res.category = res.tests_passed ? (flaky.empty() ? Category::kPassed : Category::kFlaky) : Category::kFailed;
   tj["verdict"] = category_name(res.category);
   res.triage = tj;
-  (void)write_result_record(store, engine, req, res);
+  (void)write_result_record(store, engine, req, &res);
   return res;
 }
 
