@@ -203,16 +203,12 @@ EvidencePlan plan_evidence(const std::string& test_command, const std::string& r
 std::string missing_runner_line(std::string_view output, const std::string& runner) {
   if (runner.empty()) return "";
   const std::string said = ": No module named " + runner;
-  std::size_t start = 0;
-  while (start < output.size()) {
-    std::size_t end = output.find('\n', start);
-    if (end == std::string_view::npos) end = output.size();
-    std::string_view line = output.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.size() > said.size() && line.size() < 512 && line.substr(line.size() - said.size()) == said) {
-      return std::string(line);
-    }
-    start = end + 1;
+  for (std::size_t at = output.find(said); at != std::string_view::npos; at = output.find(said, at + 1)) {
+    const std::size_t end = at + said.size();  // the words must end their line
+    if (end < output.size() && output[end] != '\n' && output[end] != '\r') continue;
+    const std::size_t nl = at == 0 ? std::string_view::npos : output.rfind('\n', at - 1);
+    const std::size_t start = nl == std::string_view::npos ? 0 : nl + 1;
+    if (at > start && end - start < 512) return std::string(output.substr(start, end - start));
   }
   return "";
 }
