@@ -119,6 +119,8 @@ PACKAGES=(
   apt iproute2
   # `man lazyagent-oci` and the shell completion the set-up installs (step 4a)
   man-db bash-completion
+  # scripts/build-deb.sh checks the package it makes (cpack, dpkg-shlibdeps: above)
+  lintian
 )
 # For the test suite only (not with --cli-only: the demo needs none of it):
 # headless Chromium opens the eval's HTML report (tests/integration/report_test.cpp

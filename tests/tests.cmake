@@ -143,3 +143,12 @@ add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven f
           session_client_test.mjs)
 set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
+
+# The install (issue 43 item 4): `cmake --install` into a scratch root gives the
+# binary, lazyagent-oci(1), the completions and share/lazyagent-oci, and the
+# installed binary runs from there (scripts/build-deb.sh checks the .deb the same
+# way, and with lintian). Needs the default build (the manual page is written by it).
+add_test(NAME "package: cmake --install into a scratch root runs with nothing from the build tree"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/scratch_install.sh ${CMAKE_BINARY_DIR})
+set_tests_properties("package: cmake --install into a scratch root runs with nothing from the build tree" PROPERTIES
+  LABELS "package;unit" TIMEOUT 120)

@@ -390,7 +390,7 @@ std::string man_page(const std::vector<CommandShape>& shapes, const std::string&
        ".TP\nLAZYAGENT_CONFIG\nthe config file when \\-\\-config is not given\n"
        ".TP\nXDG_STATE_HOME\nthe run store is $XDG_STATE_HOME/lazyagent\\-oci (default ~/.local/state/lazyagent\\-oci)\n"
        ".SH FILES\n"
-       ".TP\n./config/lazyagent.yaml, share/lazyagent\\-oci/config/lazyagent.yaml\nthe config, when neither "
+       ".TP\n\\&./config/lazyagent.yaml, share/lazyagent\\-oci/config/lazyagent.yaml\nthe config, when neither "
        "\\-\\-config nor LAZYAGENT_CONFIG names one\n"
        ".SH SEE ALSO\n\\fBpodman\\fR(1), \\fBpodman\\-system\\-service\\fR(1)\n";
   return o.str();
