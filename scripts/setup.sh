@@ -120,6 +120,10 @@ PACKAGES=(
   # scripts/check-host-commands.py (ctest "deps: ...") fails when a command the
   # scripts, the build or Kubernetes' build run is not covered by this list.
   apt iproute2
+  # `man lazyagent-oci` and the shell completion the set-up installs (step 4a)
+  man-db bash-completion
+  # scripts/build-deb.sh checks the package it makes (cpack, dpkg-shlibdeps: above)
+  lintian
 )
 # For the test suite only (not with --cli-only: the demo needs none of it):
 # headless Chromium opens the eval's HTML report (tests/integration/report_test.cpp
@@ -479,6 +483,23 @@ if [ "$DO_BUILD" -eq 1 ]; then
     die "the build failed (output above)"
   fi
   step_done
+fi
+
+# ---- 4a. shell completion and the manual page --------------------------------------
+# Written by the binary just built, from its own option tables (`completion SHELL`,
+# `help --man`), so that they match it: `man lazyagent-oci` and Tab work after the
+# quick start. Where a package or `cmake --install` put its own, those stay.
+
+if [ -x "$LAZYAGENT_ROOT/build/lazyagent-oci" ]; then
+  step "shell completion and manual page"
+  b=$LAZYAGENT_ROOT/build/lazyagent-oci
+  install -d /usr/local/share/bash-completion/completions /usr/local/share/zsh/site-functions \
+    /usr/local/share/fish/vendor_completions.d /usr/local/share/man/man1
+  "$b" completion bash > /usr/local/share/bash-completion/completions/lazyagent-oci
+  "$b" completion zsh > /usr/local/share/zsh/site-functions/_lazyagent-oci
+  "$b" completion fish > /usr/local/share/fish/vendor_completions.d/lazyagent-oci.fish
+  "$b" help --man | gzip -9n > /usr/local/share/man/man1/lazyagent-oci.1.gz
+  step_done "bash, zsh, fish; lazyagent-oci(1)"
 fi
 
 # ---- 5. images ----------------------------------------------------------------------

@@ -10,6 +10,8 @@
 #include <iostream>
 
 #include "cli/cli_args.h"
+#include "cli/command_shapes.h"
+#include "cli/completion_scripts.h"
 #include "cli/session_command.h"
 #include "contract/patch_contract.h"
 #include "engine/k8s/k8s_engine.h"
@@ -63,8 +65,9 @@ const std::vector<Command>& commands() {
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
       {"plan", "the planner itself, run inside the planner container", cmd_plan},
+      {"completion", "print a shell's completion script (bash, zsh, fish), made from these commands' options", cmd_completion},
       {"version", "print the version", cmd_version},
-      {"help", "show this help", cmd_help},
+      {"help", "show this help (--man: the manual page in roff)", cmd_help},
   };
   return table;
 }
@@ -84,7 +87,11 @@ void print_help(std::ostream& o) {
        "            4 patch refused, 5 engine (podman), 128+N signal N\n";
 }
 
-int cmd_help(const std::vector<std::string>&) {
+int cmd_help(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "--man") {  // lazyagent-oci(1): the build writes it (completion_scripts.h)
+    std::cout << man_page(command_shapes(), LAZYAGENT_VERSION);
+    return 0;
+  }
   print_help(std::cout);
   return 0;
 }
@@ -215,6 +222,17 @@ Result<Config> project_config(const ProjectOptions& o, const std::string& comman
   if (!o.seed.empty()) config->seed = o.seed;
   if (!o.allow.empty()) config->allow = o.allow;
   if (!o.test_command.empty()) config->test_command = o.test_command;
+  if (chosen_config_path(o.config).empty()) {
+    // No config file: the built-in defaults were made for the demo (allow
+    // calculator.py), and a patch to anything else would be refused with no
+    // word on where that list came from.
+    std::string allow;
+    for (const auto& a : config->allow) allow += (allow.empty() ? "" : ", ") + a;
+    progress_line(command + ": no config file found (--config FILE, $LAZYAGENT_CONFIG, ./config/lazyagent.yaml, "
+                  "the installed share/lazyagent-oci/config/lazyagent.yaml): the built-in defaults apply; allow list: " +
+                  (allow.empty() ? std::string("(empty)") : allow) +
+                  (o.allow.empty() ? " (the default: pass --allow PATH or a config)" : " (--allow)"));
+  }
   if (config->seed.empty()) {
     // Which config was read: the usual cause is a command run from another
     // directory, where the default config is not found.
@@ -276,6 +294,7 @@ Status apply_runtime_options(const std::string& runtime, bool accept_weaker, Con
 
 void add_backend_options(ArgParser& p, BackendOptions* o) {
   p.option("--backend", &o->backend, "BACKEND", "podman (default) or k8s: where sandboxes and planners run");
+  p.choices("--backend", {"podman", "k8s"});
   p.option("--namespace", &o->ns, "NS", "with --backend k8s: namespace (default: the config's k8s.namespace)");
   p.option("--kubeconfig", &o->kubeconfig, "FILE",
            "with --backend k8s: kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)");
@@ -350,6 +369,7 @@ RunStore default_run_store() {
 }
 
 std::optional<int> parse_or_exit(ArgParser& parser, const std::vector<std::string>& args) {
+  if (record_shape(parser)) return 0;  // command_shapes() asked: the parser is all it wanted
   if (auto st = parser.parse(args); !st) {
     // A machine that asked for JSON gets its error as JSON too, whatever
     // else on the line was wrong (the flag may come after the bad one).

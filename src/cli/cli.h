@@ -182,6 +182,7 @@ int cmd_seed(const std::vector<std::string>& args);
 int cmd_env(const std::vector<std::string>& args);
 int cmd_warm(const std::vector<std::string>& args);
 int cmd_mcp(const std::vector<std::string>& args);
+int cmd_completion(const std::vector<std::string>& args);
 
 inline constexpr const char* kRefillLockName = "refill.lock";
 // What `test` and `run` do after printing their result: the sandboxes whose

@@ -24,8 +24,21 @@ void ArgParser::repeated(const std::string& name, std::vector<std::string>* out,
   opts_.push_back({name, Kind::kRepeated, out, metavar, help});
 }
 void ArgParser::positional(const std::string& metavar, std::string* out, bool required,
-                           const std::string& help) {
-  pos_.push_back({metavar, out, required, help});
+                           const std::string& help, std::vector<std::string> choices) {
+  pos_.push_back({metavar, out, required, help, std::move(choices)});
+}
+void ArgParser::choices(const std::string& option, std::vector<std::string> words) {
+  if (Opt* o = find(option)) o->choices = std::move(words);
+}
+
+ArgShape ArgParser::shape() const {
+  ArgShape s;
+  s.command = command_;
+  s.synopsis = synopsis_;
+  s.description = description_;
+  for (const auto& o : opts_) s.options.push_back({o.name, o.metavar, o.help, o.choices});
+  for (const auto& p : pos_) s.positionals.push_back({p.metavar, p.help, p.required, p.choices});
+  return s;
 }
 
 ArgParser::Opt* ArgParser::find(const std::string& name) {

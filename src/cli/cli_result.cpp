@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "contract/junit_report.h"
 #include "pipeline/run_result.h"
+#include "util/digest.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -79,7 +80,7 @@ void print_human(const RunResult& r) {
   // A podman container id (shortened as podman does) or a Kubernetes namespace/pod.
   const bool pod = r.sandbox_id.find('/') != std::string::npos;
   o << "sandbox: " << (pod ? r.sandbox_id : r.sandbox_id.substr(0, 12)) << " (removed)\n";
-  o << "image: " << r.image << " " << r.image_digest << "\n";
+  o << "image: " << r.image << " (" << image_hash_text(r.image_digest) << ")\n";
   o << "changed: ";
   for (std::size_t i = 0; i < r.changed_paths.size(); ++i) o << (i ? ", " : "") << escape_for_terminal(r.changed_paths[i]);
   o << (r.changed_paths.empty() ? "(nothing)\n" : "\n");

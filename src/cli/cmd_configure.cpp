@@ -85,7 +85,7 @@ int cmd_secret(const std::vector<std::string>& args) {
   ArgParser p("secret", "list [--config FILE] [--json] | delete NAME",
               "Lists the provider secrets the config names (names and dates only, never values),\n"
               "or deletes one podman secret.");
-  p.positional("ACTION", &action, true, "list or delete");
+  p.positional("ACTION", &action, true, "list or delete", {"list", "delete"});
   p.positional("NAME", &name, false, "the secret to delete");
   p.option("--config", &config_path, "FILE", kConfigOptionHelp);
   p.flag("--json", &json_out, "print one JSON object on stdout");

@@ -21,6 +21,7 @@
 #include "engine/podman/cgroup_usage.h"
 #include "engine/podman/service_facts.h"
 #include "policy/runtime_policy.h"
+#include "util/digest.h"
 #include "util/terminal_text.h"
 
 namespace lazyagent {
@@ -158,7 +159,9 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
                                    std::pair<std::string, std::string>{"images.planner", config.images.planner}}) {
     auto img = podman.image_inspect(image, key);
     checks.push_back({"image " + image, img ? "ok" : "fail",
-                      img ? key + ": " + img->value("Id", "").substr(0, 19) : img.error().message,
+                      img ? key + ": " + image_hash_text(img->value("Id", "")) +
+                                (img->value("Digest", "").empty() ? "" : ", " + image_hash_text(img->value("Digest", "")))
+                          : img.error().message,
                       img ? "" : "run scripts/build-images.sh (no registry is needed), or set " + key +
                                      " in the config to an image that exists"});
   }

@@ -54,7 +54,7 @@ int cmd_env(const std::vector<std::string>& args) {
               "mounted), committed as localhost/lazyagent-env:<key>, where the key hashes the base image,\n"
               "the set-up and the inputs' contents. test, run and eval build it on first use and reuse it.\n"
               "list: the environment images; prune: remove them, except the config's own (unless --all).");
-  p.positional("ACTION", &opt.action, true, "build, list or prune");
+  p.positional("ACTION", &opt.action, true, "build, list or prune", {"build", "list", "prune"});
   p.option("--seed", &opt.project.seed, "DIR", "build: the project (default: the config's seed)");
   p.option("--config", &opt.project.config, "FILE", kConfigOptionHelp);
   p.flag("--rebuild", &opt.rebuild, "build: build even when the image exists");
@@ -97,8 +97,10 @@ int cmd_env(const std::vector<std::string>& args) {
     if (opt.json) {
       std::cout << j.dump(2) << std::endl;
     } else {
-      std::cout << c.environment.resolved.image << (c.environment.resolved.built ? " built" : " reused")
-                << " (" << short_digest(c.environment.resolved.digest) << ")\n";
+      const auto& env = c.environment.resolved;
+      std::cout << env.image << (env.built ? " built" : " reused") << " ("
+                << (env.id.empty() || env.id == env.digest ? "" : image_hash_text(env.id) + ", ")
+                << image_hash_text(env.digest) << ")\n";
     }
     return 0;
   }
@@ -113,7 +115,7 @@ int cmd_env(const std::vector<std::string>& args) {
       std::cout << "no environment images\n";
     } else {
       for (const auto& r : rows) {
-        std::cout << escape_for_terminal(r["image"].get<std::string>()) << "  " << r["id"].get<std::string>().substr(0, 12)
+        std::cout << escape_for_terminal(r["image"].get<std::string>()) << "  " << image_hash_text(r["id"].get<std::string>())
                   << "  " << (r["size"].get<long>() >> 20) << " MiB  base " << escape_for_terminal(r["base"].get<std::string>())
                   << "\n";
       }

@@ -127,25 +127,28 @@ Result<InputOrFindings> read_input(const ExportOptions& opt) {
   if (!opt.patch.empty()) {
     auto text = read_patch_file(opt.patch);
     if (!text) return text.error();
-    ContractResult c = validate_patch_json(*text, contract_limits(in.config));
-    if (!c.ok()) {
-      r.findings = std::move(c.findings);
+    // Either form, told apart as `test` tells it (patch_format.h): whole
+    // files or a unified diff, resolved against the seed the same way.
+    PatchCheck check = check_patch_text(*text, contract_limits(in.config));
+    if (!check.ok()) {
+      r.findings = std::move(check.findings);
       return r;
     }
-    if (auto f = check_patch_against_seed(in.seed, c.patch); !f.empty()) {
-      r.findings = std::move(f);
-      return r;
+    if (check.format == PatchFormat::kFiles) {
+      if (auto f = check_patch_against_seed(in.seed, check.files); !f.empty()) {
+        r.findings = std::move(f);
+        return r;
+      }
     }
-    PatchCheck check;
-    check.format = PatchFormat::kFiles;
-    check.files = c.patch;
     ChangeResult changes = resolve_changes(check, in.seed);
     if (!changes.ok()) {
       r.findings = std::move(changes.findings);
       return r;
     }
     in.writes = copy_writes(changes.changes);
-    in.patch = std::move(c.patch);
+    in.patch_sha256 = check.sha256;
+    in.changed_paths = changed_paths(changes.changes);
+    if (check.format == PatchFormat::kFiles) in.patch = std::move(check.files);
   }
   r.input = std::move(in);
   return r;
@@ -337,9 +340,9 @@ Result<ExportOutcome> run_export(const ExportOptions& opt, const ExportTarget& t
              {"paths", paths},
              {"seed", in.seed.root},
              {"seed_sha256", in.seed.sha256},
-             {"patched", in.patch.has_value()},
-             {"changed_paths", in.patch ? changed_paths(in.seed, *in.patch) : std::vector<std::string>{}},
-             {"patch_sha256", in.patch ? patch_sha256(*in.patch) : ""},
+             {"patched", in.patched()},
+             {"changed_paths", in.changed_paths},
+             {"patch_sha256", in.patch_id()},
              {"policy", policy_to_json(in.policy)}};
   if (rootfs) {
     summary["image"] = rootfs->image.image;
@@ -406,9 +409,11 @@ int cmd_export(const std::vector<std::string>& args) {
               "(planner and sandbox services); `k8s`, Kubernetes Job manifests. Each export says what\n"
               "the engine enforces and what it cannot. A patch is validated as by `test` (exit 4 when\n"
               "refused) and written into the export's private seed copy, never into the seed.");
-  p.positional("TARGET", &opt.target, true, "oci, compose or k8s");
+  p.positional("TARGET", &opt.target, true, "oci, compose or k8s", {"oci", "compose", "k8s"});
   p.option("--out", &opt.out, "DIR", "where to write (new, empty, or an earlier export, whose seed, config and flags are reused unless given)");
-  p.option("--patch", &opt.patch, "FILE", "a patch to apply to the copy ('-' = stdin; default: none)");
+  p.option("--patch", &opt.patch, "FILE",
+           "a patch to apply to the copy, a unified diff or whole files as JSON, as `test` takes ('-' = stdin; "
+           "default: none)");
   add_project_options(p, &opt.project);
   p.integer("--timeout", &opt.timeout, "S", "the sandbox's deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
   p.option("--namespace", &opt.k8s_namespace, "NS", "Kubernetes namespace (k8s; default 'default')");

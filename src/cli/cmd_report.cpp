@@ -22,7 +22,7 @@ int cmd_report(const std::vector<std::string>& args) {
               "script but its own (a Content-Security-Policy says so); every text from the eval is escaped\n"
               "and control or bidi characters are shown as <U+XXXX>. `eval --report html:PATH` writes the\n"
               "same page at the end of an eval. Exit 0: written; 2: no summary.json in the directory.");
-  p.positional("html", &format, true, "the report's format (html)");
+  p.positional("html", &format, true, "the report's format (html)", {"html"});
   p.positional("EVAL_OUT_DIR", &out_dir, true, "an eval's --out directory");
   p.positional("PATH", &path, true, "where to write the page");
   p.flag("--json", &as_json, "print {report, tasks, bytes, diffs} as one JSON object");

@@ -38,6 +38,7 @@ ArgParser run_command_parser(RunOptions* opt) {
   p.flag("--no-baseline", &opt->no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--report", &opt->report, "junit:PATH", "also write the last attempt's per-test results as JUnit XML to PATH");
   p.option("--runtime", &opt->runtime, "RUNTIME", "the sandbox's runtime: runc, crun or runsc (gVisor; the planner stays on the podman service's own); default: the config's engine.runtime, else the service's runc or crun");
+  p.choices("--runtime", {"runc", "crun", "runsc"});
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_sign_key_option(p, &opt->sign_key);
   add_backend_options(p, &opt->backend);

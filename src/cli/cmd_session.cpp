@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -160,6 +161,21 @@ int session_exec(const std::vector<std::string>& args) {
       break;
     }
   }
+  if (words.empty() && std::find(args.begin(), args.end(), "--") == args.end()) {
+    // `session exec ID make test`: the words after the id are the command,
+    // meant for after `--` (the options would otherwise be taken as ours).
+    std::vector<std::string> loose;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--timeout") ++i;
+      else if (args[i].empty() || args[i][0] != '-') loose.push_back(args[i]);
+    }
+    if (loose.size() > 1) {
+      const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+      return report_error(usage_error("session exec: put the command after `--`: lazyagent-oci session exec " + loose[0] +
+                                      " -- " + command_text({loose.begin() + 1, loose.end()})),
+                          json);
+    }
+  }
   if (auto done = parse_or_exit(p, own)) return *done;
   if (words.empty()) return report_error(usage_error("session exec: no command: give it after `--`"), as_json);
   const RunStore store = default_run_store();
@@ -247,20 +263,41 @@ int session_list(const std::vector<std::string>& args) {
   return kExitPassed;
 }
 
+}  // namespace
+
+// One table: the dispatch, `session --help` and the shell completion
+// (command_shapes.h) read it.
+const std::vector<Command>& session_subcommands() {
+  using Args = const std::vector<std::string>&;
+  static const std::vector<Command> table = {
+      {"open", "make a session; prints its id", session_open},
+      {"exec", "run a command in the session's working copy", session_exec},
+      {"write", "write a file into the working copy", [](Args a) { return cmd_session_files("write", a); }},
+      {"read", "print a file of the working copy", [](Args a) { return cmd_session_files("read", a); }},
+      {"diff", "the working copy's change as a unified diff, judged by the patch contract",
+       [](Args a) { return cmd_session_files("diff", a); }},
+      {"prove", "prove the change through `test` (contract, sandbox, baseline, verdict)",
+       [](Args a) { return cmd_session_files("prove", a); }},
+      {"close", "remove the session's copy and record", session_close},
+      {"list", "the open sessions", session_list},
+  };
+  return table;
+}
+
+namespace {
+
 void print_session_help() {
-  std::cout << "usage: lazyagent-oci session open|exec|write|read|diff|prove|close|list ...\n\n"
+  std::string names;
+  for (const auto& c : session_subcommands()) names += (names.empty() ? "" : "|") + std::string(c.name);
+  std::cout << "usage: lazyagent-oci session " << names << " ...\n\n"
                "An agent's working copy of a seed in which every command runs in a fresh sandbox\n"
                "(no network, no secrets, limits, verified), read back as hostile input and proven\n"
                "through the ordinary `test`. `lazyagent-oci session SUBCOMMAND --help` shows its options.\n\n"
-               "subcommands:\n"
-               "  open           make a session; prints its id\n"
-               "  exec           run a command in the session's working copy\n"
-               "  write          write a file into the working copy\n"
-               "  read           print a file of the working copy\n"
-               "  diff           the working copy's change as a unified diff, judged by the patch contract\n"
-               "  prove          prove the change through `test` (contract, sandbox, baseline, verdict)\n"
-               "  close          remove the session's copy and record\n"
-               "  list           the open sessions\n";
+               "subcommands:\n";
+  for (const auto& c : session_subcommands()) {
+    const std::string n = c.name;
+    std::cout << "  " << n << std::string(n.size() < 15 ? 15 - n.size() : 1, ' ') << c.summary << "\n";
+  }
 }
 
 }  // namespace
@@ -272,11 +309,9 @@ int cmd_session(const std::vector<std::string>& args) {
   }
   const std::string sub = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (sub == "open") return session_open(rest);
-  if (sub == "exec") return session_exec(rest);
-  if (sub == "close") return session_close(rest);
-  if (sub == "list") return session_list(rest);
-  if (sub == "write" || sub == "read" || sub == "diff" || sub == "prove") return cmd_session_files(sub, rest);
+  for (const auto& c : session_subcommands()) {
+    if (sub == c.name) return c.run(rest);
+  }
   return report_error(usage_error("session: unknown subcommand '" + sub + "' (see `lazyagent-oci session --help`)"), false);
 }
 

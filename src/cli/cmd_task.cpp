@@ -17,7 +17,7 @@ int cmd_task(const std::vector<std::string>& args) {
   ArgParser p("task", "show ID [--json] | logs ID",
               "Shows a planner task (status, timings, model, token usage, container, patch summary,\n"
               "error) or prints its log. The ID is the result's planner_task_id.");
-  p.positional("ACTION", &action, true, "show or logs");
+  p.positional("ACTION", &action, true, "show or logs", {"show", "logs"});
   p.positional("ID", &id, true, "the planner task id (t-...)");
   p.flag("--json", &json_out, "print the record as JSON (show)");
   if (auto done = parse_or_exit(p, args)) return *done;

@@ -48,6 +48,7 @@ ArgParser test_command_parser(TestOptions* opt) {
   p.flag("--no-baseline", &opt->no_baseline, "skip the unpatched baseline run and the per-test triage");
   p.option("--report", &opt->report, "junit:PATH", "also write the per-test results as JUnit XML to PATH");
   p.option("--runtime", &opt->runtime, "RUNTIME", "runc, crun or runsc (gVisor: memory/pids/cpu not enforced); default: the config's engine.runtime, else whichever of runc and crun the podman service runs");
+  p.choices("--runtime", {"runc", "crun", "runsc"});
   p.flag("--accept-weaker-policy", &opt->accept_weaker, "run even if the runtime cannot enforce a limit the config sets");
   add_sign_key_option(p, &opt->sign_key);
   add_backend_options(p, &opt->backend);

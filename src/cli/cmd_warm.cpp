@@ -95,6 +95,7 @@ int cmd_warm(const std::vector<std::string>& args) {
   p.integer("--count", &count, "N", "spares to keep (default: the config's engine.warm, at least 1)", 1, 8);
   p.integer("--timeout", &timeout, "S", "the test deadline the spares are for (default: timeouts.test_seconds)", 1, 86400);
   p.option("--runtime", &runtime, "RUNTIME", "runc, crun or runsc; default: the config's engine.runtime, else the service's runc or crun");
+  p.choices("--runtime", {"runc", "crun", "runsc"});
   p.flag("--accept-weaker-policy", &accept_weaker, "as for `test`");
   p.flag("--json", &as_json, "print one JSON object on stdout");
   if (auto done = parse_or_exit(p, args)) return *done;

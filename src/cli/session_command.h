@@ -58,6 +58,8 @@ pid_t remove_after_answer(Engine& engine, const SessionStore& sessions, const st
 std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Config& config);
 
 int cmd_session(const std::vector<std::string>& args);
+// session's subcommands (open, exec, ...): its dispatch, help and completion.
+const std::vector<Command>& session_subcommands();
 int cmd_session_files(const std::string& sub, const std::vector<std::string>& args);
 
 }  // namespace lazyagent

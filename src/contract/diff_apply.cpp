@@ -170,12 +170,18 @@ FileApplyResult apply_file_diff(const FileDiff& file, std::string_view old_conte
       if (match_beginning && match_end) anchor = " (it starts at line 1 and has no trailing context, so it must cover the whole file)";
       else if (match_beginning) anchor = " (it starts at line 1, so it must match at the beginning of the file)";
       else if (match_end) anchor = " (it has no trailing context, so it must match at the end of the file)";
+      // A hunk with no context at all (`diff -U0`) can be placed nowhere
+      // but at an end of the file: say how to make one that can.
+      const std::string advice = s.leading == 0 && s.trailing == 0
+                                     ? " The hunk has no context lines (as `diff -U0` writes): make the diff with "
+                                       "context, with `diff -u` or `git diff`."
+                                     : "";
       const std::size_t unanchored =
           match_beginning || match_end ? find_position(img, s.pre, line, false, false) : std::string::npos;
       if (unanchored != std::string::npos) {
         refuse(diff_reason::kHunkDoesNotApply,
                describe_hunk(h, k) + where + " does not apply: its lines are at line " + std::to_string(unanchored + 1) +
-                   anchor + ".");
+                   anchor + "." + advice);
       } else if (fuzz > 0) {
         refuse(diff_reason::kHunkNeedsFuzz,
                describe_hunk(h, k) + where + " applies only with fuzz " + std::to_string(fuzz) + " (its outer " +
@@ -185,7 +191,7 @@ FileApplyResult apply_file_diff(const FileDiff& file, std::string_view old_conte
         refuse(diff_reason::kHunkDoesNotApply,
                describe_hunk(h, k) + where + " does not apply: its " + std::to_string(s.pre.size()) +
                    " old line(s) are not in the file at line " + std::to_string(stated + 1) + " or at any offset" +
-                   anchor + first_difference(img, s.pre, stated) + ".");
+                   anchor + first_difference(img, s.pre, stated) + "." + advice);
       }
       return r;
     }

@@ -63,6 +63,8 @@ ContractLimits contract_limits(const Config& config);
 // Stable reason codes.
 namespace reason {
 inline constexpr const char* kMalformedJson = "malformed_json";
+// Text that is neither JSON nor a unified diff (patch_format.h).
+inline constexpr const char* kUnknownFormat = "unknown_format";
 inline constexpr const char* kBadShape = "bad_shape";
 inline constexpr const char* kNoFiles = "no_files";
 inline constexpr const char* kInvalidUtf8 = "invalid_utf8";

@@ -4,8 +4,9 @@
 // `--patch FILE`, the planner's reply or an eval task. The form is told from
 // the content alone: text whose first non-blank character is '{' is JSON;
 // text with a diff header (`diff --git`, `---` + `+++`, `@@ -`) or no text at
-// all (an empty diff) is a diff; anything else is judged as JSON (and refused
-// as malformed_json). Each form meets its contract (patch_contract.h,
+// all (an empty diff) is a diff; anything else is judged as JSON: refused as
+// malformed_json when it is broken JSON, as unknown_format when it is no JSON
+// at all. Each form meets its contract (patch_contract.h,
 // diff_contract.h) with the same limits. Pure.
 #pragma once
 
@@ -39,7 +40,8 @@ struct PatchCheck {
   std::vector<Finding> suspicious;
   bool ok() const { return findings.empty(); }
   // The patch as stored and hashed (patch_sha256): the canonical JSON of a
-  // whole-file patch, a diff's text as it came.
+  // whole-file patch, a diff's text as it came; a refused patch's text as it
+  // came (a refusal is recorded and verified too).
   std::string stored;
   std::string sha256;
 };

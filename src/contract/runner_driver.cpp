@@ -200,4 +200,17 @@ EvidencePlan plan_evidence(const std::string& test_command, const std::string& r
   return p;
 }
 
+std::string missing_runner_line(std::string_view output, const std::string& runner) {
+  if (runner.empty()) return "";
+  const std::string said = ": No module named " + runner;
+  for (std::size_t at = output.find(said); at != std::string_view::npos; at = output.find(said, at + 1)) {
+    const std::size_t end = at + said.size();  // the words must end their line
+    if (end < output.size() && output[end] != '\n' && output[end] != '\r') continue;
+    const std::size_t nl = at == 0 ? std::string_view::npos : output.rfind('\n', at - 1);
+    const std::size_t start = nl == std::string_view::npos ? 0 : nl + 1;
+    if (at > start && end - start < 512) return std::string(output.substr(start, end - start));
+  }
+  return "";
+}
+
 }  // namespace lazyagent

@@ -32,6 +32,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lazyagent {
@@ -67,6 +68,11 @@ std::string random_nonce();
 // The unittest driver's Python source (stdlib only; no single quote in it, so
 // it can be passed with -c in single quotes). argv: REPORT_PATH ARGS...
 const std::string& unittest_driver_source();
+
+// When the runner the driver needs is not installed where the tests ran:
+// Python's own line for `-m RUNNER` without the module ("/usr/bin/python3:
+// No module named pytest"), else "". `runner` is EvidencePlan::runner.
+std::string missing_runner_line(std::string_view output, const std::string& runner);
 
 // The reason a run without the driver's report gets.
 inline constexpr const char* kDriverReportMissing =

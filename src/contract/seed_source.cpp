@@ -187,6 +187,16 @@ bool seed_path_less(std::string_view a, std::string_view b) {
   return a.size() < b.size();
 }
 
+std::string absolute_seed_path(const std::string& dir) {
+  if (dir.empty()) return dir;
+  std::error_code ec;
+  const fs::path abs = fs::absolute(dir, ec);
+  if (ec) return dir;
+  std::string root = abs.lexically_normal().string();
+  if (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root;
+}
+
 Result<SeedListing> list_seed(const std::string& dir, const SeedConfig& config) {
   std::error_code ec;
   const fs::path abs = fs::absolute(dir, ec);
@@ -194,8 +204,7 @@ Result<SeedListing> list_seed(const std::string& dir, const SeedConfig& config) 
   if (ec || ::stat(abs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return usage_error("seed " + dir + " is not a directory");
   }
-  std::string root = abs.lexically_normal().string();
-  if (root.size() > 1 && root.back() == '/') root.pop_back();
+  const std::string root = absolute_seed_path(dir);
   struct stat git_st {};
   const bool has_git = ::lstat((root + "/.git").c_str(), &git_st) == 0;
   SeedKind kind = SeedKind::kDirectory;

@@ -58,6 +58,10 @@ bool seed_path_less(std::string_view a, std::string_view b);
 
 Result<SeedListing> list_seed(const std::string& dir, const SeedConfig& config);
 
+// `dir` made absolute against the working directory, normalised, with no
+// trailing '/' (what a run records as its seed: `apply` may run elsewhere).
+std::string absolute_seed_path(const std::string& dir);
+
 // The entries a seed's config leaves to the sandbox; echoed in records.
 nlohmann::json seed_source_json(const SeedListing& l, const SeedConfig& config);
 

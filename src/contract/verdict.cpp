@@ -14,6 +14,9 @@ Verdict judge_report(const RunOutcome& o, const RunnerReport& report, const std:
                " s and were killed";
   } else if (o.exit_code == 137) {
     v.reason = "killed: the test process got SIGKILL (exit 137), usually the memory limit";
+  } else if (o.exit_code != 0 && !o.runner_missing.empty()) {
+    v.reason = "no test runner: the tests did not run (" + o.runner_missing +
+               "): install it where the tests run, in the config's environment (docs/environments.md)";
   } else if (o.exit_code != 0) {
     v.reason = "tests failed: the test command exited " + std::to_string(o.exit_code);
     if (r.found && r.failed > 0) {

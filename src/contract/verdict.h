@@ -30,6 +30,9 @@ struct RunOutcome {
   bool timed_out = false;
   long timeout_seconds = 0;
   bool output_truncated = false;
+  // The test runner was not there to run the tests: the line that says so
+  // (runner_driver.h missing_runner_line); "" when it was.
+  std::string runner_missing;
 };
 
 Verdict judge(const RunOutcome& outcome, std::string_view output);

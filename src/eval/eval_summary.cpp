@@ -91,16 +91,10 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
 }
 
 std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
-  std::ostringstream o;
-  auto row = [&](const std::string& name, const std::vector<std::string>& ids) {
-    std::string count = std::to_string(ids.size());
-    o << name << std::string(name.size() < 12 ? 12 - name.size() : 1, ' ')
-      << std::string(count.size() < 6 ? 6 - count.size() : 0, ' ') << count << (ids.empty() ? "" : "  ");
-    for (std::size_t i = 0; i < ids.size() && i < max_ids; ++i) o << (i ? ", " : "") << escape_for_terminal(ids[i]);
-    if (ids.size() > max_ids) o << ", +" << ids.size() - max_ids << " more";
-    o << "\n";
-  };
-  o << "category     count  tasks\n";
+  // The rows first: the name column is as wide as its widest name (e.g.
+  // isolation_violation), so that the counts line up.
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& name, const std::vector<std::string>& ids) { rows.emplace_back(name, ids); };
   for (Category c : kAllCategories) row(category_name(c), s.ids(c));
   if (!s.skipped.empty()) row("(skipped)", s.skipped);
   if (!s.not_run.empty()) row("(not run)", s.not_run);
@@ -113,6 +107,18 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
       marked.push_back(passed ? id + " (passed)" : id);
     }
     row("(suspicious)", marked);
+  }
+  std::size_t width = 12;
+  for (const auto& r : rows) width = std::max(width, r.first.size() + 1);
+  std::ostringstream o;
+  o << "category" << std::string(width - 8, ' ') << " count  tasks\n";
+  for (const auto& [name, ids] : rows) {
+    const std::string count = std::to_string(ids.size());
+    o << name << std::string(width - name.size(), ' ') << std::string(count.size() < 6 ? 6 - count.size() : 0, ' ')
+      << count << (ids.empty() ? "" : "  ");
+    for (std::size_t i = 0; i < ids.size() && i < max_ids; ++i) o << (i ? ", " : "") << escape_for_terminal(ids[i]);
+    if (ids.size() > max_ids) o << ", +" << ids.size() - max_ids << " more";
+    o << "\n";
   }
   o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
     << (s.interrupted ? ", interrupted" : "") << "\n";

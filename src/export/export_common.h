@@ -27,6 +27,10 @@ struct ExportInput {
   PlannerRequest planner;        // planner_request_from_config(config)
   SeedSnapshot seed;             // the seed, read once
   std::optional<Patch> patch;    // validated against the contract; absent = seed only
+  // A patch in either form (patch_format.h) as `test` records it: its
+  // patch_sha256 and the paths it changes. "" = none, or `patch`'s.
+  std::string patch_sha256;
+  std::vector<std::string> changed_paths;
   // The resolved change (change_set.h copy_writes) instead of `patch`: what
   // the pipeline gives an engine, whatever form the patch came in.
   std::optional<std::vector<FileWrite>> writes;
@@ -49,6 +53,13 @@ struct ExportInput {
   // the planner has no snapshot and asks with the one-shot prompt.
   std::string k8s_planner_snapshot_image;
   std::int64_t k8s_planner_snapshot_bytes = 0;
+
+  bool patched() const { return patch.has_value() || !patch_sha256.empty(); }
+  // The patch's identity: as `test` records it ("" = no patch).
+  std::string patch_id() const {
+    if (!patch_sha256.empty()) return patch_sha256;
+    return patch ? lazyagent::patch_sha256(*patch) : "";
+  }
 };
 
 struct ExportedFile {

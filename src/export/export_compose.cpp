@@ -136,9 +136,9 @@ std::string compose_readme(const ExportInput& in, const ExportBundle& b) {
     << " (create them with `lazyagent-oci configure`);\n"
        "           prints the patch JSON on stdout. Its task is task/task.json.\n"
        "  sandbox  runs `" << in.config.test_command << "` on "
-    << (in.patch ? "the patched copy" : "an UNPATCHED copy") << " of the seed in seed/,\n"
+    << (in.patched() ? "the patched copy" : "an UNPATCHED copy") << " of the seed in seed/,\n"
        "           with no network and no secrets.\n\n";
-  if (!in.patch) {
+  if (!in.patched()) {
     o << "No patch was given, so seed/ holds the seed as it is. The patch goes into seed/\n"
          "by exporting again: that validates it against the patch contract first. From\n"
          "this directory:\n\n"

@@ -188,7 +188,7 @@ ordered_json sandbox_job(const ExportInput& in, const Names& n, const ordered_js
   ordered_json meta = metadata(n.sandbox_job, n, "sandbox");
   meta["annotations"] = {{"io.lazyagent.seed-sha256", in.seed.sha256}};
   if (!in.k8s_seed_image.empty()) meta["annotations"]["io.lazyagent.seed-image"] = in.k8s_seed_image;
-  if (in.patch) meta["annotations"]["io.lazyagent.patch-sha256"] = patch_sha256(*in.patch);
+  if (in.patched()) meta["annotations"]["io.lazyagent.patch-sha256"] = in.patch_id();
   return job(std::move(meta), p.timeout_seconds, labels(n, "sandbox"), std::move(spec));
 }
 
@@ -339,7 +339,7 @@ std::string k8s_readme(const ExportInput& in, const Names& n, const std::vector<
   r += "lazyagent-oci Kubernetes export '" + n.run + "' (namespace " + n.ns + ")\n\n";
   r += "Files (apply in this order; kubectl apply -f DIR does):\n"
        "  10-seed-configmap.yaml         ConfigMap " + n.seed_cm + ": the seed" +
-       std::string(in.patch ? " with the patch applied" : " (no patch)") + ", one key per file\n"
+       std::string(in.patched() ? " with the patch applied" : " (no patch)") + ", one key per file\n"
        "  20-task-configmap.yaml         ConfigMap " + n.task_cm + ": the planner's task.json\n"
        "  30-sandbox-networkpolicy.yaml  NetworkPolicy " + n.netpol + ": no traffic in or out of the sandbox\n"
        "  40-planner-job.yaml            Job " + n.planner_job + ": asks the model for a patch (uses Secret " + n.secret + ")\n"
@@ -360,7 +360,7 @@ std::string k8s_readme(const ExportInput& in, const Names& n, const std::vector<
   r += "   Optional, Kubernetes >= 1.23: have the namespace enforce what the pods already meet:\n"
        "   kubectl label namespace " + n.ns + " pod-security.kubernetes.io/enforce=restricted\n\n";
   r += "3. Apply (from this directory):  kubectl apply -f .\n"
-       "   Only the sandbox (prove this export's seed" + std::string(in.patch ? " + patch" : "") + ", no model):\n"
+       "   Only the sandbox (prove this export's seed" + std::string(in.patched() ? " + patch" : "") + ", no model):\n"
        "   kubectl apply -f 10-seed-configmap.yaml -f 30-sandbox-networkpolicy.yaml -f 50-sandbox-job.yaml\n\n";
   r += "4. The planner's patch. Its stdout is the patch (one JSON line); its log lines start with\n"
        "   'planner:' and 'planner-summary:' (kubectl logs mixes both streams):\n"

@@ -80,13 +80,13 @@ std::string oci_readme(const ExportInput& in, const ExportBundle& b) {
   o << "lazyagent-oci export: OCI runtime bundle for runc\n"
        "==================================================\n\n"
        "This directory runs the seed's tests (`" << in.config.test_command << "`)\n"
-       "against " << (in.patch ? "the patched copy" : "an UNPATCHED copy") << " of the seed with the sandbox policy of\n"
+       "against " << (in.patched() ? "the patched copy" : "an UNPATCHED copy") << " of the seed with the sandbox policy of\n"
        "`lazyagent-oci test`, under runc instead of podman.\n\n"
        "  config.json  the OCI runtime spec (runc 1.1, spec 1.0.2)\n"
        "  rootfs/      the filesystem of " << in.policy.image << " (see image.json)\n"
-       "  seed/        the private copy of the seed" << (in.patch ? " with the patch applied" : "") << ",\n"
+       "  seed/        the private copy of the seed" << (in.patched() ? " with the patch applied" : "") << ",\n"
        "               mounted read-only at /seed\n\n";
-  if (!in.patch) {
+  if (!in.patched()) {
     o << "No patch was given: to test one, export again with --patch FILE (the patch\n"
          "is then validated against the contract and written into seed/).\n\n";
   }

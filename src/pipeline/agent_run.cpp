@@ -231,7 +231,7 @@ Result<RunResult> run_agent(const RunRequest& req, Engine& engine, const RunStor
     ProofRequest rec_req;
     rec_req.config = req.config;
     rec_req.planner = last.planner;
-    (void)write_result_record(store, engine, rec_req, last);
+    (void)write_result_record(store, engine, rec_req, &last);
   }
   return last;
 }

@@ -286,6 +286,12 @@ Result<ApplyOutcome> apply_proven_change(const RunStore& store, const ApplyReque
   ApplyOutcome out;
   out.seed = req.seed.empty() ? rec.value("seed", "") : req.seed;
   if (out.seed.empty()) return usage_error("run " + id + " names no seed directory: pass --seed DIR");
+  if (req.seed.empty() && out.seed.front() != '/') {
+    // Records before seeds were kept absolute: the path is relative to a
+    // directory the record does not name.
+    return usage_error("run " + id + " recorded its seed as '" + out.seed +
+                       "', relative to the directory it ran in: pass --seed DIR (your project's directory)");
+  }
   const SeedConfig seed_config = seed_config_of(rec);
   auto snap = snapshot_seed_source(out.seed, seed_config);
   if (!snap) return snap.error().context("reading " + out.seed);

@@ -126,6 +126,7 @@ json result_to_json(const RunResult& r) {
   if (!r.findings.empty()) j["findings"] = findings_to_json(r.findings);
   // Patched code a forged report needs (suspicious_code.h); [] when none.
   if (!r.baseline) j["suspicious"] = findings_to_json(r.suspicious);
+  if (!r.provenance.is_null()) j["provenance"] = r.provenance;
   return j;
 }
 

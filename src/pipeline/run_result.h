@@ -91,6 +91,9 @@ struct RunResult {
   nlohmann::json triage;         // set by prove_judged (triage_run.h); null otherwise
   nlohmann::json attestation;    // {path, keyid, sha256} of the signed verdict (attest_run.h); null: unsigned
   std::string attestation_envelope;  // the envelope's line: in the record (durable), not in the result
+  // The record's provenance as last written (provenance.h): what `verify`
+  // checks, in the result too. Set by whoever writes the record.
+  nlohmann::json provenance;
   nlohmann::json repair;         // set by `run --attempts`: attempts, stop_reason, total_usage (merged into the JSON)
 };
 

@@ -12,6 +12,7 @@
 #include "contract/patch_contract.h"
 #include "store/provenance.h"
 #include "contract/seed_snapshot.h"
+#include "contract/seed_source.h"
 #include "util/terminal_text.h"
 #include "pipeline/crash_pause.h"
 #include "contract/verdict.h"
@@ -34,7 +35,7 @@ std::function<std::string(const std::string&)> evidence_command_for(const Config
 RecordInfo record_info(const Engine& engine, const ProofRequest& req) {
   RecordInfo info;
   info.kind = req.baseline ? RunKind::kBaseline : req.planner.is_object() ? RunKind::kRun : RunKind::kTest;
-  info.seed = req.config.seed;
+  info.seed = absolute_seed_path(req.config.seed);
   info.test_command = req.config.test_command;
   info.backend = engine.name();
   return info;
@@ -161,15 +162,12 @@ class ProofPipeline {
     res_.patch_format = patch_format_name(check_.format);
     res_.patch_sha256 = check_.sha256;
     res_.suspicious = check_.suspicious;  // a diff's: once it is applied (snapshot)
-    if (!check_.ok()) {
-      refuse(std::move(check_.findings));
-      return ok_status();
-    }
-    // The patch as proven, kept for `verify` (provenance.h).
+    // The patch as proven (or refused), kept for `verify` (provenance.h).
     if (auto st = store_.write_text(kArtifactsDir, patch_artifact_name(res_.run_id, res_.patch_format), check_.stored);
         !st) {
       return st.error().context("storing the patch");
     }
+    if (!check_.ok()) refuse(std::move(check_.findings));
     return ok_status();
   }
 
@@ -360,6 +358,7 @@ class ProofPipeline {
         if (!why.empty()) missing = "the JUnit report " + evidence_.report_path + ": " + why;
       } else if (dump.missing) {
         missing = kDriverReportMissing;
+        outcome.runner_missing = missing_runner_line(output_for_verdict_, evidence_.runner);
       } else if (!why.empty()) {
         missing = "the " + evidence_.runner + " report the tool asked for: " + why;
       }
@@ -383,7 +382,9 @@ class ProofPipeline {
 
   void save() {
     // A record we cannot write must not hide the verdict.
-    (void)store_.write(run_record(res_, info_));
+    const nlohmann::json rec = run_record(res_, info_);
+    res_.provenance = rec["provenance"];
+    (void)store_.write(rec);
   }
 
   const ProofRequest& req_;
@@ -410,9 +411,10 @@ class ProofPipeline {
 
 }  // namespace
 
-Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req,
-                           const RunResult& r) {
-  return store.write(run_record(r, record_info(engine, req)));
+Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req, RunResult* r) {
+  const nlohmann::json rec = run_record(*r, record_info(engine, req));
+  r->provenance = rec["provenance"];
+  return store.write(rec);
 }
 
 Result<std::vector<std::string>> keep_warm(const Config& config, long timeout_seconds, Engine& engine, int count) {

@@ -83,8 +83,8 @@ Result<RunResult> prove(const ProofRequest& req, Engine& engine, const RunStore&
                             const ProgressFn& progress);
 
 // The record of a result (what prove writes at its end), for callers that
-// change the result afterwards (triage, the repair loop).
-Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req,
-                           const RunResult& r);
+// change the result afterwards (triage, the repair loop); sets r->provenance
+// to the record's.
+Status write_result_record(const RunStore& store, const Engine& engine, const ProofRequest& req, RunResult* r);
 
 }  // namespace lazyagent

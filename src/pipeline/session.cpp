@@ -207,7 +207,8 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
   }
   if (auto st = store.create(rec.id); !st) return st.error();
   auto made = [&]() -> Status {
-    if (progress) progress("copy");
+    // Not "copy": the first command's own steps (copy, create, ...) follow.
+    if (progress) progress("working copy");
     if (auto st = write_seed_copy(*seed, {}, store.base_dir(rec.id)); !st) return st;
     if (rec.disk_bytes > 0) {
       if (::mkdir(store.work_dir(rec.id).c_str(), 0700) != 0) return engine_error("creating " + store.work_dir(rec.id));

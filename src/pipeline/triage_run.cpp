@@ -228,7 +228,7 @@ Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt,
                                                          .count())});
     if (progress) progress("sign: verdict signed with key " + req.signer->keyid().substr(0, 16));
   }
-  (void)write_result_record(store, engine, req, res);
+  (void)write_result_record(store, engine, req, &res);
   return res;
 }
 

@@ -43,6 +43,11 @@ std::string Sha256::hex() {
   return to_hex(md, len);
 }
 
+std::string image_hash_text(std::string_view hash) {
+  if (hash.empty()) return "";
+  return (hash.find(':') == std::string_view::npos ? "id " : "digest ") + short_digest(hash);
+}
+
 std::string short_digest(std::string_view digest) {
   const std::size_t colon = digest.find(':');
   const std::string_view algo = colon == std::string_view::npos ? std::string_view() : digest.substr(0, colon + 1);

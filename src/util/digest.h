@@ -14,6 +14,11 @@ std::string sha256_hex(std::string_view bytes);
 // first 12 hex digits when it has no algorithm prefix): enough to tell
 // images apart, as `podman images` shows them.
 std::string short_digest(std::string_view digest);
+// An image's hash for people, labelled and 12 hex digits long as podman
+// shows ids: "digest sha256:0123456789ab" for a digest ("ALGO:HEX"), "id
+// 0123456789ab" for an image id (bare hex); "" for "". What env build, env
+// list, doctor and test print.
+std::string image_hash_text(std::string_view hash);
 
 // The same hash fed in pieces, for content streamed from disk (a seed file is
 // never held whole in memory to be hashed).

@@ -37,6 +37,11 @@ struct Session {
     REQUIRE(r.exit_code == 0);
     id = json_out(r).at("session_id").get<std::string>();
     REQUIRE(id.rfind("s-", 0) == 0);
+    // One "==> copy", the first command's: the working copy is "==> working copy" (issue 43).
+    std::size_t copies = 0;
+    for (auto at = r.err.find("==> copy\n"); at != std::string::npos; at = r.err.find("==> copy\n", at + 1)) ++copies;
+    CHECK(copies == 1);
+    CHECK(r.err.find("==> working copy\n") != std::string::npos);
   }
   json exec(const std::string& command, std::vector<std::string> extra = {}) const {
     std::vector<std::string> args = {"session", "exec", id, "--json"};

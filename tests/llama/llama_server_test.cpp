@@ -156,7 +156,8 @@ json tool_request() {
 }
 
 // Why a reply that is not of the patch's shape is refused.
-const std::set<std::string> kShapeCodes = {"no_patch", "malformed_json", "bad_shape", "no_files", "duplicate_key"};
+const std::set<std::string> kShapeCodes = {"no_patch", "malformed_json", "unknown_format", "bad_shape", "no_files",
+                                           "duplicate_key"};
 
 // Contract codes a schema-shaped patch can still earn (content and size
 // rules); never a shape code: the grammar made the shape.

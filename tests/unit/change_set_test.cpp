@@ -64,7 +64,9 @@ TEST_CASE("the format is told from the content", "[change_set]") {
   CHECK(detect_patch_format("--- a/x\n+++ b/x\n@@ -1 +1 @@\n") == PatchFormat::kDiff);
   CHECK(detect_patch_format("") == PatchFormat::kDiff);
   CHECK(detect_patch_format("not json") == PatchFormat::kFiles);
-  CHECK(check_patch_text("not json", limits()).findings[0].code == "malformed_json");
+  CHECK(check_patch_text("not json", limits()).findings[0].code == "unknown_format");
+  CHECK(check_patch_text("{\"files\": [", limits()).findings[0].code == "malformed_json");
+  CHECK(check_patch_text("[1]", limits()).findings[0].code == "bad_shape");
   CHECK(check_patch_text("", limits()).findings[0].code == "empty_diff");
 }
 
@@ -159,4 +161,17 @@ TEST_CASE("a diff's suspicious findings: the applied file, only the lines it add
   CHECK(suspicious("--- a/calculator.py\n+++ b/calculator.py\n@@ -1,2 +1,5 @@\n import os\n+import atexit, sys\n"
                    "+if True:\n+    sys.exit(0)\n \n")
         == std::vector<std::string>{"suspicious_exit @4", "suspicious_atexit @2"});
+}
+
+TEST_CASE("a refused patch is kept as it came: its sha256 is recorded for verify (issue 43)", "[change_set]") {
+  const PatchCheck c = check_patch_text("hello\n", limits());
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.findings[0].code == "unknown_format");
+  CHECK(c.findings[0].message ==
+        "the patch is neither a unified diff (no `diff --git`, `---`/`+++` or `@@ -` header) nor JSON: make it with "
+        "`git diff` or `diff -u OLD NEW`, or give whole files as {\"files\":[{\"path\":...,\"content\":...}]}");
+  CHECK(c.stored == "hello\n");
+  CHECK(c.sha256 == sha256_hex("hello\n"));
+  const PatchCheck broken = check_patch_text("{\"files\": [", limits());
+  CHECK(broken.sha256 == sha256_hex("{\"files\": ["));
 }

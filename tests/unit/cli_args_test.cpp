@@ -42,3 +42,31 @@ TEST_CASE("bad arguments name the flag and the fix") {
   CHECK(p.help_requested());
   CHECK(p.help_text().find("--timeout S") != std::string::npos);
 }
+
+TEST_CASE("shape: a parser's options, metavars, choices and positionals, for the completion") {
+  std::string action, patch;
+  bool json = false;
+  ArgParser p("env", "SYN", "DESC");
+  p.positional("ACTION", &action, true, "what to do", {"build", "list"});
+  p.option("--patch", &patch, "FILE", "the patch");
+  p.option("--backend", &patch, "BACKEND", "where");
+  p.choices("--backend", {"podman", "k8s"});
+  p.choices("--nope", {"x"});  // an unknown option: nothing to attach to
+  p.flag("--json", &json, "JSON");
+  const ArgShape s = p.shape();
+  CHECK(s.command == "env");
+  CHECK(s.synopsis == "SYN");
+  REQUIRE(s.options.size() == 3);
+  CHECK(s.options[0].name == "--patch");
+  CHECK(s.options[0].metavar == "FILE");
+  CHECK(s.options[0].help == "the patch");
+  CHECK(s.options[1].choices == std::vector<std::string>{"podman", "k8s"});
+  CHECK(s.options[2].metavar.empty());
+  REQUIRE(s.positionals.size() == 1);
+  CHECK(s.positionals[0].metavar == "ACTION");
+  CHECK(s.positionals[0].required);
+  CHECK(s.positionals[0].choices == std::vector<std::string>{"build", "list"});
+  // Choices only complete: the command still judges the value.
+  REQUIRE(p.parse({"other"}).ok());
+  CHECK(action == "other");
+}

@@ -206,3 +206,19 @@ TEST_CASE("known difference from git: lines added with no context at all are ref
   CHECK(ours.findings[0].code == "hunk_does_not_apply");
   CHECK(ours.findings[0].message.find("without any context line") != std::string::npos);
 }
+
+TEST_CASE("a zero-context hunk that does not apply says to make the diff with context (diff -u)", "[diff_apply]") {
+  // `diff -U0` of a change at line 5 of 10: no context, so it can only match
+  // at the end of the file, and is refused with the way out.
+  const std::string u0 = "--- a/f\n+++ b/f\n@@ -5 +5 @@\n-line 5\n+line five\n";
+  const std::string file = "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\nline 10\n";
+  const FileApplyResult ours = apply_text(u0, file);
+  REQUIRE(ours.findings.size() == 1);
+  CHECK(ours.findings[0].message ==
+        "hunk 1 (@@ -5,1 +5,1 @@ at line 3 of the diff) of 'f' does not apply: its lines are at line 5 (it has no "
+        "trailing context, so it must match at the end of the file). The hunk has no context lines (as `diff -U0` "
+        "writes): make the diff with context, with `diff -u` or `git diff`.");
+  // With context (diff -u) the same change applies.
+  const std::string u3 = "--- a/f\n+++ b/f\n@@ -2,7 +2,7 @@\n line 2\n line 3\n line 4\n-line 5\n+line five\n line 6\n line 7\n line 8\n";
+  CHECK(apply_text(u3, file).findings.empty());
+}

@@ -134,15 +134,15 @@ TEST_CASE("eval summary: counts and ids per category, skipped and not run") {
   CHECK(j["isolation_violation"] == nlohmann::json{{"count", 1}, {"ids", {"h"}}});
   CHECK(eval_exit_code(s) == 5);
   CHECK(summary_table(s, 1) ==
-        "category     count  tasks\n"
-        "passed           2  a, +1 more\n"
-        "failed           1  b\n"
-        "refused          1  c\n"
-        "infra_error      1  d\n"
-        "flaky            1  e\n"
+        "category             count  tasks\n"
+        "passed                   2  a, +1 more\n"
+        "failed                   1  b\n"
+        "refused                  1  c\n"
+        "infra_error              1  d\n"
+        "flaky                    1  e\n"
         "isolation_violation      1  h\n"
-        "(skipped)        2  b, +1 more\n"
-        "(not run)        1  g\n"
+        "(skipped)                2  b, +1 more\n"
+        "(not run)                1  g\n"
         "total 8 task(s), 2 job(s), 1234 ms\n");
 
   EvalSummary clean = summarize({"a", "b"}, {rows[0], rows[1]});
@@ -229,8 +229,8 @@ TEST_CASE("eval summary: tasks run again are listed per changed part") {
   CHECK(j["changed"]["config"]["count"] == 1);
   CHECK_FALSE(j["changed"].contains("image"));
   const std::string table = summary_table(s);
-  CHECK(table.find("(changed: seed)      2  a, b\n") != std::string::npos);
-  CHECK(table.find("(changed: config)      1  b\n") != std::string::npos);
+  CHECK(table.find("(changed: seed)          2  a, b\n") != std::string::npos);
+  CHECK(table.find("(changed: config)        1  b\n") != std::string::npos);
 }
 
 TEST_CASE("eval summary: suspicious tasks and those of them that passed, in JSON and the table") {
@@ -247,7 +247,7 @@ TEST_CASE("eval summary: suspicious tasks and those of them that passed, in JSON
   const nlohmann::json j = summary_to_json(s);
   CHECK(j["suspicious"] == nlohmann::json{{"count", 2}, {"ids", {"forged", "exits"}}});
   CHECK(j["suspicious_passed"] == nlohmann::json{{"count", 1}, {"ids", {"forged"}}});
-  CHECK(summary_table(s).find("(suspicious)      2  forged (passed), exits\n") != std::string::npos);
+  CHECK(summary_table(s).find("(suspicious)             2  forged (passed), exits\n") != std::string::npos);
   // No suspicious task: empty groups in JSON, no row in the table.
   const EvalSummary none = summarize({"honest"}, {rows[0]});
   CHECK(summary_to_json(none)["suspicious"]["count"] == 0);

@@ -222,3 +222,14 @@ TEST_CASE("driver: pytest with --junitxml, for real", "[driver]") {
   CHECK(forged.dump.missing);
   CHECK_FALSE(forged.verdict.passed);
 }
+
+TEST_CASE("missing_runner_line finds Python's own word that the runner module is not installed", "[runner_driver]") {
+  CHECK(missing_runner_line("/usr/bin/python3: No module named pytest\n", "pytest") ==
+        "/usr/bin/python3: No module named pytest");
+  CHECK(missing_runner_line("collected 3 items\r\npython3: No module named pytest\r\n", "pytest") ==
+        "python3: No module named pytest");
+  // Another module missing inside the tests is a test's failure, not the runner's absence.
+  CHECK(missing_runner_line("E   ModuleNotFoundError: No module named 'slug'\n", "pytest") == "");
+  CHECK(missing_runner_line("/usr/bin/python3: No module named pytest_cov\n", "pytest") == "");
+  CHECK(missing_runner_line("/usr/bin/python3: No module named pytest\n", "") == "");
+}

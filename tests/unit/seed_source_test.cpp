@@ -206,3 +206,12 @@ TEST_CASE("the streaming snapshot hashes the same twice, copies check every file
   const SeedEntry* x = find_seed_entry(*now, "pkg/x.py");
   CHECK_FALSE(read_seed_file(*now, *x).ok());
 }
+
+TEST_CASE("absolute_seed_path: what a run records, so that apply works from another directory", "[seed_source]") {
+  const std::string cwd = std::filesystem::current_path().string();
+  CHECK(absolute_seed_path(".") == cwd);
+  CHECK(absolute_seed_path("./a/../b/") == (cwd == "/" ? "/b" : cwd + "/b"));
+  CHECK(absolute_seed_path("/srv/calc/") == "/srv/calc");
+  CHECK(absolute_seed_path("/") == "/");
+  CHECK(absolute_seed_path("") == "");
+}

@@ -114,3 +114,16 @@ TEST_CASE("runner report counts past LONG_MAX saturate, never throw or overflow"
   CHECK(plain.failed == 1);
   CHECK_FALSE(plain.success);
 }
+
+TEST_CASE("a missing test runner is named as such, not as failed tests (issue 43)") {
+  RunOutcome o;
+  o.exit_code = 1;
+  o.runner_missing = "/usr/bin/python3: No module named pytest";
+  const Verdict v = judge_report(o, RunnerReport{}, "the runner's report was not written");
+  CHECK_FALSE(v.passed);
+  CHECK(v.reason ==
+        "no test runner: the tests did not run (/usr/bin/python3: No module named pytest): install it where the "
+        "tests run, in the config's environment (docs/environments.md)");
+  o.runner_missing.clear();
+  CHECK(judge_report(o, RunnerReport{}).reason == "tests failed: the test command exited 1");
+}
