@@ -25,6 +25,7 @@
 #include "util/tar_writer.h"
 #include "engine/podman/warm_spares.h"
 #include "util/package_mirrors.h"
+#include "util/atomic_file.h"
 
 namespace lazyagent {
 
@@ -101,7 +102,13 @@ class PodmanSandbox : public Sandbox {
   }
   ~PodmanSandbox() override {
     if (watch_) watch_->stop();
-    (void)container_.remove_now();
+    if (auto st = container_.remove_now(); !st && st.error().kind == ErrorKind::kUnreachable && stranded_) {
+      // The service is away (a restart outlives the container): its engine
+      // removes it, and its cgroup, once the service answers (after_outage).
+      stranded_->push_back({&podman_, container_.id(), req_.cgroup_parent});
+      container_.hold("");
+      handed_over_ = true;
+    }
     if (watch_ && !handed_over_) watch_->remove_dirs();
   }
 
@@ -207,6 +214,7 @@ class PodmanSandbox : public Sandbox {
   }
   bool removal_deferred() const override { return deferred_ != nullptr; }
   void defer_removal_to(std::vector<DeferredRemoval>* list) { deferred_ = list; }
+  void strand_to(std::vector<StrandedContainer>* list) { stranded_ = list; }
 
   std::vector<std::string> probe_violations(const ProbeReport& probe, bool, std::vector<std::string>*) override {
     return lazyagent::probe_violations(probe, req_.policy, req_.runtime);
@@ -224,13 +232,22 @@ class PodmanSandbox : public Sandbox {
   std::optional<SpareClaim> claim_;  // none: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
   std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
+  std::vector<StrandedContainer>* stranded_ = nullptr;  // where it goes when its removal meets an outage
   bool handed_over_ = false;     // ... and did: its cgroup goes with it there
 };
 
 class PodmanPlanner : public Container {
  public:
-  PodmanPlanner(PodmanClient& podman, PlannerRequest req, std::string task_tar)
-      : podman_(podman), container_(podman), req_(std::move(req)), task_tar_(std::move(task_tar)) {}
+  PodmanPlanner(PodmanClient& podman, PlannerRequest req, std::string task_tar,
+                std::vector<StrandedContainer>* stranded)
+      : podman_(podman), container_(podman), req_(std::move(req)), task_tar_(std::move(task_tar)),
+        stranded_(stranded) {}
+  ~PodmanPlanner() override {
+    if (auto st = container_.remove_now(); !st && st.error().kind == ErrorKind::kUnreachable) {
+      stranded_->push_back({&podman_, container_.id(), ""});  // as a sandbox's (PodmanSandbox)
+      container_.hold("");
+    }
+  }
 
   std::string id() const override { return container_.id(); }
 
@@ -273,6 +290,7 @@ class PodmanPlanner : public Container {
   ScopedContainer container_;
   PlannerRequest req_;
   std::string task_tar_;
+  std::vector<StrandedContainer>* stranded_;
 };
 
 Status check_secrets(PodmanClient& podman, const Config& config) {
@@ -419,6 +437,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
                               : spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/run-" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (is_disk_full_errno(errno)) return disk_full_error(store_.work_dir(), "creating " + dir, 4096);
     return engine_error("creating " + dir + ": " + std::strerror(errno));
   }
   SandboxRequest req;
@@ -440,8 +459,13 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured, slice);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
+  sandbox->strand_to(&stranded_);
   // A session's copy is already there, owned by the sandbox's root (session.h).
   if (spec.session_copy.empty()) {
+    // A full disk is said before the copy is half made (disk_space.h).
+    std::uint64_t bytes = spec.seed->bytes;
+    for (const auto& w : *spec.writes) bytes += w.content.size();
+    if (auto st = check_free_space(store_.work_dir(), "the run's private copy of the seed", bytes); !st) return st.error();
     if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   }
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
@@ -472,6 +496,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
                                                  unmeasured_reason(), scope_slice());
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
+  sandbox->strand_to(&stranded_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
   if (spec.progress) spec.progress("warm: claimed spare " + spare.info.spare_id);
   return std::unique_ptr<Sandbox>(std::move(sandbox));
@@ -506,7 +531,8 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   }
   auto tar = write_tar(entries);
   if (!tar) return tar.error();
-  return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
+  return std::unique_ptr<Container>(
+      std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar), &stranded_));
 }
 
 Status PodmanEngine::finish_removals() {
@@ -533,6 +559,30 @@ Result<nlohmann::json> PodmanEngine::spares_json(std::time_t now) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : *list) out.push_back(spare_json(s, now));
   return out;
+}
+
+Status PodmanEngine::after_outage() {
+  if (auto v = sandbox_->ping(); !v) return v.error();
+  if (planner_) {
+    if (auto v = planner_->ping(); !v) return v.error();
+  }
+  Status result = ok_status();
+  while (!stranded_.empty()) {
+    const StrandedContainer& c = stranded_.back();
+    if (auto st = c.podman->remove(c.id); !st) {
+      if (st.error().kind == ErrorKind::kUnreachable) return st.error();  // away again: kept for the next call
+      result = st.error().context("after the podman service came back");  // `reap` removes it later
+    } else if (!c.cgroup_parent.empty()) {
+      remove_cgroup_dirs("/sys/fs/cgroup", c.cgroup_parent);
+    }
+    stranded_.pop_back();
+  }
+  return result;
+}
+
+Status PodmanEngine::remove_run(const std::string& run_id) {
+  if (auto st = sandbox_->remove("lazyagent-sandbox-" + run_id); !st) return st;
+  return planner_client().remove("lazyagent-planner-" + run_id);
 }
 
 Result<bool> PodmanEngine::sandbox_exists(const std::string& id) { return sandbox_->exists(id); }
