@@ -124,7 +124,14 @@ class PodmanSandbox : public Sandbox {
   Status create() override {
     if (claim_) return ok_status();
     auto reply = podman_.create(build_create_spec(req_));
-    if (!reply) return reply.error();
+    if (!reply) {
+      // The service went away mid-create: the container may exist without our
+      // knowing its id; its name is enough to remove it once it answers.
+      if (reply.error().kind == ErrorKind::kUnreachable && stranded_) {
+        stranded_->push_back({&podman_, req_.name, req_.cgroup_parent});
+      }
+      return reply.error();
+    }
     container_.hold(reply->id);
     for (const auto& w : reply->warnings) {
       if (progress_) progress_("podman warning: " + w);
