@@ -542,22 +542,6 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
       std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar), &stranded_));
 }
 
-Status PodmanEngine::finish_removals() {
-  if (deferred_.empty()) return ok_status();
-  PodmanClient podman(sandbox_->socket_path());  // its own connection (this may be a forked child)
-  Status result = ok_status();
-  for (const auto& d : deferred_) {
-    if (auto st = podman.remove(d.id); !st) {
-      result = st;
-      continue;
-    }
-    if (!d.dir.empty()) (void)remove_tree(d.dir);
-    if (!d.cgroup_parent.empty()) remove_cgroup_dirs("/sys/fs/cgroup", d.cgroup_parent);
-  }
-  deferred_.clear();
-  return result;
-}
-
 Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }
 
 Result<nlohmann::json> PodmanEngine::spares_json(std::time_t now) {
@@ -566,30 +550,6 @@ Result<nlohmann::json> PodmanEngine::spares_json(std::time_t now) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : *list) out.push_back(spare_json(s, now));
   return out;
-}
-
-Status PodmanEngine::after_outage() {
-  if (auto v = sandbox_->ping(); !v) return v.error();
-  if (planner_) {
-    if (auto v = planner_->ping(); !v) return v.error();
-  }
-  Status result = ok_status();
-  while (!stranded_.empty()) {
-    const StrandedContainer& c = stranded_.back();
-    if (auto st = c.podman->remove(c.id); !st) {
-      if (st.error().kind == ErrorKind::kUnreachable) return st.error();  // away again: kept for the next call
-      result = st.error().context("after the podman service came back");  // `reap` removes it later
-    } else if (!c.cgroup_parent.empty()) {
-      remove_cgroup_dirs("/sys/fs/cgroup", c.cgroup_parent);
-    }
-    stranded_.pop_back();
-  }
-  return result;
-}
-
-Status PodmanEngine::remove_run(const std::string& run_id) {
-  if (auto st = sandbox_->remove("lazyagent-sandbox-" + run_id); !st) return st;
-  return planner_client().remove("lazyagent-planner-" + run_id);
 }
 
 Result<bool> PodmanEngine::sandbox_exists(const std::string& id) { return sandbox_->exists(id); }
