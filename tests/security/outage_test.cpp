@@ -227,7 +227,10 @@ TEST_CASE("chaos: a session's command meets a podman restart: a retryable error,
   // Command 2 writes a file, then runs on while the service goes away.
   const pid_t pid = spawn_cli(env, {"session", "exec", id, "--json", "--", "echo kept > note && sleep 20"}, io.path());
   const std::string name = "lazyagent-sandbox-" + id + "-2";
-  REQUIRE(wait_for([&] { return !sh("podman ps --filter name=" + name + " --filter status=running -q").empty(); }, 60));
+  const bool running =
+      wait_for([&] { return !sh("podman ps --filter name=" + name + " --filter status=running -q").empty(); }, 60);
+  INFO("session " << id << ": " << read_file(io.path() + "/stdout") << read_file(io.path() + "/stderr"));
+  REQUIRE(running);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the echo has run
   podman.stop(SIGTERM);
   const int code = wait_cli(pid, 60);
