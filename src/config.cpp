@@ -392,6 +392,7 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
                                    {"disk_mib", r.integer(&cfg.sessions.disk_mib, 16, 1048576)},
                                    {"max_files", r.integer(&cfg.sessions.max_files, 1024, 100000000)}})},
             {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
+            {"eval", r.nested({{"engine_wait_seconds", r.integer(&cfg.eval.engine_wait_seconds, 0, 604800)}})},
         });
     if (r.errors().empty() &&
         cfg.user_namespace.host_id + cfg.user_namespace.size - 1 > 4294967294LL) {

@@ -262,6 +262,13 @@ struct SigningConfig {
   std::string key;
 };
 
+// `eval:` (eval_runner.h): how long an outage of the engine (its service
+// stopped or restarting) is waited out before the eval stops, leaving the
+// tasks not run as not_run for a resume (eval_outage.h). 0: stop at once.
+struct EvalConfig {
+  std::int64_t engine_wait_seconds = 600;
+};
+
 struct Config {
   std::string source;  // file it came from ("" for built-in defaults)
   std::string seed;    // absolute once loaded (resolved against the file's directory)
@@ -288,6 +295,7 @@ struct Config {
   McpConfig mcp;
   SessionsConfig sessions;
   SigningConfig signing;
+  EvalConfig eval;
 };
 
 // Parse YAML text. `source` names the file in error messages; `base_dir`

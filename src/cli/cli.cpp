@@ -105,6 +105,7 @@ int exit_code_for(const Error& e) {
     case ErrorKind::kPatch: return kExitRefused;
     case ErrorKind::kInterrupted: return 128 + (interrupted_signal() ? interrupted_signal() : 2);
     case ErrorKind::kEngine:
+    case ErrorKind::kUnreachable:
     case ErrorKind::kTimeout:
     case ErrorKind::kIsolation: return kExitEngine;
   }
@@ -163,6 +164,7 @@ int report_error_exiting(const Error& e, bool json, int code, const std::string&
                         {"error_kind", error_kind_name(e.kind)},
                         {"exit_code", code}};
     if (e.kind == ErrorKind::kInterrupted) j["detail"] = to_valid_utf8(e.message);
+    if (is_retryable(e)) j["retryable"] = true;
     // The ids that exist by then (run_id, planner_task_id, sandbox_id): what
     // `task show`, `task logs` and `verify` take.
     for (const auto& [k, v] : e.ids) j[k] = v;

@@ -290,6 +290,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   eo.backend = opt.backend.backend;
   eo.placement = placement.settings;
   eo.open_engine = [&factory] { return Result<std::unique_ptr<Engine>>((*factory)()); };
+  eo.engine_wait_seconds = config->eval.engine_wait_seconds;
 
   progress_line("eval: " + std::to_string(parsed->tasks.size()) + " task(s), " + std::to_string(eo.jobs) +
                 " job(s), " + (placement.where.empty() ? std::string() : placement.where + ", ") +
@@ -300,7 +301,14 @@ int cmd_eval(const std::vector<std::string>& args) {
   auto report = run_eval(parsed->tasks, eo, store, [&](const EvalEvent& e) {
     progress.on_event(e);
     if (!events) return;
-    if (e.kind == EvalEvent::Kind::kStarted) {
+    if (e.kind == EvalEvent::Kind::kOutage) {
+      static const char* const kNames[] = {"engine_unreachable", "engine_back", "engine_wait_expired"};
+      nlohmann::json f = {{"text", outage_line(e.outage)}, {"since", clock_time(e.outage.outage.began)},
+                          {"wait_seconds", e.outage.wait_seconds}};
+      if (e.outage.kind != OutageEvent::Kind::kUnreachable) f["ms"] = e.outage.outage.ms;
+      if (!e.outage.error.empty()) f["error"] = to_valid_utf8(e.outage.error);
+      events->emit(kNames[static_cast<int>(e.outage.kind)], f);
+    } else if (e.kind == EvalEvent::Kind::kStarted) {
       events->emit("task_start", {{"task", e.row.id}});
     } else {
       events->emit("task_end", {{"task", e.row.id}, {"category", category_name(e.row.category)},
@@ -316,6 +324,7 @@ int cmd_eval(const std::vector<std::string>& args) {
   summary.interrupted = report->interrupted;
   summary.jobs = eo.jobs;
   summary.wall_ms = report->wall_ms;
+  summary.engine_outages = report->outages;
   nlohmann::json j = summary_to_json(summary);
   j["out"] = eo.out_dir;
   if (auto st = write_file_atomic(eo.out_dir + "/summary.json", j.dump(2) + "\n"); !st) {
@@ -339,6 +348,11 @@ int cmd_eval(const std::vector<std::string>& args) {
   } else {
     std::cout << summary_table(summary) << "results: " << eo.out_dir << "/results/<task-id>.json, summary: "
               << eo.out_dir << "/summary.json\n";
+  }
+  if (report->gave_up) {
+    std::cerr << "lazyagent-oci: eval stopped: the engine stayed unreachable for more than "
+              << eo.engine_wait_seconds << " s (eval.engine_wait_seconds); " << summary.not_run.size()
+              << " task(s) not run; rerun with the same --out once it answers\n";
   }
   if (summary.interrupted) {
     std::cerr << "lazyagent-oci: eval interrupted by signal " << interrupted_signal() << "; "

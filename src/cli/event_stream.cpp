@@ -114,6 +114,7 @@ void EventStream::finish(const Result<RunResult>& r) {
 void EventStream::finish_error(const Error& e) {
   json f = {{"error", to_valid_utf8(e.message)}, {"error_kind", error_kind_name(e.kind)}, {"exit_code", exit_code_for(e)}};
   for (const auto& [k, v] : e.ids) f[k] = v;
+  if (is_retryable(e)) f["retryable"] = true;
   emit("error", std::move(f));
 }
 

@@ -216,6 +216,8 @@ class McpServer {
       } else {
         json e = {{"error", to_valid_utf8(r.error().message)}, {"error_kind", error_kind_name(r.error().kind)}};
         for (const auto& [k, v] : r.error().ids) e[k] = v;
+        // The engine was away (an outage): the same call later may work.
+        if (is_retryable(r.error())) e["retryable"] = true;
         if (const Category c = category_of(r.error()); c != Category::kNone) e["category"] = category_name(c);
         send_result(id, {{"content", {{{"type", "text"}, {"text", e.dump(2, ' ', false, json::error_handler_t::replace)}}}},
                          {"structuredContent", e},

@@ -20,6 +20,8 @@
 //                          the destructor does the same on every other path
 //   Engine::prepare_planner  the planner with its task (planner_run.h)
 //   Engine::reap           remove what runs whose owner died left behind
+//   Engine::after_outage   the engine answers again after an outage; what
+//                          its runs left when it went away removed
 //   Engine::warm_pool      optional: warm spares (warm_pool.h)
 //   Engine::environments   optional: project test images (environments.h)
 //
@@ -207,6 +209,21 @@ class Engine {
   // What runs whose owner died left behind, removed; then the run store's
   // sweep (store_sweep.h), on every engine.
   virtual Result<ReapReport> reap(bool all) = 0;
+
+  // After an outage (an error of kind kUnreachable: the service stopped,
+  // restarted or is not there): ok once the engine answers again, and then
+  // what this engine's runs could not remove while it was away (a sandbox
+  // that outlived a restart of the service) is removed first; the outage's
+  // error (kUnreachable) while it does not answer. Another error: it answers,
+  // but a leftover could not be removed (`reap` removes it later). Cheap: eval
+  // calls it with a backoff while it waits (eval_outage.h).
+  virtual Status after_outage() { return ok_status(); }
+  // Removes what the run `run_id` left, whoever made it (a session's command
+  // an outage cut short, whose owner may still be alive); nothing is fine.
+  virtual Status remove_run(const std::string& run_id) {
+    (void)run_id;
+    return ok_status();
+  }
 
   // Whether the sandbox `id` (a run record's sandbox_id, made by this
   // engine) still exists; an error when the engine cannot be asked.

@@ -4,9 +4,10 @@
 
 namespace lazyagent {
 
-TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) {
+TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy, const RideOutFn& ride_out) {
   TaskVerdict v;
   int infra_left = policy.infra_retries;
+  int outages_left = kMaxOutageReruns;
   int reruns_left = policy.reruns;
   bool failed_before = false;
   std::optional<RunResult> last_failed;
@@ -16,6 +17,16 @@ TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy) 
       if (r.error().kind == ErrorKind::kInterrupted) {
         v.interrupted = true;
         v.final = r.error();
+        return v;
+      }
+      if (r.error().kind == ErrorKind::kUnreachable && ride_out && outages_left-- > 0) {
+        const std::string* run_id = r.error().id("run_id");
+        v.outages.push_back({error_kind_name(ErrorKind::kUnreachable), r.error().message, run_id ? *run_id : ""});
+        const Status back = ride_out(r.error());
+        if (back) continue;  // the engine answers: the whole attempt again
+        v.interrupted = back.error().kind == ErrorKind::kInterrupted;
+        v.not_run = !v.interrupted;
+        v.final = back.error();
         return v;
       }
       const Category c = category_of(r.error());

@@ -14,7 +14,14 @@
 //   - failing tests are rerun up to `reruns` times; a pass on a rerun makes
 //     the task `flaky`, no pass leaves it `failed`;
 //   - SIGINT/SIGTERM (kInterrupted) stops at once: the task has no category
-//     and is not recorded, so a resumed eval runs it again.
+//     and is not recorded, so a resumed eval runs it again;
+//   - the engine unreachable (kUnreachable: its service stopped or restarted
+//     under the attempt) is an outage, not a fault of the task: `ride_out`
+//     waits for the engine (eval_outage.h), then the attempt runs again from
+//     the start, counting neither as an attempt nor as a retry (at most
+//     kMaxOutageReruns times a task, then it is an ordinary infrastructure
+//     failure); when the wait passes its limit the task is `not_run`: no
+//     category, no record, and a resumed eval runs it.
 #pragma once
 
 #include <functional>
@@ -40,15 +47,25 @@ struct AttemptLog {
   std::string run_id;
 };
 
+// Runs of one task an outage cut short, run again from the start after it.
+inline constexpr int kMaxOutageReruns = 3;
+
 struct TaskVerdict {
   bool interrupted = false;
+  bool not_run = false;  // the engine stayed unreachable past the wait: no verdict
+  std::vector<AttemptLog> outages;  // the runs an outage cut short (outcome "engine_unreachable")
   Category category = Category::kInfraError;
   Result<RunResult> final = Error{ErrorKind::kEngine, "no attempt ran"};  // the reported run
   std::vector<AttemptLog> attempts;
 };
 
 using AttemptFn = std::function<Result<RunResult>()>;
+// Called with an attempt's kUnreachable error: ok once the engine answers
+// again (run it again); kUnreachable when the wait passed its limit
+// (not_run); kInterrupted on SIGINT/SIGTERM.
+using RideOutFn = std::function<Status(const Error&)>;
 
-TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy);
+// `ride_out` null: an outage is an infrastructure failure like any other.
+TaskVerdict run_attempts(const AttemptFn& attempt, const AttemptPolicy& policy, const RideOutFn& ride_out = nullptr);
 
 }  // namespace lazyagent

@@ -40,6 +40,12 @@ void EvalProgress::start() {
 
 void EvalProgress::on_event(const EvalEvent& e) {
   if (e.kind == EvalEvent::Kind::kStarted) return;
+  if (e.kind == EvalEvent::Kind::kOutage) {  // its own line, the bar redrawn under it
+    out_ << (tty_ && drawn_ ? "\r\x1b[K" : "") << escape_for_terminal("eval: " + outage_line(e.outage)) << "\n";
+    if (tty_ && drawn_) out_ << progress_bar(done_, total_, counts_);
+    out_ << std::flush;
+    return;
+  }
   ++done_;
   ++counts_[static_cast<int>(e.row.category)];
   if (tty_) {

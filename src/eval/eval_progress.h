@@ -20,6 +20,7 @@ std::string progress_bar(std::size_t done, std::size_t total, const CategoryCoun
                          std::size_t bar_width = 24);
 
 // "eval: [25/50] fix-3: failed (2 attempts, 412 ms): tests failed: ..." / "... skipped ...".
+// (An outage of the engine has its own line: "eval: " + outage_line, eval_outage.h.)
 std::string progress_event_line(const EvalEvent& e, std::size_t done, std::size_t total);
 
 class EvalProgress {

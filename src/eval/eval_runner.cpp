@@ -131,16 +131,20 @@ json result_document(const EvalTask& task, const TaskVerdict& v, long ms, const 
     j = {{"error", to_valid_utf8(v.final.error().message)}, {"error_kind", error_kind_name(v.final.error().kind)}};
     for (const auto& [k, id] : v.final.error().ids) j[k] = id;
   }
-  json attempts = json::array();
-  for (const auto& a : v.attempts) {
-    attempts.push_back({{"outcome", a.outcome}, {"detail", to_valid_utf8(a.detail)}, {"run_id", a.run_id}});
-  }
+  auto logs = [](const std::vector<AttemptLog>& list) {
+    json out = json::array();
+    for (const auto& a : list) out.push_back({{"outcome", a.outcome}, {"detail", to_valid_utf8(a.detail)}, {"run_id", a.run_id}});
+    return out;
+  };
+  const json attempts = logs(v.attempts);
   j["task_id"] = task.id;
   j["eval"] = {{"category", category_name(v.category)},
                {"attempts", attempts},
                {"task_sha256", task_sha256(task)},
                {"key", resume_key_to_json(key)},
                {"changed", changed},
+               // Runs an outage of the engine cut short, run again from the start.
+               {"outages", logs(v.outages)},
                {"line", task.line},
                {"ms", ms}};
   return j;
@@ -197,7 +201,13 @@ class Runner {
  public:
   Runner(const std::vector<EvalTask>& tasks, const EvalOptions& opt, const RunStore& store,
          const EvalObserver& observer)
-      : tasks_(tasks), opt_(opt), store_(store), observer_(observer), slots_(std::max(1, opt.jobs)) {}
+      : tasks_(tasks), opt_(opt), store_(store), observer_(observer), slots_(std::max(1, opt.jobs)),
+        outage_(opt.engine_wait_seconds, [this](const OutageEvent& e) {
+          EvalEvent ev;
+          ev.kind = EvalEvent::Kind::kOutage;
+          ev.outage = e;
+          notify(ev);
+        }) {}
 
   Result<EvalReport> run() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -223,7 +233,7 @@ class Runner {
         ResumeCheck check = check_resume(opt_.out_dir, t, p.key);
         if (check.finished) {
           report_.rows.push_back(*check.finished);
-          notify({EvalEvent::Kind::kSkipped, *check.finished});
+          notify({EvalEvent::Kind::kSkipped, *check.finished, {}});
         } else {
           p.changed = std::move(check.changed);
           pending_.push_back(std::move(p));
@@ -253,6 +263,8 @@ class Runner {
   Result<EvalReport> finish(std::chrono::steady_clock::time_point t0) {
     report_.interrupted = interrupted_signal() != 0;
     report_.wall_ms = ms_since(t0);
+    report_.outages = outage_.log();
+    report_.gave_up = outage_.gave_up();
     if (!write_error_.empty()) return engine_error(write_error_);
     return report_;
   }
@@ -260,9 +272,10 @@ class Runner {
   void work(Engine& engine) {
     for (;;) {
       if (interrupted_signal() != 0) return;
+      if (!outage_.ready(engine)) return;  // waited out an outage, or gave up on it
       const std::size_t i = next_.fetch_add(1);
       if (i >= pending_.size()) return;
-      run_one(pending_[i], attempt(*pending_[i].task, engine));
+      run_one(pending_[i], engine);
       warm_next(engine);
     }
   }
@@ -273,7 +286,7 @@ class Runner {
   // with `reap`.
   void warm_next(Engine& engine) {
     const std::size_t next = next_.load();
-    if (next >= pending_.size() || interrupted_signal() != 0) return;
+    if (next >= pending_.size() || interrupted_signal() != 0 || outage_.gave_up()) return;
     const Config config = task_config(opt_.config, *pending_[next].task);
     if (config.engine.warm <= 0) return;
     (void)keep_warm(config, opt_.timeout_seconds, engine, static_cast<int>(config.engine.warm));
@@ -316,14 +329,18 @@ class Runner {
     };
   }
 
-  void run_one(const Pending& p, const AttemptFn& attempt) {
+  void run_one(const Pending& p, Engine& engine) {
+    const AttemptFn attempt = this->attempt(*p.task, engine);
     const EvalTask& task = *p.task;
     EvalRow started;
     started.id = task.id;
-    notify({EvalEvent::Kind::kStarted, started});
+    notify({EvalEvent::Kind::kStarted, started, {}});
     const auto t0 = std::chrono::steady_clock::now();
-    const TaskVerdict v = run_attempts(attempt, opt_.attempts);
-    if (v.interrupted) return;  // no verdict, no file: a resumed eval runs it again
+    const TaskVerdict v = run_attempts(attempt, opt_.attempts, [this, &engine](const Error& e) {
+      return outage_.ride_out(engine, e);
+    });
+    // No verdict, no file: a resumed eval runs it again.
+    if (v.interrupted || v.not_run) return;
     const long ms = ms_since(t0);
     EvalRow row;
     row.id = task.id;
@@ -359,7 +376,7 @@ class Runner {
     }
     std::lock_guard<std::mutex> lock(mu_);
     report_.rows.push_back(row);
-    if (observer_) observer_({EvalEvent::Kind::kFinished, row});
+    if (observer_) observer_({EvalEvent::Kind::kFinished, row, {}});
   }
 
   JudgeOptions judge_options() const {
@@ -391,6 +408,7 @@ class Runner {
   std::atomic<std::size_t> next_{0};
   std::mutex mu_;
   RunSlots slots_;
+  EngineOutage outage_;
   EvalReport report_;
   std::string write_error_;
 };

@@ -29,6 +29,10 @@
 // SIGINT/SIGTERM: no new task starts; each running pipeline removes its
 // container and private copy on the way out (their scope guards); the
 // interrupted tasks get no result file.
+// An outage of the engine (its service stopped or restarted): no new task
+// starts until it answers again, and a task it cut short runs again from the
+// start (eval_outage.h); past `engine_wait_seconds` the eval stops and the
+// tasks without a verdict are not_run (no result file), as after a signal.
 #pragma once
 
 #include <functional>
@@ -41,6 +45,7 @@
 #include "attest/signing_key.h"
 #include "config.h"
 #include "eval/eval_attempts.h"
+#include "eval/eval_outage.h"
 #include "eval/eval_resume.h"
 #include "eval/eval_summary.h"
 #include "eval/eval_tasks.h"
@@ -80,12 +85,16 @@ struct EvalOptions {
   // Optional (--sign-key, signing.key): every task's verdict is signed on
   // this host (attest_run.h); on Kubernetes too, the key never leaves it.
   std::shared_ptr<const SigningKey> signer;
+  // How long an outage of the engine is waited out before the eval stops
+  // (config eval.engine_wait_seconds; eval_outage.h).
+  std::int64_t engine_wait_seconds = 600;
 };
 
 struct EvalEvent {
-  enum class Kind { kStarted, kFinished, kSkipped };
+  enum class Kind { kStarted, kFinished, kSkipped, kOutage };
   Kind kind = Kind::kStarted;
-  EvalRow row;  // id only for kStarted
+  EvalRow row;  // id only for kStarted; nothing for kOutage
+  OutageEvent outage;  // kOutage only
 };
 // Called from worker threads, one call at a time (the runner serialises them).
 using EvalObserver = std::function<void(const EvalEvent&)>;
@@ -94,6 +103,8 @@ struct EvalReport {
   std::vector<EvalRow> rows;  // finished and skipped tasks, in no particular order
   bool interrupted = false;
   long wall_ms = 0;
+  std::vector<EngineOutageLog> outages;  // what the engine's outages cost, in order
+  bool gave_up = false;                  // the last one outlasted engine_wait_seconds
 };
 
 std::string eval_result_path(const std::string& out_dir, const std::string& task_id);

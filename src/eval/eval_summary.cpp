@@ -1,6 +1,7 @@
 #include "eval/eval_summary.h"
 
 #include <algorithm>
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -27,6 +28,14 @@ void add_resources(ResourceTotals* t, const nlohmann::json& r) {
 }
 
 }  // namespace
+
+std::string clock_time(std::time_t t) {
+  std::tm tm {};
+  localtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return buf;
+}
 
 EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vector<EvalRow>& rows) {
   EvalSummary s;
@@ -84,6 +93,15 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["patch_formats"] = s.patch_formats;
   j["diff_stats"] = {{"added", s.added}, {"removed", s.removed}};
   const ResourceTotals& t = s.resources;
+  nlohmann::json outages = nlohmann::json::array();
+  for (const auto& o : s.engine_outages) {
+    char since[32];
+    std::tm tm {};
+    gmtime_r(&o.began, &tm);
+    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    outages.push_back({{"since", since}, {"ms", o.ms}, {"gave_up", o.gave_up}});
+  }
+  j["engine_outages"] = outages;
   j["resources"] = {{"measured", t.measured},          {"unavailable", t.unavailable},
                     {"cpu_ms", t.cpu_ms},              {"memory_peak_bytes_max", t.memory_peak_bytes},
                     {"pids_peak_max", t.pids_peak},    {"tmpfs_peak_bytes_max", t.tmpfs_peak_bytes}};
@@ -119,6 +137,10 @@ std::string summary_table(const EvalSummary& s, std::size_t max_ids) {
     for (std::size_t i = 0; i < ids.size() && i < max_ids; ++i) o << (i ? ", " : "") << escape_for_terminal(ids[i]);
     if (ids.size() > max_ids) o << ", +" << ids.size() - max_ids << " more";
     o << "\n";
+  }
+  for (const auto& out : s.engine_outages) {
+    o << "engine unreachable since " << clock_time(out.began) << " for " << out.ms << " ms: "
+      << (out.gave_up ? "gave up (eval.engine_wait_seconds), the tasks not run are not_run" : "waited out") << "\n";
   }
   o << "total " << s.total << " task(s), " << s.jobs << " job(s), " << s.wall_ms << " ms"
     << (s.interrupted ? ", interrupted" : "") << "\n";

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,16 @@ struct ResourceTotals {
   std::int64_t cpu_ms = 0, memory_peak_bytes = 0, pids_peak = 0, tmpfs_peak_bytes = 0;
 };
 
+// An outage of the engine the eval waited out, or gave up on (eval_outage.h).
+struct EngineOutageLog {
+  std::time_t began = 0;  // wall clock
+  long ms = 0;            // how long it lasted (or was waited for before giving up)
+  bool gave_up = false;
+};
+
+// "01:02:03", local time: how the progress line and the table name a moment.
+std::string clock_time(std::time_t t);
+
 struct EvalSummary {
   std::size_t total = 0;                           // tasks in the file
   std::vector<std::vector<std::string>> by_category = std::vector<std::vector<std::string>>(kCategoryCount);
@@ -57,6 +68,7 @@ struct EvalSummary {
   std::map<std::string, std::size_t> patch_formats;  // tasks per patch_format
   std::size_t added = 0, removed = 0;                 // lines, over every task's proven change
   ResourceTotals resources;
+  std::vector<EngineOutageLog> engine_outages;  // the caller's (EvalReport), in order
   const std::vector<std::string>& ids(Category c) const { return by_category[static_cast<int>(c)]; }
 };
 

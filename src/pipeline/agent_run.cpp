@@ -141,6 +141,7 @@ Status baseline_first(RunRequest& req, const SeedSnapshot& seed, Engine& engine,
   breq.events = req.events;
   auto b = run_baseline(breq, seed.sha256, req.judge, engine, store, progress);
   if (!b) return b.error();
+  if (b->outage) return b->outage->context("the baseline");  // cut short: nothing to plan from
   *ms = ms_since(t0);
   if (b->ok && !b->summary.value("tests_passed", false)) {
     std::vector<std::string> failing;

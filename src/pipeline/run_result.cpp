@@ -52,7 +52,9 @@ Category category_of(const Error& e) {
   return Category::kNone;
 }
 
-bool is_infra_error(const Error& e) { return e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout; }
+bool is_infra_error(const Error& e) {
+  return e.kind == ErrorKind::kEngine || e.kind == ErrorKind::kTimeout || e.kind == ErrorKind::kUnreachable;
+}
 
 json environment_json(const EnvironmentConfig& env) {
   if (!env.present || env.resolved.key.empty()) return nullptr;

@@ -153,8 +153,13 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
     return usage_error("session " + id + " has expired (" + why + "): `lazyagent-oci reap` closes it; open another");
   }
   if (!rec->pending_exec.empty() && engine != nullptr) {
-    // Its process died mid-command: its container (owner dead) goes first.
+    // Its process died mid-command: its container (owner dead) goes first;
+    // so does one an outage of the service cut short (its owner may be this
+    // very process, the MCP server).
     if (auto reaped = engine->reap(false); !reaped) return reaped.error().context("reaping a killed command of session " + id);
+    if (auto st = engine->remove_run(rec->pending_exec); !st) {
+      return st.error().context("removing command " + rec->pending_exec + " of session " + id);
+    }
     rec->pending_exec.clear();
     if (auto st = store.save(*rec); !st) return st.error();
   }
@@ -256,9 +261,18 @@ Result<ExecResult> exec_in_session(const std::string& id, const Config& config, 
   if (auto st = store.save(rec); !st) return st.error();
   ExecSteps steps(rec, config, req, engine, store, progress);
   auto result = steps.run(exec_id);
+  rec.last_used = session_now();
+  if (!result && result.error().kind == ErrorKind::kUnreachable) {
+    // The service went away under the command: its container may outlive
+    // the restart, still running over the copy. It stays pending, and the
+    // next command (or close, or reap) removes it before touching the copy.
+    (void)store.save(rec);
+    return result.error().context("session " + id + ": command " + exec_id +
+                                  " cut short, podman is unreachable (the session and its working copy are kept; "
+                                  "the command may have run in part): retry once podman answers");
+  }
   // The container is gone (or the error says why not): nothing is in flight.
   rec.pending_exec.clear();
-  rec.last_used = session_now();
   if (auto st = store.save(rec); !st && result) return st.error();
   return result;
 }
@@ -275,6 +289,7 @@ Status close_session(const std::string& id, Engine& engine, const SessionStore& 
   auto fresh = store.load(id);
   if (fresh && !fresh->pending_exec.empty()) {
     if (auto reaped = engine.reap(false); !reaped) return reaped.error().context("closing session " + id);
+    if (auto st = engine.remove_run(fresh->pending_exec); !st) return st.error().context("closing session " + id);
   }
   return store.remove(id);
 }

@@ -76,6 +76,7 @@ Baseline run_and_cache(const ProofRequest& req, const JudgeOptions& opt, Engine&
   auto r = run_with_retry(breq, opt.infra_retries, engine, store, progress);
   if (!r) {
     b.summary = {{"error", r.error().message}};
+    if (r.error().kind == ErrorKind::kUnreachable) b.outage = r.error();
     return b;
   }
   const std::string key = baseline_key(r->seed_sha256, req.config.test_command + evidence_of(req), r->image_digest,
@@ -161,7 +162,11 @@ Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt,
     again.run_id.clear();
     auto r = run_with_retry(again, opt.infra_retries, engine, store, progress);
     if (!r) {
-      if (r.error().kind == ErrorKind::kInterrupted || r.error().kind == ErrorKind::kIsolation) return r.error();
+      // An outage cuts the judgement short: no verdict from the runs so far.
+      if (r.error().kind == ErrorKind::kInterrupted || r.error().kind == ErrorKind::kIsolation ||
+          r.error().kind == ErrorKind::kUnreachable) {
+        return r.error();
+      }
       rerun_note = r.error().message;  // the runs so far still stand
       break;
     }
@@ -180,6 +185,7 @@ Result<RunResult> prove_judged(const ProofRequest& req, const JudgeOptions& opt,
   if (opt.baseline && opt.known) base = *opt.known;
   else if (opt.baseline) base = baseline_for(req, *first, opt, engine, store, progress);
   if (auto st = check_interrupted(); !st) return st.error();
+  if (base.outage) return base.outage->context("the baseline");
   std::vector<TestCases> cases;
   for (const auto& r : runs) cases.push_back(r.tests);
   const Triage t = triage(base.ok ? base.cases : TestCases{}, cases);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "contract/runner_report.h"
 #include "contract/test_report.h"
@@ -46,6 +47,10 @@ struct Baseline {
   // The last kBaselineOutputBytes of its output (valid UTF-8, not escaped:
   // untrusted, the planner task escapes it). Kept in the cache, not in the record.
   std::string output_tail;
+  // The engine went away while it ran (kUnreachable): no verdict is judged
+  // without it; the judgement ends with this error (the run is cut short,
+  // not a run without a baseline).
+  std::optional<Error> outage;
 };
 
 inline constexpr std::size_t kBaselineOutputBytes = 8000;

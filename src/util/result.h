@@ -20,7 +20,13 @@ enum class ErrorKind {
   kEngine,     // podman / infrastructure: exit 5
   kTimeout,    // a deadline passed (callers usually handle it; else exit 5)
   kInterrupted, // SIGINT/SIGTERM: exit 130
-  kIsolation   // the sandbox's isolation probe saw a violation: exit 5, never retried
+  kIsolation,  // the sandbox's isolation probe saw a violation: exit 5, never retried
+  // The engine could not be reached: its service refused the connection, its
+  // socket is gone, the connection broke mid-call, or a proxy in front of it
+  // answered 502/503/504 (a service restarting). An outage to wait out, not a
+  // fault of the run: exit 5 (retryable), and eval waits for the engine
+  // (eval_outage.h) instead of recording an infra_error.
+  kUnreachable
 };
 
 // The one name of each kind ("usage", ..., "isolation"): `error_kind` in JSON.
@@ -33,6 +39,7 @@ inline const char* error_kind_name(ErrorKind k) {
     case ErrorKind::kTimeout: return "timeout";
     case ErrorKind::kInterrupted: return "interrupted";
     case ErrorKind::kIsolation: return "isolation";
+    case ErrorKind::kUnreachable: return "engine_unreachable";
   }
   return "engine";
 }
@@ -72,6 +79,10 @@ struct Error {
     return nullptr;
   }
 };
+
+// Worth trying again as it is, later: the engine was unreachable (an
+// outage). Error JSON says so as `"retryable": true` (CLI, MCP, events).
+inline bool is_retryable(const Error& e) { return e.kind == ErrorKind::kUnreachable; }
 
 inline Error usage_error(std::string m) { return Error{ErrorKind::kUsage, std::move(m)}; }
 inline Error engine_error(std::string m) { return Error{ErrorKind::kEngine, std::move(m)}; }

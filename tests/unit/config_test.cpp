@@ -239,7 +239,7 @@ TEST_CASE("unknown keys are errors naming the full key path and the valid keys",
   CHECK(error_of("sed: ../seed") ==
         "cfg.yaml: sed: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions, signing)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions, signing, eval)");
   CHECK(error_of("limits: {memory: 5}") ==
         "cfg.yaml: limits.memory: unknown key (valid keys: memory_mib, pids, cpus, nofile, nproc, "
         "work_tmpfs_mib, tmp_tmpfs_mib, log_bytes)");
@@ -278,7 +278,7 @@ TEST_CASE("all errors are reported, one per line", "[config]") {
         "cfg.yaml: engine.runtime: expected 'runc', 'crun' or 'runsc', got 'kata'\n"
         "cfg.yaml: extra: unknown key (valid keys: seed, allow, test_command, report, images, limits, "
         "timeouts, "
-        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions, signing)");
+        "patch, provider, engine, user_namespace, repair, planner, k8s, environment, mcp, sessions, signing, eval)");
 }
 
 TEST_CASE("YAML syntax errors report line and column", "[config]") {

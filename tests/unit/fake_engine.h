@@ -74,6 +74,9 @@ class Engine : public lazyagent::Engine {
   int alive = 0;                         // sandboxes and planners not yet destroyed
   std::vector<std::string> commands;     // the test command each sandbox was prepared with
   bool fail_check = false;
+  // An outage (Engine::after_outage): this many checks find the engine
+  // unreachable (-1: every one), then it answers.
+  int unreachable_checks = 0;
 
   const char* name() const override { return "fake"; }
   Status check_policy(const lazyagent::Config&) const override { return lazyagent::ok_status(); }
@@ -85,6 +88,12 @@ class Engine : public lazyagent::Engine {
     calls.push_back("check");
     if (fail_check) return lazyagent::engine_error("the fake engine does not answer");
     return lazyagent::ok_status();
+  }
+  Status after_outage() override {
+    calls.push_back("after_outage");
+    if (unreachable_checks == 0) return lazyagent::ok_status();
+    if (unreachable_checks > 0) --unreachable_checks;
+    return Error{ErrorKind::kUnreachable, "the fake engine is away"};
   }
   Result<std::string> image_digest(const std::string&) override {
     calls.push_back("image");

@@ -17,7 +17,7 @@ constexpr std::size_t kProxyLogBytes = 4u << 20;
 
 Result<json> parse_reply(const Result<HttpResponse>& r, const std::string& what) {
   if (!r) return r.error().context(what);
-  if (r->status < 200 || r->status >= 300) return engine_error(what + ": " + podman_error_text(r->status, r->body));
+  if (r->status < 200 || r->status >= 300) return podman_status_error(what, r->status, r->body);
   json j = json::parse(r->body, nullptr, false);
   if (j.is_discarded()) return engine_error(what + ": podman's reply is not JSON");
   return j;

@@ -96,12 +96,26 @@ Error PodmanClient::transport_error(const TransferReply& x, const std::string& w
   if (x.interrupted()) return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
   if (x.timed_out()) return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(timeout_ms) + " ms: " + what};
   if (x.connection_refused()) {
-    return engine_error("cannot reach podman at " + socket_path_ +
-                        " (connection refused or no such socket): start the service with "
-                        "scripts/setup.sh, or `podman system service --time=0 unix://" +
-                        socket_path_ + " &`, or set CONTAINER_HOST");
+    return Error{ErrorKind::kUnreachable,
+                 "cannot reach podman at " + socket_path_ +
+                     " (connection refused or no such socket): start the service with "
+                     "scripts/setup.sh, or `podman system service --time=0 unix://" +
+                     socket_path_ + " &`, or set CONTAINER_HOST"};
+  }
+  if (x.connection_broke()) {
+    // The service went away mid-call (stopped, restarted, killed): what was
+    // asked may or may not have happened.
+    return Error{ErrorKind::kUnreachable, what + ": podman at " + socket_path_ + " went away mid-call (" +
+                                              x.curl_error() + "): its service stopped or restarted"};
   }
   return engine_error(what + " via " + socket_path_ + ": " + x.curl_error());
+}
+
+Error podman_status_error(const std::string& what, long status, const std::string& body) {
+  // 502/503/504 come from what stands in front of a service that is not
+  // there (a proxy, a forwarded socket): an outage, not podman's answer.
+  const ErrorKind kind = status == 502 || status == 503 || status == 504 ? ErrorKind::kUnreachable : ErrorKind::kEngine;
+  return Error{kind, what + ": " + podman_error_text(status, body)};
 }
 
 TransferReply PodmanClient::send(const TransferRequest& t) {
@@ -142,7 +156,7 @@ Status PodmanClient::expect(const Result<HttpResponse>& r, std::initializer_list
   for (long s : ok_statuses) {
     if (r->status == s) return ok_status();
   }
-  return engine_error(what + ": " + podman_error_text(r->status, r->body));
+  return podman_status_error(what, r->status, r->body);
 }
 
 Result<std::string> PodmanClient::ping() {
@@ -252,8 +266,7 @@ Result<bool> PodmanClient::exists(const std::string& id) {
   if (!r) return r.error();
   if (r->status == 204) return true;
   if (r->status == 404) return false;
-  return engine_error("checking container " + id.substr(0, 12) + ": " +
-                      podman_error_text(r->status, r->body));
+  return podman_status_error("checking container " + id.substr(0, 12), r->status, r->body);
 }
 
 // Whether podman's own answer to the DELETE says the container is gone, so
@@ -293,13 +306,14 @@ Status PodmanClient::remove(const std::string& id) {
       // Podman unreachable or the request failed in transport: retrying
       // the busy case does not help here, and a dead service would only
       // delay the error by seconds per container (measured: ~4 s each).
-      last = r.error().message;
-      break;
+      // (An outage keeps its kind: the owner removes it once podman answers.)
+      return r.error().context(what);
     } else if (removal_reported(id, *r)) {
       return ok_status();
     } else if (r->status == 200 || r->status == 204 || r->status == 404) {
       auto gone = exists(id);
       if (gone && !*gone) return ok_status();
+      if (!gone && gone.error().kind == ErrorKind::kUnreachable) return gone.error().context(what);
       last = gone ? "podman still lists it after DELETE" : gone.error().message;
     } else {
       last = podman_error_text(r->status, r->body);
@@ -404,7 +418,7 @@ Status PodmanClient::export_filesystem(const std::string& id, int fd) {
   TransferReply x = send(t);
   if (x.stopped && write_errno != 0) return engine_error(what + ": writing the stream: " + std::strerror(write_errno));
   if (!x.ok()) return transport_error(x, what, 0);
-  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
+  if (x.status != 200) return podman_status_error(what, x.status, error_body);
   return ok_status();
 }
 
@@ -428,7 +442,7 @@ Status PodmanClient::stream_get(const std::string& path, const std::function<voi
   };
   TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, what, timeout_ms);
-  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, error_body));
+  if (x.status != 200) return podman_status_error(what, x.status, error_body);
   return ok_status();
 }
 
@@ -474,7 +488,7 @@ Status PodmanClient::image_push(const std::string& name, const std::string& dest
   t.interruptible = true;
   TransferReply x = send(t);
   if (!x.ok()) return transport_error(x, what, timeout_ms);
-  if (x.status != 200) return engine_error(what + ": " + podman_error_text(x.status, x.body));
+  if (x.status != 200) return podman_status_error(what, x.status, x.body);
   // A streamed reply may carry the failure in its body ({"error": ...}).
   for (std::size_t from = 0; from < x.body.size();) {
     std::size_t end = x.body.find('\n', from);

@@ -57,6 +57,10 @@ struct RequestOptions {
 
 // Podman's error body {"cause","message","response"} -> "podman said 500: message".
 std::string podman_error_text(long status, const std::string& body);
+// "WHAT: podman said 500: message", of kind kEngine; kUnreachable for 502,
+// 503 and 504 (a proxy or a forwarded socket in front of a service that is
+// not there: an outage, eval waits it out).
+Error podman_status_error(const std::string& what, long status, const std::string& body);
 
 struct CreateReply {
   std::string id;

@@ -25,6 +25,7 @@
 #include "util/tar_writer.h"
 #include "engine/podman/warm_spares.h"
 #include "util/package_mirrors.h"
+#include "util/atomic_file.h"
 
 namespace lazyagent {
 
@@ -101,7 +102,13 @@ class PodmanSandbox : public Sandbox {
   }
   ~PodmanSandbox() override {
     if (watch_) watch_->stop();
-    (void)container_.remove_now();
+    if (auto st = container_.remove_now(); !st && st.error().kind == ErrorKind::kUnreachable && stranded_) {
+      // The service is away (a restart outlives the container): its engine
+      // removes it, and its cgroup, once the service answers (after_outage).
+      stranded_->push_back({&podman_, container_.id(), req_.cgroup_parent});
+      container_.hold("");
+      handed_over_ = true;
+    }
     if (watch_ && !handed_over_) watch_->remove_dirs();
   }
 
@@ -117,7 +124,14 @@ class PodmanSandbox : public Sandbox {
   Status create() override {
     if (claim_) return ok_status();
     auto reply = podman_.create(build_create_spec(req_));
-    if (!reply) return reply.error();
+    if (!reply) {
+      // The service went away mid-create: the container may exist without our
+      // knowing its id; its name is enough to remove it once it answers.
+      if (reply.error().kind == ErrorKind::kUnreachable && stranded_) {
+        stranded_->push_back({&podman_, req_.name, req_.cgroup_parent});
+      }
+      return reply.error();
+    }
     container_.hold(reply->id);
     for (const auto& w : reply->warnings) {
       if (progress_) progress_("podman warning: " + w);
@@ -207,6 +221,7 @@ class PodmanSandbox : public Sandbox {
   }
   bool removal_deferred() const override { return deferred_ != nullptr; }
   void defer_removal_to(std::vector<DeferredRemoval>* list) { deferred_ = list; }
+  void strand_to(std::vector<StrandedContainer>* list) { stranded_ = list; }
 
   std::vector<std::string> probe_violations(const ProbeReport& probe, bool, std::vector<std::string>*) override {
     return lazyagent::probe_violations(probe, req_.policy, req_.runtime);
@@ -224,13 +239,22 @@ class PodmanSandbox : public Sandbox {
   std::optional<SpareClaim> claim_;  // none: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
   std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
+  std::vector<StrandedContainer>* stranded_ = nullptr;  // where it goes when its removal meets an outage
   bool handed_over_ = false;     // ... and did: its cgroup goes with it there
 };
 
 class PodmanPlanner : public Container {
  public:
-  PodmanPlanner(PodmanClient& podman, PlannerRequest req, std::string task_tar)
-      : podman_(podman), container_(podman), req_(std::move(req)), task_tar_(std::move(task_tar)) {}
+  PodmanPlanner(PodmanClient& podman, PlannerRequest req, std::string task_tar,
+                std::vector<StrandedContainer>* stranded)
+      : podman_(podman), container_(podman), req_(std::move(req)), task_tar_(std::move(task_tar)),
+        stranded_(stranded) {}
+  ~PodmanPlanner() override {
+    if (auto st = container_.remove_now(); !st && st.error().kind == ErrorKind::kUnreachable) {
+      stranded_->push_back({&podman_, container_.id(), ""});  // as a sandbox's (PodmanSandbox)
+      container_.hold("");
+    }
+  }
 
   std::string id() const override { return container_.id(); }
 
@@ -273,6 +297,7 @@ class PodmanPlanner : public Container {
   ScopedContainer container_;
   PlannerRequest req_;
   std::string task_tar_;
+  std::vector<StrandedContainer>* stranded_;
 };
 
 Status check_secrets(PodmanClient& podman, const Config& config) {
@@ -419,6 +444,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
                               : spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/run-" + spec.run_id;
   if (auto st = remove_tree(dir); !st) return st.error();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (is_disk_full_errno(errno)) return disk_full_error(store_.work_dir(), "creating " + dir, 4096);
     return engine_error("creating " + dir + ": " + std::strerror(errno));
   }
   SandboxRequest req;
@@ -440,8 +466,13 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::prepare_sandbox(const SandboxSpec
   }
   auto sandbox = std::make_unique<PodmanSandbox>(*sandbox_, req, dir, spec.progress, spec.output, unmeasured, slice);
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
+  sandbox->strand_to(&stranded_);
   // A session's copy is already there, owned by the sandbox's root (session.h).
   if (spec.session_copy.empty()) {
+    // A full disk is said before the copy is half made (disk_space.h).
+    std::uint64_t bytes = spec.seed->bytes;
+    for (const auto& w : *spec.writes) bytes += w.content.size();
+    if (auto st = check_free_space(store_.work_dir(), "the run's private copy of the seed", bytes); !st) return st.error();
     if (auto st = write_seed_copy(*spec.seed, *spec.writes, req.seed_copy_path); !st) return st.error();
   }
   // The sandbox's root is host id userns.host_id: it owns its copy (read-only
@@ -472,6 +503,7 @@ Result<std::unique_ptr<Sandbox>> PodmanEngine::claim_warm(const SandboxSpec& spe
                                                  unmeasured_reason(), scope_slice());
   sandbox->adopt_spare(spare);  // from here its destructor removes the container and the directory
   if (defer_removals_) sandbox->defer_removal_to(&deferred_);
+  sandbox->strand_to(&stranded_);
   if (auto st = fill_spare(spare.dir, *spec.seed, *spec.writes, spec.policy); !st) return st.error();
   if (spec.progress) spec.progress("warm: claimed spare " + spare.info.spare_id);
   return std::unique_ptr<Sandbox>(std::move(sandbox));
@@ -506,23 +538,8 @@ Result<std::unique_ptr<Container>> PodmanEngine::prepare_planner(const PlannerSp
   }
   auto tar = write_tar(entries);
   if (!tar) return tar.error();
-  return std::unique_ptr<Container>(std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar)));
-}
-
-Status PodmanEngine::finish_removals() {
-  if (deferred_.empty()) return ok_status();
-  PodmanClient podman(sandbox_->socket_path());  // its own connection (this may be a forked child)
-  Status result = ok_status();
-  for (const auto& d : deferred_) {
-    if (auto st = podman.remove(d.id); !st) {
-      result = st;
-      continue;
-    }
-    if (!d.dir.empty()) (void)remove_tree(d.dir);
-    if (!d.cgroup_parent.empty()) remove_cgroup_dirs("/sys/fs/cgroup", d.cgroup_parent);
-  }
-  deferred_.clear();
-  return result;
+  return std::unique_ptr<Container>(
+      std::make_unique<PodmanPlanner>(planner_client(), std::move(req), std::move(*tar), &stranded_));
 }
 
 Result<std::vector<std::string>> PodmanEngine::remove_spares() { return remove_unclaimed_spares(*sandbox_, store_); }

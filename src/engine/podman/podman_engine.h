@@ -33,6 +33,14 @@
 
 namespace lazyagent {
 
+// A container whose removal met an outage of its service (kUnreachable):
+// PodmanEngine::after_outage removes it once the service answers again.
+struct StrandedContainer {
+  PodmanClient* podman = nullptr;  // the service it is on (the engine's sandbox or planner client)
+  std::string id;
+  std::string cgroup_parent;       // its run's cgroup (cgroup_usage.h; "" = none)
+};
+
 // Its warm pool is itself (warm_spares.h); its environments are built on the
 // runc service (environment.h).
 class PodmanEngine : public Engine, public WarmPool {
@@ -69,6 +77,10 @@ class PodmanEngine : public Engine, public WarmPool {
   // reap_leftovers (podman_reaper.h) on the sandbox's and the planner's
   // services; `networks` false at a run's start (see there).
   Result<ReapReport> reap_leftovers_of_both(bool all, bool networks);
+  // Pings the services, then removes the stranded containers (below).
+  Status after_outage() override;
+  // Its sandbox and planner, by name (lazyagent-sandbox-<run_id>, ...-planner-).
+  Status remove_run(const std::string& run_id) override;
   Result<bool> sandbox_exists(const std::string& id) override;
   Result<std::vector<std::string>> left_by_process(int pid) override;
   EnginePlacement placement() const override {
@@ -109,6 +121,9 @@ class PodmanEngine : public Engine, public WarmPool {
   // The start's reaper saw unclaimed spares of this run store (check()).
   bool spares_left_ = false;
   std::vector<DeferredRemoval> deferred_;
+  // Sandboxes and planners of this engine whose removal met an outage of
+  // their service (kUnreachable): removed by after_outage once it answers.
+  std::vector<StrandedContainer> stranded_;
   RunStore store_;
   std::string requested_runtime_;
   std::string runtime_;  // set by check()

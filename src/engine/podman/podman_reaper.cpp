@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "engine/podman/podman_engine.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/podman/cgroup_usage.h"
 #include "store/ownership.h"
@@ -149,6 +150,48 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
   for (auto& name : remove_orphan_cgroups("/sys/fs/cgroup", live, 60)) report.cgroups_removed.push_back(name);
   sweep_store(store, &report);
   return report;
+}
+
+// The engine's own removals that wait for a moment: after a run's answer
+// (defer_removals) and after an outage of the service (stranded_).
+Status PodmanEngine::finish_removals() {
+  if (deferred_.empty()) return ok_status();
+  PodmanClient podman(sandbox_->socket_path());  // its own connection (this may be a forked child)
+  Status result = ok_status();
+  for (const auto& d : deferred_) {
+    if (auto st = podman.remove(d.id); !st) {
+      result = st;
+      continue;
+    }
+    if (!d.dir.empty()) (void)remove_tree(d.dir);
+    if (!d.cgroup_parent.empty()) remove_cgroup_dirs("/sys/fs/cgroup", d.cgroup_parent);
+  }
+  deferred_.clear();
+  return result;
+}
+
+Status PodmanEngine::after_outage() {
+  if (auto v = sandbox_->ping(); !v) return v.error();
+  if (planner_) {
+    if (auto v = planner_->ping(); !v) return v.error();
+  }
+  Status result = ok_status();
+  while (!stranded_.empty()) {
+    const StrandedContainer& c = stranded_.back();
+    if (auto st = c.podman->remove(c.id); !st) {
+      if (st.error().kind == ErrorKind::kUnreachable) return st.error();  // away again: kept for the next call
+      result = st.error().context("after the podman service came back");  // `reap` removes it later
+    } else if (!c.cgroup_parent.empty()) {
+      remove_cgroup_dirs("/sys/fs/cgroup", c.cgroup_parent);
+    }
+    stranded_.pop_back();
+  }
+  return result;
+}
+
+Status PodmanEngine::remove_run(const std::string& run_id) {
+  if (auto st = sandbox_->remove("lazyagent-sandbox-" + run_id); !st) return st;
+  return planner_client().remove("lazyagent-planner-" + run_id);
 }
 
 }  // namespace lazyagent
