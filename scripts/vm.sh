@@ -161,11 +161,15 @@ in_rootfs() {
     "$root/var/cache/lazyagent-ccache" "$root$VM_SRC" "$root$VM_BUILD" "$KEY_DIR/build"
   unshare --mount --propagation private -- bash -euc '
     root="$1" checkout="$2" debs="$3" ccache="$4" src="$5" build="$6" buildmnt="$7"; shift 7
+    # The tree a mount of its own, entered with pivot_root, not chroot: in a
+    # chroot the kernel refuses a user namespace (EPERM), which the unit tests
+    # (and podman) make.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
-    mount -t tmpfs tmpfs "$root/run"
-    mount -t tmpfs tmpfs "$root/tmp"
+    mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+    mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
     mount --bind "$debs" "$root/var/cache/apt/archives"
     mount --bind "$ccache" "$root/var/cache/lazyagent-ccache"
     mount --bind "$build" "$root$buildmnt"
@@ -173,7 +177,11 @@ in_rootfs() {
       mount --bind "$checkout" "$root$src"
       mount -o remount,bind,ro "$root$src"
     fi
-    exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    cd "$root"
+    pivot_root . mnt
+    umount -l /mnt
+    cd /
+    exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
   ' in_rootfs "$root" "$checkout" "$VM_DIR/debs" "$VM_DIR/ccache" "$VM_SRC" "$KEY_DIR/build" "$VM_BUILD" "$@"
 }
@@ -562,11 +570,15 @@ images_disk() {
   unshare --mount --propagation private -- bash -euc '
     tree="$1" stage="$2" user="$3" root="$2/merged"
     mount -t overlay overlay -o "lowerdir=$tree,upperdir=$stage/upper,workdir=$stage/work" "$root"
+    # The tree a mount of its own, entered with pivot_root, not chroot: in a
+    # chroot the kernel refuses a user namespace (EPERM), which the unit tests
+    # (and podman) make.
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     mount --rbind /dev "$root/dev"
-    mount -t tmpfs tmpfs "$root/run"
-    mount -t tmpfs tmpfs "$root/tmp"
+    mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+    mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
     mkdir -p "$root/var/lib/containers/storage" "$root/home/$user/.local/share/containers/storage" \
       "$root/mnt/lazyagent-tars" "$root/tmp/oldroot" "$root/run/user/1000"
     chown 1000:1000 "$root/run/user/1000"
