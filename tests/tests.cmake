@@ -144,15 +144,6 @@ add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven f
 set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
 
-# The hosts users have (issue 40): Debian 13 in a VM (scripts/vm.sh; podman 5,
-# systemd, cgroup v2, crun and runc): the build and unit tests there, then the
-# host matrix (tests/vm/hosts.sh) as root under crun and runc, and rootless.
-# Its own lock: the VM has its own podman, and runs beside the podman tests.
-add_test(NAME "vm: Debian 13 (podman 5, systemd, cgroup v2) builds it and passes the host matrix under crun and runc, root and rootless"
-  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/vm/vm_test.sh ${CMAKE_SOURCE_DIR})
-set_tests_properties("vm: Debian 13 (podman 5, systemd, cgroup v2) builds it and passes the host matrix under crun and runc, root and rootless" PROPERTIES
-  LABELS vm RESOURCE_LOCK vm TIMEOUT 2700)
-
 # The install (issue 43 item 4): `cmake --install` into a scratch root gives the
 # binary, lazyagent-oci(1), the completions and share/lazyagent-oci, and the
 # installed binary runs from there (scripts/build-deb.sh checks the .deb the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `vm` label (ctest): the hosts users have, in the Debian 13 VM of
+# The hosts users have (run by hand; not yet in scripts/test.sh), in the Debian 13 VM of
 # scripts/vm.sh (podman 5, systemd, cgroup v2, crun by default, runc beside it).
 #   1. the image's build of this checkout refreshed (the CLI and the unit tests,
 #      in a chroot at native speed), and the unit tests run there: the project
