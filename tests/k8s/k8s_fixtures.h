@@ -136,18 +136,27 @@ inline std::size_t leftovers(K8sClient& k, const std::string& selector) {
 
 // Records every object of `kind` matching `selector` seen while it lives
 // (a watch in a detached thread; its state is shared, so it may outlive us).
+// The constructor lists first and the watch starts from that list's
+// resourceVersion, so nothing made after the constructor returns is missed,
+// however late the thread gets to the API server (watch_until resumes a
+// watch the server ends from the last version seen).
 class Recorder {
  public:
   Recorder(const K8sKind& kind, std::string selector) : st_(std::make_shared<State>()) {
+    auto c = load_kubeconfig(kubeconfig());
+    REQUIRE(c.ok());
+    K8sClient k(*c);
+    auto listed = k.list(kind, kNs, selector);
+    REQUIRE(listed.ok());
+    std::string version = listed->value("/metadata/resourceVersion"_json_pointer, std::string());
+    REQUIRE_FALSE(version.empty());
     auto st = st_;
-    const std::string kc = kubeconfig();
-    std::thread([st, &kind, selector, kc] {
-      auto c = load_kubeconfig(kc);
-      if (!c) return;
-      K8sClient k(*c);
+    std::thread([st, &kind, selector, conn = *c, version] {
+      K8sClient w(conn);
       K8sListQuery q;
       q.label_selector = selector;
-      (void)k.watch_until(kind, kNs, q,
+      q.resource_version = version;  // from the list above: the watch misses nothing made since
+      (void)w.watch_until(kind, kNs, q,
                           [st](const std::string&, const json& obj) {
                             std::lock_guard<std::mutex> l(st->mu);
                             st->seen.push_back(obj);

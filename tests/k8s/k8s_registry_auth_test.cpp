@@ -48,7 +48,6 @@ void check_stored_pull_secrets(const std::vector<json>& seen, const std::vector<
 }
 
 // Time for the recorders' watches to be listening before the CLI runs.
-void let_watches_start() { std::this_thread::sleep_for(std::chrono::seconds(2)); }
 
 // python-ordered-set from the corpus, prepared, with its environment and the
 // registry `k8s_lines` (the config's k8s: section); a CLI environment for it.
@@ -84,7 +83,6 @@ TEST_CASE("k8s registry auth: the environment image is pushed with credentials a
 
   JobRecorder jobs;
   Recorder secrets(kK8sSecrets, kLabelRun);
-  let_watches_start();
   const ProvenFix proven = prove_fix_on_k8s(env, config, prep.fix_file, p.fixed);
   const it::CliResult& good = proven.run;
   const json& g = proven.result;
@@ -150,7 +148,6 @@ TEST_CASE("k8s registry auth: the planner pod pulls its tools' snapshot through 
              reg.config_lines() + "planner:\n  tools: true\n  max_turns: 4\n");
   Recorder jobs(kK8sJobs, kLabelRun);
   Recorder secrets(kK8sSecrets, kLabelRun);
-  let_watches_start();
   CliResult r = p.run();
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -218,7 +215,6 @@ TEST_CASE("k8s registry auth: wrong credentials are refused naming the registry,
   };
   JobRecorder sandbox_jobs;
   Recorder all_jobs(kK8sJobs, kLabelRun), secrets(kK8sSecrets, kLabelRun);
-  let_watches_start();
   {  // A sandbox with an environment: refused before podman pushes it.
     const OrderedSet o(lines);
     const auto& [p, prep, config, env] = o;
@@ -257,7 +253,6 @@ TEST_CASE("k8s registry auth: eval --jobs 2 with the environment on the registry
 
   JobRecorder jobs;
   Recorder secrets(kK8sSecrets, kLabelRun);
-  let_watches_start();
   const CliResult r = eval_run(env, "k8s", preds, map, config, out, {"--report", "swebench:" + report});
   const json s = json::parse(r.out);
   INFO(s.dump());

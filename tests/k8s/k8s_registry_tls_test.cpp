@@ -78,7 +78,6 @@ struct CertsDGuard {
   std::filesystem::path dir;
 };
 
-void let_watches_start() { std::this_thread::sleep_for(std::chrono::seconds(2)); }
 
 }  // namespace
 
@@ -91,7 +90,6 @@ TEST_CASE("k8s registry tls: a seed goes to the https registry verified against 
       dir.file("config.yaml", "seed: " + seed_dir() + "\nk8s:\n" + reg.config_lines());
   CliEnv env{dir.path() + "/state", {{"KUBECONFIG", reg_kubeconfig()}}};
   JobRecorder jobs;
-  let_watches_start();
   const json j = demo_fix_on_k8s(env, config, dir);
   const json seed = j["policy"]["k8s"]["seed"];
   INFO(seed.dump());
@@ -164,7 +162,6 @@ TEST_CASE("k8s registry tls: no CA, a wrong CA, another host name, plain HTTP an
   const auto plain_tags_before = registry().tags(kSeedImageRepo);
   REQUIRE(plain_tags_before.ok());
   Recorder all_jobs(kK8sJobs, kLabelRun);
-  let_watches_start();
   for (const auto& c : cases) {
     INFO(c.name);
     const std::string config = dir.file("config.yaml", "seed: " + seed_dir() + "\nk8s:\n" + c.k8s_lines);
@@ -206,7 +203,6 @@ TEST_CASE("k8s registry tls: podman pushes the environment image over verified T
   REQUIRE(getuid() == 0);  // the rootful podman service reads /etc/containers/certs.d
   CertsDGuard certs(reg.address);
   JobRecorder jobs;
-  let_watches_start();
   {
     CliResult r = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json"},
                           900);
@@ -222,7 +218,6 @@ TEST_CASE("k8s registry tls: podman pushes the environment image over verified T
   }
   certs.install(reg.ca_file);
   JobRecorder jobs2;
-  let_watches_start();
   const auto good = run_cli(env, {"test", "--backend", "k8s", "--config", config, "--patch", prep.fix_file, "--json",
                                   "--timeout", "300"},
                             900);

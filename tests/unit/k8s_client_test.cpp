@@ -234,6 +234,29 @@ TEST_CASE("k8s watch: events stream in chunks, and a stream the server closes is
   CHECK(seen[2].find("watch=1") != std::string::npos);
 }
 
+TEST_CASE("k8s watch: a given resourceVersion is watched from without a list, so nothing made after it is missed") {
+  FakeApi api;
+  api.server.Get("/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("watch")) {  // a list would show the pod already gone
+      res.set_content(json{{"metadata", {{"resourceVersion", "50"}}}, {"items", json::array()}}.dump(), "application/json");
+      return;
+    }
+    const std::string e = json{{"type", "ADDED"}, {"object", pod("p1", "31", {{"terminated", {{"exitCode", 4}}}})}}.dump() + "\n";
+    res.set_content(e, "application/json");
+  });
+  api.start();
+  K8sClient k(api.conn());
+  K8sListQuery q;
+  q.resource_version = "30";
+  auto end = k.watch_until(kK8sPods, "ns", q, terminated, 5000);
+  REQUIRE(end.ok());
+  CHECK(pod_end(end->object).exit_code == 4);
+  const auto seen = api.seen();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].find("watch=1") != std::string::npos);
+  CHECK(seen[0].find("resourceVersion=30") != std::string::npos);
+}
+
 TEST_CASE("k8s watch: 410 Gone lists again") {
   FakeApi api;
   std::atomic<int> lists{0};

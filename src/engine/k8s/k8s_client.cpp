@@ -222,7 +222,7 @@ Result<WatchEnd> K8sClient::watch_until(const K8sKind& kind, const std::string& 
                                         const WatchPredicate& done, long deadline_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
   const std::string what = std::string("watching ") + kind.plural + " in " + ns;
-  std::string rv;  // "" = list first
+  std::string rv = query.resource_version;  // "" = list first
   for (;;) {
     if (interrupted_signal() != 0) {
       return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};

@@ -122,7 +122,8 @@ class K8sClient {
                     long grace_seconds = -1);
 
   // Lists, then watches objects of `kind` matching `q` (label/field
-  // selector) until `done(event_type, object)` returns true for one, until
+  // selector; with q.resource_version, watches from that version without
+  // listing, so nothing made after that list is missed) until `done(event_type, object)` returns true for one, until
   // deadline_ms passes (kTimeout) or a signal arrives (kInterrupted).
   using WatchPredicate = std::function<bool(const std::string& type, const nlohmann::json& object)>;
   Result<WatchEnd> watch_until(const K8sKind& kind, const std::string& ns, const K8sListQuery& q,
