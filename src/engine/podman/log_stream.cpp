@@ -71,17 +71,21 @@ std::string mux_frame(int stream, std::string_view payload) {
   return f;
 }
 
-void FollowedLog::feed(std::string_view chunk) {
+void FrameDemux::feed(std::string_view chunk, const std::function<void(std::string_view)>& payload) {
   pending.append(chunk);
   std::size_t pos = 0;
   while (pending.size() - pos >= 8) {
     const auto* h = reinterpret_cast<const unsigned char*>(pending.data() + pos);
     const std::size_t size = (std::size_t{h[4]} << 24) | (std::size_t{h[5]} << 16) | (std::size_t{h[6]} << 8) | h[7];
     if (pending.size() - pos - 8 < size) break;
-    text(std::string_view(pending).substr(pos + 8, size));
+    payload(std::string_view(pending).substr(pos + 8, size));
     pos += 8 + size;
   }
   pending.erase(0, pos);
+}
+
+void FollowedLog::feed(std::string_view chunk) {
+  frames.feed(chunk, [this](std::string_view t) { text(t); });
 }
 
 void FollowedLog::text(std::string_view t) {

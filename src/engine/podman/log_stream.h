@@ -27,11 +27,18 @@ struct DemuxedLogs {
 // treated as raw text (a container with a tty).
 DemuxedLogs demux_logs(std::string_view raw, std::size_t max_bytes);
 
+// Incremental frame decoder: each complete frame's payload, in order, to
+// `payload`; a torn frame waits for the rest.
+struct FrameDemux {
+  std::string pending;
+  void feed(std::string_view chunk, const std::function<void(std::string_view)>& payload);
+};
+
 // Incremental demultiplexer of a followed log (GET .../logs?follow=true):
 // complete lines to `line` (a line longer than `max_line` is passed on in
 // pieces of that size), everything to `all` (at most 4 MiB kept).
 struct FollowedLog {
-  std::string pending;   // undecoded frame bytes
+  FrameDemux frames;     // undecoded frame bytes
   std::string partial;   // an unfinished line
   std::string all;
   std::size_t max_line = 64 * 1024;

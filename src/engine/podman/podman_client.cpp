@@ -111,6 +111,11 @@ Error PodmanClient::transport_error(const TransferReply& x, const std::string& w
   return engine_error(what + " via " + socket_path_ + ": " + x.curl_error());
 }
 
+std::string podman_error_cause(const std::string& body) {
+  const json j = json::parse(body, nullptr, false);
+  return j.is_object() && j.contains("cause") && j["cause"].is_string() ? j["cause"].get<std::string>() : "";
+}
+
 Error podman_status_error(const std::string& what, long status, const std::string& body) {
   // 502/503/504 come from what stands in front of a service that is not
   // there (a proxy, a forwarded socket): an outage, not podman's answer.
@@ -251,6 +256,9 @@ Result<HttpResponse> PodmanClient::logs(const std::string& id, std::size_t max_b
 Status PodmanClient::kill(const std::string& id, const std::string& signal) {
   auto r = call("POST", "/containers/" + id + "/kill?signal=" + signal);
   if (r && r->status == 409) return ok_status();  // not running any more: fine
+  // The same, when it exited between podman's look and its kill (podman
+  // 4.3 answers 500 with this cause; seen after a session command's `true`).
+  if (r && r->status == 500 && podman_error_cause(r->body) == kCauseStateImproper) return ok_status();
   return expect(r, {204}, "killing container " + id.substr(0, 12));
 }
 
@@ -424,10 +432,20 @@ Status PodmanClient::export_filesystem(const std::string& id, int fd) {
 
 Status PodmanClient::stream_get(const std::string& path, const std::function<void(std::string_view)>& on_chunk,
                                 long timeout_ms, const std::string& what) {
+  return stream("GET", path, nullptr, on_chunk, timeout_ms, what);
+}
+
+Status PodmanClient::stream(const std::string& method, const std::string& path, const std::string* body,
+                            const std::function<void(std::string_view)>& on_chunk, long timeout_ms,
+                            const std::string& what) {
   TransferRequest t;
-  t.method = "GET";
+  t.method = method;
   t.url = std::string("http://d") + kApiPrefix + path;
   t.unix_socket = socket_path_;
+  if (body != nullptr) {
+    t.headers.push_back("Content-Type: application/json");
+    t.body = body;
+  }
   t.connect_timeout_ms = 5000;
   t.timeout_ms = timeout_ms;
   t.interruptible = true;
@@ -444,6 +462,45 @@ Status PodmanClient::stream_get(const std::string& path, const std::function<voi
   if (!x.ok()) return transport_error(x, what, timeout_ms);
   if (x.status != 200) return podman_status_error(what, x.status, error_body);
   return ok_status();
+}
+
+Result<std::string> PodmanClient::exec_create(const std::string& id, const std::vector<std::string>& cmd,
+                                              const std::string& working_dir) {
+  const std::string what = "making an exec in container " + id.substr(0, 12);
+  const json body = {{"AttachStdin", false}, {"AttachStdout", true}, {"AttachStderr", true},
+                     {"Tty", false},         {"Cmd", cmd},           {"WorkingDir", working_dir}};
+  auto r = call("POST", "/containers/" + id + "/exec", body.dump());
+  if (auto st = expect(r, {200, 201}, what); !st) return st.error();
+  auto j = parse_json_reply(r, what);
+  if (!j) return j.error();
+  const std::string exec_id = j->is_object() ? j->value("Id", "") : "";
+  if (exec_id.empty()) return engine_error(what + ": podman's answer has no Id");
+  return exec_id;
+}
+
+Status PodmanClient::exec_start(const std::string& exec_id, const std::function<void(std::string_view)>& on_chunk,
+                                long timeout_ms) {
+  static const std::string body = json{{"Detach", false}, {"Tty", false}}.dump();
+  return stream("POST", "/exec/" + exec_id + "/start", &body, on_chunk, timeout_ms,
+                "running exec " + exec_id.substr(0, 12));
+}
+
+Result<int> PodmanClient::exec_exit_code(const std::string& exec_id) {
+  const std::string what = "inspecting exec " + exec_id.substr(0, 12);
+  auto r = call("GET", "/exec/" + exec_id + "/json");
+  if (auto st = expect(r, {200}, what); !st) return st.error();
+  auto j = parse_json_reply(r, what);
+  if (!j) return j.error();
+  if (!j->is_object() || j->value("Running", false)) return -1;
+  return j->value("ExitCode", -1);
+}
+
+Status PodmanClient::pause(const std::string& id) {
+  return expect(call("POST", "/containers/" + id + "/pause"), {204}, "freezing container " + id.substr(0, 12));
+}
+
+Status PodmanClient::unpause(const std::string& id) {
+  return expect(call("POST", "/containers/" + id + "/unpause"), {204}, "thawing container " + id.substr(0, 12));
 }
 
 Result<std::string> PodmanClient::commit(const std::string& id, const std::string& repo, const std::string& tag,

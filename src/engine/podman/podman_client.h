@@ -57,6 +57,10 @@ struct RequestOptions {
 
 // Podman's error body {"cause","message","response"} -> "podman said 500: message".
 std::string podman_error_text(long status, const std::string& body);
+// The `cause` of podman's error body ("" when none): podman's own error
+// class (libpod/define), e.g. kCauseStateImproper.
+std::string podman_error_cause(const std::string& body);
+inline constexpr const char* kCauseStateImproper = "container state improper";
 // "WHAT: podman said 500: message", of kind kEngine; kUnreachable for 502,
 // 503 and 504 (a proxy or a forwarded socket in front of a service that is
 // not there: an outage, eval waits it out).
@@ -132,6 +136,22 @@ class PodmanClient {
   // with podman's message. timeout_ms bounds the whole transfer (kTimeout).
   Status stream_get(const std::string& path, const std::function<void(std::string_view)>& on_chunk,
                     long timeout_ms, const std::string& what);
+
+  // The exec API (a live session's commands, session.h): POST
+  // /containers/{id}/exec makes an exec of `cmd` (stdout and stderr
+  // attached, no stdin, no tty, the container's environment only) and
+  // returns its id; exec_start runs it, each chunk of its multiplexed output
+  // (log_stream.h) to `on_chunk` as it arrives, until the process and every
+  // holder of its output end (kTimeout at timeout_ms: it may still run);
+  // exec_exit_code reads its exit code once it has ended (-1: still running).
+  Result<std::string> exec_create(const std::string& id, const std::vector<std::string>& cmd,
+                                  const std::string& working_dir);
+  Status exec_start(const std::string& exec_id, const std::function<void(std::string_view)>& on_chunk,
+                    long timeout_ms);
+  Result<int> exec_exit_code(const std::string& exec_id);
+  // POST /containers/{id}/pause and /unpause: the cgroup freezer.
+  Status pause(const std::string& id);
+  Status unpause(const std::string& id);
   // POST /commit: the container's filesystem as image repo:tag; `changes`
   // are Containerfile instructions (LABEL, WORKDIR). Returns the image id.
   Result<std::string> commit(const std::string& id, const std::string& repo, const std::string& tag,
@@ -159,6 +179,9 @@ class PodmanClient {
   Error transport_error(const TransferReply& x, const std::string& what, long timeout_ms) const;
   // Every request goes through here: http_transfer, then the call log.
   TransferReply send(const TransferRequest& t);
+  // One streamed call (stream_get, exec_start): a 200 reply's body chunk by chunk.
+  Status stream(const std::string& method, const std::string& path, const std::string* body,
+                const std::function<void(std::string_view)>& on_chunk, long timeout_ms, const std::string& what);
 
   std::string socket_path_;
   std::string wait_interval_ = "5ms";
