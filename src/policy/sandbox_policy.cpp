@@ -1,5 +1,7 @@
 #include "policy/sandbox_policy.h"
 
+#include "policy/live_shell.h"
+
 #include "util/colon_records.h"
 #include "util/digest.h"
 #include "policy/gvisor_seccomp.h"
@@ -195,6 +197,7 @@ std::vector<std::string> session_command(const std::string& command, std::int64_
 }
 
 std::vector<std::string> sandbox_argv(const SandboxRequest& req) {
+  if (req.live_seconds > 0) return live_keeper_argv(req.live_seconds);
   const std::string targets = egress_targets_arg(req.policy);
   return req.work_copy_path.empty() ? sandbox_command(req.test_command, req.policy.log_bytes, targets)
                                     : session_command(req.test_command, req.policy.log_bytes, targets);
@@ -289,6 +292,12 @@ json build_create_spec(const SandboxRequest& req) {
       {"stdin", false},
   };
   if (!req.cgroup_parent.empty()) spec["cgroup_parent"] = req.cgroup_parent;
+  if (req.live_seconds > 0) {
+    // Its deadline is its first process's; podman's timeout is the backstop,
+    // and podman removes it when it ends, whoever is left (STYLE.md 23).
+    spec["remove"] = true;
+    spec["timeout"] = req.live_seconds + 60;
+  }
   if (p.userns.enabled) {
     spec["userns"] = {{"nsmode", "private"}};
     spec["idmappings"] = {{"HostUIDMapping", false},

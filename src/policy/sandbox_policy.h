@@ -171,11 +171,16 @@ struct SandboxRequest {
   // place of the tmpfs; the container runs session_command(test_command).
   std::string work_copy_path;
   std::string test_command;
+  // A live session's sandbox (live_shell.h): > 0, its first process waits
+  // this long and the container ends (podman removes it: `remove`); each
+  // command is an exec. 0: the container runs test_command once.
+  std::int64_t live_seconds = 0;
   std::string runtime = "runc";           // the OCI runtime the service must use (runtime_policy.h)
   std::string cgroup_parent;              // "" = podman's default (cgroup_usage.h: why a run has its own)
 };
 
-// What the sandbox's process runs: sandbox_command, or session_command for a session.
+// What the sandbox's process runs: sandbox_command, session_command for a
+// session's command, or live_keeper_argv for a live session's sandbox.
 std::vector<std::string> sandbox_argv(const SandboxRequest& req);
 
 // libpod SpecGenerator JSON for POST /libpod/containers/create. Field names
