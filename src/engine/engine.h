@@ -146,6 +146,47 @@ class Sandbox : public Container {
   }
 };
 
+// One command of a live session (pipeline/session.h), run by
+// LiveSandbox::exec in the session's persistent shell (live_shell.h).
+struct LiveCommand {
+  std::int64_t number = 0;   // the session's command count: 1, 2, ...
+  std::string command;       // one shell line (or several)
+  long deadline_ms = 120000; // then its processes are ended (timed_out)
+  std::size_t head_bytes = 0, tail_bytes = 0;  // the output kept (limits.log_bytes)
+  // When set, the output's lines as they arrive (this thread).
+  std::function<void(const std::string&)> output;
+};
+
+struct LiveExit {
+  int exit_code = -1;        // the command's (-1: not known)
+  bool timed_out = false;    // its processes were ended at the deadline
+  bool shell_ended = false;  // the shell ended with it (exit, exec, killed): the next command gets a fresh one
+  bool fresh_shell = false;  // this command started a new shell (the first, or after one ended)
+  std::string shell;         // "bash" or "sh"
+  std::string output;        // as the command printed it, head and tail kept
+  bool truncated = false;
+};
+
+// A session's long-lived sandbox: made and verified once (Engine::open_live),
+// then reached by id from any process (Engine::live). It ends itself at its
+// deadline even if no process of ours is left (its first process is bound
+// to it, and the engine removes it then).
+class LiveSandbox {
+ public:
+  virtual ~LiveSandbox() = default;
+  virtual std::string id() const = 0;
+  // One command in the session's shell; an error when it could not be run
+  // or read (the sandbox has ended: kEngine, saying so).
+  virtual Result<LiveExit> exec(const LiveCommand& c) = 0;
+  // Ends command `number` if it still runs (its caller died mid-command).
+  virtual Status end_command(std::int64_t number) = 0;
+  // Nothing in the sandbox runs between freeze and thaw (the cgroup freezer).
+  virtual Status freeze() = 0;
+  virtual Status thaw() = 0;
+  // Idempotent; confirms it is gone.
+  virtual Status remove() = 0;
+};
+
 // A sandbox whose removal waits for WarmPool::finish_removals.
 struct DeferredRemoval {
   std::string id;   // the container
@@ -234,6 +275,21 @@ class Engine {
   // Where the sandboxes run beyond what the config says (eval's resume key,
   // its progress line, how many sandboxes it prepares ahead).
   virtual EnginePlacement placement() const { return {}; }
+
+  // A live session's sandbox (session.h): `spec.session_copy` at /work, the
+  // policy verified after create and the isolation probe judged before it is
+  // returned, running until close or `lifetime_seconds` (then it ends and is
+  // removed by itself). Labelled for the reaper as the session `spec.run_id`'s.
+  virtual Result<std::unique_ptr<LiveSandbox>> open_live(const SandboxSpec& spec, std::int64_t lifetime_seconds) {
+    (void)spec;
+    (void)lifetime_seconds;
+    return usage_error(std::string("live sessions: the ") + name() + " engine cannot keep a sandbox between commands");
+  }
+  // The live sandbox `id` (open_live's), for a later process; no call is made.
+  virtual std::unique_ptr<LiveSandbox> live(const std::string& id) {
+    (void)id;
+    return nullptr;
+  }
 
   // Optional parts: null (or the error saying why) where the engine has none.
   // Warm spares (warm_pool.h): podman only.

@@ -81,6 +81,10 @@ class PodmanEngine : public Engine, public WarmPool {
   Status after_outage() override;
   // Its sandbox and planner, by name (lazyagent-sandbox-<run_id>, ...-planner-).
   Status remove_run(const std::string& run_id) override;
+  // A live session's sandbox (live_sandbox.h); its engine files (the
+  // seccomp profile) in live/ beside the session's copy.
+  Result<std::unique_ptr<LiveSandbox>> open_live(const SandboxSpec& spec, std::int64_t lifetime_seconds) override;
+  std::unique_ptr<LiveSandbox> live(const std::string& id) override;
   Result<bool> sandbox_exists(const std::string& id) override;
   Result<std::vector<std::string>> left_by_process(int pid) override;
   EnginePlacement placement() const override {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "engine/podman/podman_engine.h"
+#include "engine/podman/live_sandbox.h"
 #include "engine/podman/warm_spares.h"
 #include "engine/podman/cgroup_usage.h"
 #include "store/ownership.h"
@@ -92,6 +93,10 @@ Result<ReapReport> reap_leftovers(PodmanClient& podman, const RunStore& store, b
         else report.errors.push_back(st.error().message);
       }
       continue;
+    } else if (!all && role != labels.end() && role->second == kRoleSession) {
+      // A live session's sandbox outlives the process that opened it: kept
+      // while its session is open and young enough (live_sandbox.h).
+      if (live_session_kept(labels, store.dir(), now)) continue;
     } else if (!all && owner_alive(labels)) {
       report.left_running.push_back(label);
       continue;
