@@ -221,6 +221,7 @@ bool is_socket_path(const std::string& s) { return s.size() > 1 && s[0] == '/'; 
 bool is_planner_network(const std::string& s) {
   return s == "bridge" || s == "host" || s == "none" || s == "allowlist";
 }
+bool is_session_isolation(const std::string& s) { return s == "live" || s == "per-command"; }
 bool is_tool_choice(const std::string& s) { return s == "auto" || s == "required"; }
 bool is_response_format_name(const std::string& s) {
   return s == "json_schema" || s == "json_object" || s == "none";
@@ -390,7 +391,9 @@ Result<Config> parse_config(const std::string& yaml_text, const std::string& sou
             {"sessions", r.nested({{"idle_ttl_seconds", r.integer(&cfg.sessions.idle_ttl_seconds, 10, 604800)},
                                    {"max_age_seconds", r.integer(&cfg.sessions.max_age_seconds, 60, 2592000)},
                                    {"disk_mib", r.integer(&cfg.sessions.disk_mib, 16, 1048576)},
-                                   {"max_files", r.integer(&cfg.sessions.max_files, 1024, 100000000)}})},
+                                   {"max_files", r.integer(&cfg.sessions.max_files, 1024, 100000000)},
+                                   {"isolation", r.string(&cfg.sessions.isolation, is_session_isolation,
+                                                          "'live' or 'per-command'")}})},
             {"signing", r.nested({{"key", r.string(&cfg.signing.key)}})},
             {"eval", r.nested({{"engine_wait_seconds", r.integer(&cfg.eval.engine_wait_seconds, 0, 604800)}})},
         });

@@ -253,6 +253,11 @@ struct SessionsConfig {
   // commands can write in /work, enforced by the filesystem it lives on.
   std::int64_t disk_mib = 2048;
   std::int64_t max_files = 200000;
+  // `live`: one long-lived sandbox per session, each command an exec into
+  // its persistent shell (cwd, exports and background jobs carry over);
+  // `per-command`: a fresh sandbox per command, nothing carries over but the
+  // working copy (session.h).
+  std::string isolation = "live";
 };
 
 // Signed verdicts (docs/signing.md): the Ed25519 private key (PKCS#8 PEM,

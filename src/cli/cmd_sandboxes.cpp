@@ -205,7 +205,7 @@ int cmd_reap(const std::vector<std::string>& args) {
   // swept whatever the engine; after the engine's reap, so that a killed
   // command's container is gone before its copy.
   for (auto& closed : reap_sessions(SessionStore(default_run_store()), static_cast<std::int64_t>(std::time(nullptr)),
-                                    &report->errors)) {
+                                    &report->errors, engine.get())) {
     report->removed.push_back("session " + closed);
   }
   if (as_json) {

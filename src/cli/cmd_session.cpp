@@ -1,6 +1,6 @@
 // `lazyagent-oci session open|exec|close|list` (write, read, diff and prove
 // are in cmd_session_files.cpp): an agent's working copy in which every
-// command runs in a fresh sandbox (pipeline/session.h).
+// command runs sandboxed (pipeline/session.h).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,18 +65,22 @@ Result<SessionContext> session_context(const std::string& id, const RunStore& st
   return SessionContext{std::move(*rec), std::move(*config), (*factory)()};
 }
 
+SessionLock defer_removal(Engine& engine, const SessionStore& sessions, const SessionRecord& rec) {
+  WarmPool* pool = engine.warm_pool();
+  if (pool == nullptr || rec.isolation == kIsolationLive) return SessionLock();
+  auto lock = sessions.removals_lock(rec.id, false);
+  if (!lock) return SessionLock();  // not deferred: removed before the answer
+  pool->defer_removals();
+  return std::move(*lock);
+}
+
 // The deferred removals of one command, in a detached child that holds the
 // session's removals lock (shared) until they are done; a thread of this
 // process waits for the child, so a long-lived caller (the MCP server) keeps
 // no zombie.
-pid_t remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id) {
+pid_t remove_after_answer(Engine& engine, SessionLock removals) {
   WarmPool* pool = engine.warm_pool();
-  if (pool == nullptr) return 0;  // nothing was deferred
-  auto lock = sessions.removals_lock(id, false);
-  if (!lock) {
-    (void)pool->finish_removals();
-    return 0;
-  }
+  if (pool == nullptr || !removals.held()) return 0;  // nothing was deferred
   const pid_t pid = fork_detached(*pool);
   if (pid < 0) return 0;  // removed here (fork_detached did)
   if (pid > 0) {  // the parent's lock closes; the child's copy holds it
@@ -104,9 +108,10 @@ int session_open(const std::vector<std::string>& args) {
   ArgParser p("session open",
               "[--seed DIR] [--allow PATH]... [--test-command CMD] [--config FILE] [--accept-weaker-policy] [--json]",
               "Opens a session: a private working copy of the seed (never your tree) in which `session exec`\n"
-              "runs commands, each in a fresh sandbox under the sandbox policy (no network, no secrets,\n"
-              "read-only root, seccomp, no capabilities, limits), verified before it starts. Prints the\n"
-              "session id. The session lives in the run store until `session close`, or until `reap` after\n"
+              "runs commands under the sandbox policy (no network, no secrets, read-only root, seccomp, no\n"
+              "capabilities, limits): in one long-lived sandbox made, verified and probed here, with a\n"
+              "persistent shell (sessions.isolation: live, the default), or each in a fresh sandbox\n"
+              "(per-command). Prints the session id. The session lives in the run store until `session close`, or until `reap` after\n"
               "its idle TTL or maximum age (config sessions.idle_ttl_seconds, sessions.max_age_seconds).\n"
               "The working copy is a filesystem of its own, capped at sessions.disk_mib and sessions.max_files\n"
               "(a loop-mounted image: needs root; rootless podman's user is refused unless\n"
@@ -127,16 +132,12 @@ int session_open(const std::vector<std::string>& args) {
   return kExitPassed;
 }
 
-// The command after `--`: one word is a shell command as it stands; more
-// are words, each quoted for /bin/sh -c.
+// The command after `--`: its words joined by spaces into one shell line,
+// as ssh joins them (`-- 'make && make test'` and `-- make '&&' make test`
+// are the same line; quote for the shell inside as you would over ssh).
 std::string command_text(const std::vector<std::string>& words) {
-  if (words.size() == 1) return words[0];
   std::string out;
-  for (const auto& w : words) {
-    std::string q = "'";
-    for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += (out.empty() ? "" : " ") + q + "'";
-  }
+  for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
 }
 
@@ -145,10 +146,12 @@ int session_exec(const std::vector<std::string>& args) {
   long timeout = 0;
   bool as_json = false;
   ArgParser p("session exec", "ID [--timeout S] [--json] -- CMD...",
-              "Runs CMD in the session's working copy (/work) in a fresh sandbox container, which is removed\n"
-              "when CMD ends: nothing CMD starts outlives it. One word is a shell command (`-- 'make && make\n"
-              "test'`); more are quoted as words. The output (stdout and stderr as they came) is streamed and\n"
-              "capped at limits.log_bytes. Exit 0: CMD exited 0; 1: CMD failed or timed out (--json and\n"
+              "Runs CMD in the session's working copy (/work). Live sessions (the default): in the session's\n"
+              "shell inside its long-lived sandbox, so `cd`, exports and background jobs carry over to the\n"
+              "next command; per-command sessions: in a fresh sandbox removed when CMD ends. The words after\n"
+              "`--` are joined into one shell line, as ssh joins them. The output (stdout and stderr as they\n"
+              "came) is streamed and capped at limits.log_bytes. At the timeout the command's processes are\n"
+              "ended (the session lives on). Exit 0: CMD exited 0; 1: CMD failed or timed out (--json and\n"
               "stderr say its exit code); 2: usage, unknown or expired session; 5: engine error.");
   p.positional("ID", &id, true, "the session's id (`session open` printed it)");
   p.integer("--timeout", &timeout, "S", "host-side deadline in seconds (default: the config's timeouts.test_seconds)", 1, 86400);
@@ -193,17 +196,15 @@ int session_exec(const std::vector<std::string>& args) {
       std::cout << (tty ? escape_for_terminal(line) : line) << "\n" << std::flush;
     };
   }
-  // The command's container is removed after the result is out (its process
-  // has exited: nothing of it runs), by a child holding the session's
-  // removals lock, for which `close` waits.
-  if (WarmPool* pool = s->engine->warm_pool()) pool->defer_removals();
-  auto r = exec_in_session(id, s->config, req, *s->engine, SessionStore(store), nullptr);
+  // Per-command: the command's container is removed after the result is out
+  // (its process has exited: nothing of it runs), by a child holding the
+  // session's removals lock, for which `close` waits.
   struct RemoveAfter {
     Engine& engine;
-    const SessionStore sessions;
-    const std::string& id;
-    ~RemoveAfter() { (void)remove_after_answer(engine, sessions, id); }
-  } remove_after{*s->engine, SessionStore(store), id};
+    SessionLock removals;
+    ~RemoveAfter() { (void)remove_after_answer(engine, std::move(removals)); }
+  } remove_after{*s->engine, defer_removal(*s->engine, SessionStore(store), s->record)};
+  auto r = exec_in_session(id, s->config, req, *s->engine, SessionStore(store), nullptr);
   if (!r) return report_error(r.error(), as_json, "its container is removed");
   if (as_json) {
     std::cout << exec_result_json(*r).dump(2, ' ', false, json::error_handler_t::replace) << std::endl;
@@ -290,8 +291,9 @@ void print_session_help() {
   std::string names;
   for (const auto& c : session_subcommands()) names += (names.empty() ? "" : "|") + std::string(c.name);
   std::cout << "usage: lazyagent-oci session " << names << " ...\n\n"
-               "An agent's working copy of a seed in which every command runs in a fresh sandbox\n"
-               "(no network, no secrets, limits, verified), read back as hostile input and proven\n"
+               "An agent's working copy of a seed in which every command runs sandboxed (one long-lived\n"
+               "sandbox with a persistent shell, or a fresh one per command; no network, no secrets,\n"
+               "limits, verified), read back as hostile input and proven\n"
                "through the ordinary `test`. `lazyagent-oci session SUBCOMMAND --help` shows its options.\n\n"
                "subcommands:\n";
   for (const auto& c : session_subcommands()) {

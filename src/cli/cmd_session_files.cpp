@@ -16,7 +16,7 @@ namespace lazyagent {
 using nlohmann::json;
 
 Result<CopyDiff> session_diff(const SessionContext& s, const SessionStore& store) {
-  auto held = hold_session(s.record.id, s.engine.get(), store);
+  auto held = hold_session(s.record.id, s.engine.get(), store, HoldFor::kRead);
   if (!held) return held.error();
   const auto cap = static_cast<std::size_t>(s.config.limits.work_tmpfs_mib) << 20;
   auto d = diff_session_copy(held->record, store, s.config, cap);
@@ -94,7 +94,7 @@ int session_write(const std::vector<std::string>& args) {
     return report_error(usage_error("session write: " + display_path(path) + " is not on the allow list"), as_json);
   }
   const SessionStore sessions(store);
-  auto held = hold_session(id, s->engine.get(), sessions);
+  auto held = hold_session(id, s->engine.get(), sessions, HoldFor::kRead);
   if (!held) return report_error(held.error(), as_json);
   if (auto st = write_session_file(held->record, sessions, path, *content); !st) {
     return report_error(st.error().context("session " + id), as_json);
@@ -118,7 +118,9 @@ int session_read(const std::vector<std::string>& args) {
   if (auto done = parse_or_exit(p, args)) return *done;
   const RunStore store = default_run_store();
   const SessionStore sessions(store);
-  auto held = hold_session(id, nullptr, sessions);
+  auto s = session_context(id, store);
+  if (!s) return report_error(s.error(), as_json);
+  auto held = hold_session(id, s->engine.get(), sessions, HoldFor::kRead);
   if (!held) return report_error(held.error(), as_json);
   auto content = read_session_file(held->record, sessions, path, kSessionFileBytes);
   if (!content) return report_error(content.error().context("session " + id), as_json);

@@ -91,12 +91,12 @@ Result<json> mcp_session_exec(const SessionToolSetup& s, const json& args, const
   req.command = v[0];
   req.timeout_seconds = args.contains("timeout_seconds") ? args["timeout_seconds"].get<std::int64_t>()
                                                          : ctx->config.timeouts.test_seconds;
-  // As `session exec`: the container is removed after the answer, by a
-  // child holding the session's removals lock (session_close waits for it).
-  if (WarmPool* pool = ctx->engine->warm_pool()) pool->defer_removals();
+  // As `session exec` (per-command): the container is removed after the
+  // answer, by a child holding the session's removals lock (session_close waits for it).
+  SessionLock removals = defer_removal(*ctx->engine, SessionStore(default_run_store()), ctx->record);
   const ProgressFn said = log_and(progress, "session_exec " + ctx->record.id);
   auto r = exec_in_session(ctx->record.id, ctx->config, req, *ctx->engine, SessionStore(default_run_store()), said);
-  if (const pid_t pid = remove_after_answer(*ctx->engine, SessionStore(default_run_store()), ctx->record.id); pid > 0) {
+  if (const pid_t pid = remove_after_answer(*ctx->engine, std::move(removals)); pid > 0) {
     said("its container is removed after the answer (pid " + std::to_string(pid) + ")");
   }
   if (!r) return r.error();
@@ -114,7 +114,7 @@ Result<json> mcp_session_write(const SessionToolSetup& s, const json& args) {
     return usage_error("session_write_file: " + display_path(v[0]) + " is not on the allow list");
   }
   const SessionStore sessions(default_run_store());
-  auto held = hold_session(ctx->record.id, ctx->engine.get(), sessions);
+  auto held = hold_session(ctx->record.id, ctx->engine.get(), sessions, HoldFor::kRead);
   if (!held) return held.error();
   if (auto st = write_session_file(held->record, sessions, v[0], v[1]); !st) {
     return st.error().context("session_write_file");
@@ -127,7 +127,7 @@ Result<json> mcp_session_read(const SessionToolSetup& s, const json& args) {
   auto ctx = tool_session("session_read_file", s, args, {"path"}, &v);
   if (!ctx) return ctx.error();
   const SessionStore sessions(default_run_store());
-  auto held = hold_session(ctx->record.id, nullptr, sessions);
+  auto held = hold_session(ctx->record.id, ctx->engine.get(), sessions, HoldFor::kRead);
   if (!held) return held.error();
   auto content = read_session_file(held->record, sessions, v[0], kSessionFileBytes);
   if (!content) return content.error().context("session_read_file");
@@ -173,17 +173,22 @@ std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Con
   const json path = {{"type", "string"}, {"description", "a path in the working copy (relative, as in a patch)"}};
   std::vector<McpTool> t;
   t.push_back({"session_open", "Open a sandboxed working copy",
-               "Makes a private working copy of the seed in which session_exec runs commands, each in a fresh sandbox "
-               "(no network, no secrets, read-only root, limits, verified before it runs). Returns the session's "
-               "record with session_id. Sessions outlive the connection until session_close or their idle TTL.",
+               "Makes a private working copy of the seed in which session_exec runs commands in a sandbox (no "
+               "network, no secrets, read-only root, limits, verified before it runs): by default one long-lived "
+               "sandbox with a persistent shell. Returns the session's record with session_id. Sessions outlive "
+               "the connection until session_close or their idle TTL.",
                schema({{"seed", {{"type", "string"}, {"description", "the project: one of the server's mcp.seeds or under one"}}},
                        {"test_command", {{"type", "string"}, {"description", "the command prove runs (default: the config's)"}}},
                        {"allow", {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "paths a change may touch"}}}},
                       {"seed"}),
                [s](const json& a, const ProgressFn& p) { return mcp_session_open(*s, a, p); }});
   t.push_back({"session_exec", "Run a command in the session",
-               "Runs the command with /bin/sh -c in the working copy (/work), in a fresh sandbox removed when it ends: "
-               "nothing it starts runs on. Returns exit_code, output (bounded), truncated, timed_out.",
+               "Runs the command line in the session's shell (bash where the image has it, else sh) in the working "
+               "copy (/work): cd, exports and background jobs carry over to the next command, as in a terminal "
+               "(a per-command session: a fresh sandbox each time, nothing carries over). At timeout_seconds the "
+               "command's processes are ended, the session lives on. Returns exit_code, output (bounded), "
+               "truncated, timed_out, and for a live session shell_ended (the command ended the shell: the next "
+               "gets a fresh one).",
                schema({{"session_id", kSessionId},
                        {"command", {{"type", "string"}}},
                        {"timeout_seconds", {{"type", "integer"}, {"minimum", 1}, {"maximum", 86400}}}},
@@ -209,7 +214,8 @@ std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Con
                "the result object of `test --json`; a passed run can be applied with `lazyagent-oci apply RUN_ID`.",
                schema({{"session_id", kSessionId}}, {"session_id"}),
                [s](const json& a, const ProgressFn& p) { return mcp_session_prove(*s, a, p); }});
-  t.push_back({"session_close", "Close the session", "Removes the session's working copy and record.",
+  t.push_back({"session_close", "Close the session",
+               "Removes the session's sandbox (and what runs in it), its working copy and record.",
                schema({{"session_id", kSessionId}}, {"session_id"}),
                [s](const json& a, const ProgressFn&) { return mcp_session_close(*s, a); }});
   return t;

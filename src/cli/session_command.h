@@ -48,11 +48,15 @@ Result<RunResult> session_prove(const SessionContext& s, const RunStore& store, 
 // `session diff --json` / the session_diff tool.
 nlohmann::json session_diff_json(const std::string& id, const CopyDiff& d);
 
-// After a command whose removals were deferred (WarmPool::defer_removals):
-// removes its container in a detached child holding the session's removals
-// lock (shared; `close` waits for it), so that the caller answers first. The
+// Before a per-command session's command: its container's removal deferred
+// until after the answer (WarmPool::defer_removals), and the session's
+// removals lock taken (shared) now, so that a `close` sent as soon as the
+// answer is out waits for that removal. Nothing for a live session (not held).
+SessionLock defer_removal(Engine& engine, const SessionStore& sessions, const SessionRecord& rec);
+// After that command: removes its container in a detached child that holds
+// `removals` (`close` waits for it), so that the caller answers first. The
 // child's pid (0 when none was needed or the fork failed: then removed here).
-pid_t remove_after_answer(Engine& engine, const SessionStore& sessions, const std::string& id);
+pid_t remove_after_answer(Engine& engine, SessionLock removals);
 
 // The MCP server's session_* tools (mcp_session_tools.cpp).
 std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Config& config);

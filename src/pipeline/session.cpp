@@ -125,6 +125,54 @@ class ExecSteps {
   ExecResult res_;
 };
 
+// One command of a live session, the session held (exec_in_session).
+Result<ExecResult> exec_live(HeldSession& held, const Config& config, const ExecRequest& req, Engine& engine,
+                             const SessionStore& store) {
+  SessionRecord& rec = held.record;
+  const auto t0 = std::chrono::steady_clock::now();
+  rec.execs += 1;
+  rec.last_used = session_now();
+  const std::string exec_id = rec.id + "-" + std::to_string(rec.execs);
+  rec.pending_exec = exec_id;
+  if (auto st = store.save(rec); !st) return st.error();
+  const SandboxPolicy policy = policy_from_config(config, req.timeout_seconds);
+  LiveCommand c;
+  c.number = rec.execs;
+  c.command = req.command;
+  c.deadline_ms = static_cast<long>(req.timeout_seconds) * 1000;
+  // As a test run's capture (sandbox_policy.h): the last 64 KiB (or half) and the rest from the start.
+  c.tail_bytes = static_cast<std::size_t>(policy.log_bytes >= (128 << 10) ? (64 << 10) : policy.log_bytes / 2);
+  c.head_bytes = static_cast<std::size_t>(policy.log_bytes) - c.tail_bytes;
+  c.output = req.output;
+  auto live = engine.live(rec.sandbox);
+  auto r = live->exec(c);
+  rec.last_used = session_now();
+  if (!r && r.error().kind == ErrorKind::kUnreachable) {
+    (void)store.save(rec);  // still pending: the next holder ends it
+    return r.error().context("session " + rec.id + ": command " + exec_id +
+                             " cut short, podman is unreachable (the session is kept; the command may still run): "
+                             "retry once podman answers");
+  }
+  rec.pending_exec.clear();
+  if (auto st = store.save(rec); !st && r) return st.error();
+  if (!r) return r.error().context("session " + rec.id + ", command " + exec_id);
+  ExecResult res;
+  res.session_id = rec.id;
+  res.exec_id = exec_id;
+  res.sandbox_id = rec.sandbox;
+  res.exit_code = r->exit_code;
+  res.timed_out = r->timed_out;
+  res.output = to_valid_utf8(r->output);
+  res.truncated = r->truncated;
+  res.ms = ms_since(t0);
+  res.timings.push_back({"exec", res.ms});
+  res.isolation = kIsolationLive;
+  res.shell = r->shell;
+  res.fresh_shell = r->fresh_shell;
+  res.shell_ended = r->shell_ended;
+  return res;
+}
+
 Status check_engine_supports_sessions(const Engine& engine) {
   if (!engine.placement().on_this_host) {
     return usage_error(std::string("sessions run on the podman backend only (the ") + engine.name() +
@@ -138,12 +186,28 @@ Status check_engine_supports_sessions(const Engine& engine) {
 json exec_result_json(const ExecResult& r) {
   json timings = json::object();
   for (const auto& t : r.timings) timings[t.step] = t.ms;
-  return json{{"session_id", r.session_id}, {"exec_id", r.exec_id},     {"sandbox_id", r.sandbox_id},
-              {"exit_code", r.exit_code},   {"timed_out", r.timed_out}, {"output", r.output},
-              {"truncated", r.truncated},   {"timings_ms", timings},    {"ms", r.ms}};
+  json j{{"session_id", r.session_id}, {"exec_id", r.exec_id},     {"sandbox_id", r.sandbox_id},
+         {"exit_code", r.exit_code},   {"timed_out", r.timed_out}, {"output", r.output},
+         {"truncated", r.truncated},   {"timings_ms", timings},    {"ms", r.ms},
+         {"isolation", r.isolation}};
+  if (r.isolation == kIsolationLive) {
+    j["shell"] = r.shell;
+    j["fresh_shell"] = r.fresh_shell;
+    j["shell_ended"] = r.shell_ended;
+  }
+  return j;
 }
 
-Result<HeldSession> hold_session(const std::string& id, Engine* engine, const SessionStore& store) {
+FrozenSandbox::~FrozenSandbox() {
+  if (!live_) return;
+  if (auto st = live_->thaw(); !st) return;  // the record keeps `frozen`: the next holder thaws it
+  if (auto rec = store_->load(id_); rec && rec->frozen) {
+    rec->frozen = false;
+    (void)store_->save(*rec);
+  }
+}
+
+Result<HeldSession> hold_session(const std::string& id, Engine* engine, const SessionStore& store, HoldFor purpose) {
   if (auto r = store.load(id); !r) return r.error();  // an unknown id says so before any lock file is made
   auto lock = store.lock(id, true);
   if (!lock) return lock.error();
@@ -152,7 +216,26 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
   if (const std::string why = session_expiry(*rec, session_now()); !why.empty()) {
     return usage_error("session " + id + " has expired (" + why + "): `lazyagent-oci reap` closes it; open another");
   }
-  if (!rec->pending_exec.empty() && engine != nullptr) {
+  const bool live = rec->isolation == kIsolationLive;
+  if (live && (engine == nullptr || !engine->live(rec->sandbox))) {
+    return usage_error("session " + id + " is live: its sandbox is reached through the podman engine only");
+  }
+  if (live && (rec->frozen || !rec->pending_exec.empty())) {
+    // A reader died with the sandbox frozen, or a caller mid-command.
+    auto box = engine->live(rec->sandbox);
+    if (rec->frozen) {
+      if (auto st = box->thaw(); !st) return st.error().context("thawing the sandbox of session " + id);
+      rec->frozen = false;
+    }
+    if (!rec->pending_exec.empty()) {
+      const std::string& p = rec->pending_exec;
+      const std::int64_t n = std::stoll("0" + p.substr(p.rfind('-') + 1));
+      if (auto st = box->end_command(n); !st) return st.error().context("ending command " + p + " of session " + id);
+      rec->pending_exec.clear();
+    }
+    if (auto st = store.save(*rec); !st) return st.error();
+  }
+  if (!live && !rec->pending_exec.empty() && engine != nullptr) {
     // Its process died mid-command: its container (owner dead) goes first;
     // so does one an outage of the service cut short (its owner may be this
     // very process, the MCP server).
@@ -164,7 +247,21 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
     if (auto st = store.save(*rec); !st) return st.error();
   }
   if (auto st = store.mount_work(*rec); !st) return st.error();  // after a reboot
-  return HeldSession{std::move(*lock), std::move(*rec)};
+  HeldSession held{std::move(*lock), std::move(*rec), {}};
+  if (live && purpose == HoldFor::kRead) {
+    // Nothing in the sandbox changes the copy while the host reads it.
+    held.record.frozen = true;
+    if (auto st = store.save(held.record); !st) return st.error();
+    auto box = engine->live(held.record.sandbox);
+    if (auto st = box->freeze(); !st) {
+      held.record.frozen = false;
+      (void)store.save(held.record);
+      return st.error().context("freezing the sandbox of session " + id + " for the host's read");
+    }
+    held.frozen = FrozenSandbox(std::move(box), &store, id);
+    held.record.frozen = false;  // this copy is the holder's: the guard clears the stored one
+  }
+  return held;
 }
 
 Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, const SessionStore& store,
@@ -191,6 +288,7 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
   rec.host_id = policy.userns.enabled ? policy.userns.host_id : -1;
   rec.rootless = policy.userns.enabled && policy.userns.rootless;
   rec.accept_weaker_policy = open.config.engine.accept_weaker_policy;
+  rec.isolation = open.config.sessions.isolation;
   // The working copy's cap, or why there is none (refused unless accepted).
   const std::string uncapped = capped_dir_unsupported_reason();
   if (uncapped.empty()) {
@@ -233,6 +331,29 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
     (void)store.remove(rec.id);
     return made.error().context("opening a session");
   }
+  if (rec.isolation == kIsolationLive) {
+    // The session's sandbox: verified and probed once, before the agent's first command.
+    if (progress) progress("sandbox");
+    SandboxSpec spec;
+    spec.run_id = rec.id;
+    spec.config = &open.config;
+    spec.policy = policy;
+    spec.session_copy = store.work_dir(rec.id);
+    spec.progress = progress;
+    auto live = engine.open_live(spec, rec.max_age_seconds);
+    if (live) {
+      rec.sandbox = (*live)->id();
+      if (auto st = store.save(rec); !st) {
+        (void)(*live)->remove();
+        live = st.error();
+      }
+    }
+    if (!live) {
+      (void)store.remove(rec.id);
+      return live.error().context("opening a session");
+    }
+    return rec;
+  }
   // The first command: the policy verified and probed before the agent's.
   ExecRequest first;
   first.command = "true";
@@ -254,6 +375,7 @@ Result<ExecResult> exec_in_session(const std::string& id, const Config& config, 
   auto held = hold_session(id, &engine, store);
   if (!held) return held.error();
   SessionRecord& rec = held->record;
+  if (rec.isolation == kIsolationLive) return exec_live(*held, config, req, engine, store);
   const std::string exec_id = id + "-" + std::to_string(rec.execs + 1);
   rec.execs += 1;
   rec.last_used = session_now();
@@ -274,6 +396,7 @@ Result<ExecResult> exec_in_session(const std::string& id, const Config& config, 
   // The container is gone (or the error says why not): nothing is in flight.
   rec.pending_exec.clear();
   if (auto st = store.save(rec); !st && result) return st.error();
+  if (result) result->isolation = rec.isolation;
   return result;
 }
 
@@ -287,27 +410,40 @@ Status close_session(const std::string& id, Engine& engine, const SessionStore& 
   auto removals = store.removals_lock(id, true);
   if (!removals) return removals.error();
   auto fresh = store.load(id);
-  if (fresh && !fresh->pending_exec.empty()) {
+  if (fresh && fresh->isolation == kIsolationLive && !fresh->sandbox.empty()) {
+    // The sandbox (and whatever runs in it) goes before its copy.
+    auto box = engine.live(fresh->sandbox);
+    if (!box) return usage_error("closing session " + id + ": the " + engine.name() + " engine cannot reach its sandbox");
+    if (auto st = box->remove(); !st) return st.error().context("closing session " + id);
+  } else if (fresh && !fresh->pending_exec.empty()) {
     if (auto reaped = engine.reap(false); !reaped) return reaped.error().context("closing session " + id);
     if (auto st = engine.remove_run(fresh->pending_exec); !st) return st.error().context("closing session " + id);
   }
   return store.remove(id);
 }
 
-std::vector<std::string> reap_sessions(const SessionStore& store, std::int64_t now, std::vector<std::string>* errors) {
+std::vector<std::string> reap_sessions(const SessionStore& store, std::int64_t now, std::vector<std::string>* errors,
+                                       Engine* engine) {
   std::vector<std::string> closed;
   for (const std::string& id : store.ids()) {
     auto lock = store.lock(id, false);
     if (!lock) continue;  // a command runs in it: not idle
-    std::string why;
+    std::string why, sandbox;
     if (auto rec = store.load(id); rec) {
       why = session_expiry(*rec, now);
+      if (rec->isolation == kIsolationLive) sandbox = rec->sandbox;
     } else {
       struct stat st {};
       const std::string dir = store.session_dir(id);
       if (::lstat(dir.c_str(), &st) == 0 && st.st_mtime < now - 60) why = "no record (a crash while it opened)";
     }
     if (why.empty()) continue;
+    if (auto box = !sandbox.empty() && engine != nullptr ? engine->live(sandbox) : nullptr) {
+      if (auto st = box->remove(); !st) {
+        if (errors) errors->push_back(st.error().context("session " + id).message);
+        continue;
+      }
+    }
     if (auto st = store.remove(id); !st) {
       if (errors) errors->push_back(st.error().message);
       continue;

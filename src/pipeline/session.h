@@ -1,32 +1,37 @@
 // Sessions: an agent works inside the sandbox. A private working copy of a
 // seed (never the user's tree), changed only by the agent, in which every
 // command runs under the sandbox policy; the copy is read back as hostile
-// input (session_files.h) and proven through the ordinary `test` pipeline.
+// input (session_files.h) and proven through the ordinary `test` pipeline
+// in a fresh sandbox (never the session's: a verdict is never taken from it).
 //
-// The exec model: a fresh sandbox container per command over the session's
-// persistent working copy, which is bind-mounted read-write at /work into
-// that command's container only (session_store.h for where it lives). Each
-// command goes through the engine's whole path (engine.h): create, verify
-// (the effective config against the policy, every time), start, wait with
-// the deadline, bounded logs with the isolation and egress probe's block
-// judged, remove, confirmed gone. So:
-//   - nothing runs between commands: a process a command leaves behind (a
-//     daemon, `sleep 1000 &`) dies with its container when the command ends;
-//     it never sees the next command, nor outlives the session
-//   - the copy is the only state a command passes to the next; /tmp, the
-//     environment and every process are new each time
-//   - while the host reads the copy (read, diff, prove) no container of the
-//     session runs (the session lock keeps commands and reads apart)
-// The alternative, one long-lived container with `podman exec` per command,
-// is cheaper per command but lets a background process of one command run
-// during the next and change the copy while the host reads it; its exec'd
-// processes are not verified anew (README "Sessions" has the figures).
+// Two isolation models (sessions.isolation, chosen at open, in the record):
+//
+// live (the default): one long-lived sandbox per session (engine.h
+// LiveSandbox), made at open with the whole policy (network none, no
+// secrets, read-only root, seccomp, no capabilities, the user namespace,
+// limits, the capped working copy bind-mounted at /work), its effective
+// config verified and the isolation probe judged once. Each command is an
+// exec into the session's persistent shell (policy/live_shell.h): cd and
+// exports carry over, background jobs run on between commands within the
+// session's limits. A timeout ends the command's processes, not the
+// session. While the host reads the copy (read, write, diff, prove's
+// snapshot) the sandbox is frozen (the cgroup freezer), thawed after. The
+// sandbox ends itself at sessions.max_age_seconds even when no process of
+// ours is left; close, `reap` (idle TTL, max age) remove it before the copy.
+//
+// per-command: a fresh sandbox container per command over the working copy,
+// bind-mounted read-write at /work into that command's container only. Each
+// command goes through the engine's whole path (create, verify, start, wait
+// with the deadline, bounded logs with the probe judged, remove). Nothing
+// runs between commands; the copy is the only state a command passes on.
+//
 // Refused on engines that cannot bind-mount the copy (Kubernetes).
 //
-// A command of a process killed mid-exec (kill -9) leaves its container
-// running until its deadline: the next command, close and `reap` see the
-// record's pending exec and have the engine reap it (its owner is dead)
-// before anything else touches the copy.
+// A command of a process killed mid-exec (kill -9) leaves the record's
+// pending exec: the next command, close and `reap` end it (live: its
+// processes; per-command: its container, its owner dead) before anything else
+// touches the copy; a reader killed while the sandbox was frozen leaves the
+// record's `frozen`, and the next holder thaws it.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +82,12 @@ struct ExecResult {
   bool truncated = false;
   std::vector<StepTiming> timings;
   long ms = 0;                 // the whole round trip
+  std::string isolation;       // the session's: "live" or "per-command"
+  // Live only: the shell that ran it, whether this command started it, and
+  // whether the command ended it (exit, exec, killed: the next gets a fresh one).
+  std::string shell;
+  bool fresh_shell = false;
+  bool shell_ended = false;
 };
 
 nlohmann::json exec_result_json(const ExecResult& r);
@@ -93,16 +104,43 @@ Status close_session(const std::string& id, Engine& engine, const SessionStore& 
 
 // The session's lock held, its record fresh and not expired, and any command
 // a dead process left running reaped: what every command but open needs first.
+// A live session's sandbox frozen while the host reads its copy: thawed
+// (and the record's `frozen` cleared) when this goes, before the lock.
+class FrozenSandbox {
+ public:
+  FrozenSandbox() = default;
+  FrozenSandbox(std::unique_ptr<LiveSandbox> live, const SessionStore* store, std::string id)
+      : live_(std::move(live)), store_(store), id_(std::move(id)) {}
+  FrozenSandbox(FrozenSandbox&&) noexcept = default;
+  FrozenSandbox& operator=(FrozenSandbox&&) noexcept = default;
+  ~FrozenSandbox();
+
+ private:
+  std::unique_ptr<LiveSandbox> live_;
+  const SessionStore* store_ = nullptr;
+  std::string id_;
+};
+
+enum class HoldFor { kCommand, kRead };
+
 struct HeldSession {
   SessionLock lock;
   SessionRecord record;
+  FrozenSandbox frozen;  // kRead of a live session
 };
-Result<HeldSession> hold_session(const std::string& id, Engine* engine, const SessionStore& store);
+// kRead: a live session's sandbox is frozen until the HeldSession goes (the
+// host reads, writes or diffs the copy). `engine` may be null only for a
+// per-command session's read.
+Result<HeldSession> hold_session(const std::string& id, Engine* engine, const SessionStore& store,
+                                 HoldFor purpose = HoldFor::kCommand);
 
 // `reap`: closes sessions past their idle TTL or maximum age, and removes
 // session directories with no record (a crash during open) older than a
 // minute. Busy sessions are left alone. Returns "ID (why)" per session closed.
-std::vector<std::string> reap_sessions(const SessionStore& store, std::int64_t now, std::vector<std::string>* errors);
+// A live session's sandbox goes first (through `engine`; null: the engine's
+// reaper removes it once the record is gone).
+std::vector<std::string> reap_sessions(const SessionStore& store, std::int64_t now, std::vector<std::string>* errors,
+                                       Engine* engine = nullptr);
 
 // `session list --json` / `sandboxes`: each record with `expires_in` seconds
 // (or `expired`: why).

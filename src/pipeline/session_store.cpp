@@ -42,7 +42,8 @@ json session_to_json(const SessionRecord& r) {
               {"pending_exec", r.pending_exec},
               {"disk_bytes", r.disk_bytes},  {"max_files", r.max_files},
               {"uncapped", r.uncapped},      {"accept_weaker_policy", r.accept_weaker_policy},
-              {"rootless", r.rootless}};
+              {"rootless", r.rootless},     {"isolation", r.isolation},
+              {"sandbox", r.sandbox},       {"frozen", r.frozen}};
 }
 
 Result<SessionRecord> session_from_json(const json& j) {
@@ -66,6 +67,9 @@ Result<SessionRecord> session_from_json(const json& j) {
     r.uncapped = j.value("uncapped", "");
     r.accept_weaker_policy = j.value("accept_weaker_policy", false);
     r.rootless = j.value("rootless", false);
+    r.isolation = j.value("isolation", "per-command");
+    r.sandbox = j.value("sandbox", "");
+    r.frozen = j.value("frozen", false);
     return r;
   } catch (const json::exception& e) {
     return engine_error(std::string("a session record is malformed: ") + e.what());

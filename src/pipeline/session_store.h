@@ -36,6 +36,9 @@
 
 namespace lazyagent {
 
+inline constexpr const char* kIsolationLive = "live";
+inline constexpr const char* kIsolationPerCommand = "per-command";
+
 struct SessionRecord {
   std::string id;
   std::string seed;          // the user's seed (absolute): prove runs against it
@@ -63,6 +66,13 @@ struct SessionRecord {
   // cleared after it is removed. Still set under a free lock: its process
   // died mid-command, and its container may still run (session.h).
   std::string pending_exec;
+  // sessions.isolation at open: "live" or "per-command" (records before it: per-command).
+  std::string isolation = "per-command";
+  // Live: the session's sandbox (its container id), and whether a host read
+  // froze it (set before the freeze, cleared after the thaw: still set under
+  // a free lock, its reader died and the next holder thaws it).
+  std::string sandbox;
+  bool frozen = false;
 };
 
 nlohmann::json session_to_json(const SessionRecord& r);

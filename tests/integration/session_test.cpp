@@ -35,12 +35,13 @@ struct Session {
     const CliResult r = run_cli(env, args, 120);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    id = json_out(r).at("session_id").get<std::string>();
+    const json rec = json_out(r);
+    id = rec.at("session_id").get<std::string>();
     REQUIRE(id.rfind("s-", 0) == 0);
-    // One "==> copy", the first command's: the working copy is "==> working copy" (issue 43).
+    // Per-command: one "==> copy", the first command's: the working copy is "==> working copy" (issue 43).
     std::size_t copies = 0;
     for (auto at = r.err.find("==> copy\n"); at != std::string::npos; at = r.err.find("==> copy\n", at + 1)) ++copies;
-    CHECK(copies == 1);
+    CHECK(copies == (rec.at("isolation") == "per-command" ? 1u : 0u));
     CHECK(r.err.find("==> working copy\n") != std::string::npos);
   }
   json exec(const std::string& command, std::vector<std::string> extra = {}) const {
@@ -61,9 +62,18 @@ struct Session {
   std::string dir() const { return env.state_dir + "/lazyagent-oci/sessions/" + id; }
 };
 
-// The containers of a session's commands (named lazyagent-sandbox-<session>-<n>).
+// The containers of a session's commands (per-command: lazyagent-sandbox-<session>-<n>)
+// and its live sandbox (lazyagent-session-<session>).
 std::string session_containers(const std::string& id) {
   return sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " --format '{{.Names}}'");
+}
+std::string live_sandbox(const std::string& id) {
+  return sh("podman ps -a --filter name=lazyagent-session-" + id + " --format '{{.Names}}'");
+}
+
+// A config that keeps today's per-command isolation (sessions.isolation).
+std::string per_command_config(const TempDir& dir, const std::string& more = "") {
+  return dir.file("per-command.yaml", "seed: " + seed_dir() + "\nsessions:\n  isolation: per-command\n" + more);
 }
 
 bool wait_for_running(const std::string& id, int timeout_s) {
@@ -119,21 +129,23 @@ TEST_CASE("a session works the demo bug to a proven fix, and close leaves nothin
 
   const json list = json::parse(run_cli(s.env, {"session", "list", "--json"}).out);
   REQUIRE(list.size() == 1);
-  CHECK(list[0]["execs"] == 3);  // the check at open and two of ours
+  CHECK(list[0]["execs"] == 2);  // ours (live: the sandbox was verified and probed at open)
+  CHECK_FALSE(live_sandbox(s.id).empty());
 
   const CliResult c = s.run({"close"});
   REQUIRE(c.exit_code == 0);
   CHECK_FALSE(fs::exists(s.dir()));
   CHECK(session_containers(s.id).empty());
+  CHECK(live_sandbox(s.id).empty());
   CHECK(json::parse(run_cli(s.env, {"session", "list", "--json"}).out).empty());
   const CliResult again = s.run({"exec", "--", "true"});
   CHECK(again.exit_code == 2);
   CHECK(again.err.find("no open session " + s.id) != std::string::npos);
 }
 
-TEST_CASE("nothing a session command starts runs during the next command or after close", "[session]") {
-  TempDir state;
-  Session s({state.path()});
+TEST_CASE("nothing a per-command session's command starts runs during the next command or after close", "[session]") {
+  TempDir state, cfg;
+  Session s({state.path()}, {"--config", per_command_config(cfg)});
   // A daemon that appends to the copy every 100 ms, detached from the command.
   const json started = s.exec("(while true; do echo tick >> ticks.txt; sleep 0.1; done) >/dev/null 2>&1 & "
                               "sleep 0.5; echo started");
@@ -199,9 +211,9 @@ TEST_CASE("a symlink, a FIFO and a 1 GiB sparse file planted in the copy do not 
   CHECK(s.run({"close"}).exit_code == 0);
 }
 
-TEST_CASE("after kill -9 of the CLI mid-command, reap leaves no container and the session goes on", "[session]") {
-  TempDir state;
-  Session s({state.path()});
+TEST_CASE("after kill -9 of the CLI mid-command, reap leaves no container and the per-command session goes on", "[session]") {
+  TempDir state, cfg;
+  Session s({state.path()}, {"--config", per_command_config(cfg)});
   TempDir io;
   const pid_t pid = spawn_cli(s.env, {"session", "exec", s.id, "--", "sleep 600"}, io.path());
   REQUIRE(wait_for_running(s.id, 60));
@@ -233,6 +245,8 @@ TEST_CASE("two sessions do not see each other's files, and reap closes an idle o
   const CliResult r = run_cli(a.env, {"reap", "--json"});
   CHECK(json_out(r)["removed"].dump().find("session " + b.id) != std::string::npos);
   CHECK_FALSE(fs::exists(b.dir()));
+  CHECK(live_sandbox(b.id).empty());
+  CHECK_FALSE(live_sandbox(a.id).empty());
   CHECK(fs::exists(a.dir()));  // not idle long enough (the default TTL)
   CHECK(a.run({"close"}).exit_code == 0);
 }
@@ -252,8 +266,8 @@ bool mounted(const std::string& dir) {
 
 TEST_CASE("a session's working copy is capped: a command that fills it gets ENOSPC, not the host's disk", "[session]") {
   TempDir state, cfg;
-  const std::string config =
-      cfg.file("c.yaml", "seed: " + seed_dir() + "\nsessions:\n  disk_mib: 64\n  max_files: 2048\n");
+  // Per-command: the umount below stands for a reboot, which a live session's sandbox does not outlive.
+  const std::string config = per_command_config(cfg, "  disk_mib: 64\n  max_files: 2048\n");
   Session s({state.path()}, {"--config", config});
   const std::string image = s.dir() + "/work.img";
   REQUIRE(fs::exists(image));
