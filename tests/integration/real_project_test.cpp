@@ -237,8 +237,9 @@ TEST_CASE("a real project in a session: PLY's bug worked to a proven fix inside 
   const json failing = exec("cd test && python3 testyacc.py");
   CHECK(failing["exit_code"] == 1);
   CHECK(failing["output"].get<std::string>().find("FAILED") != std::string::npos);
-  CHECK(exec("sed -i 's/return self.slice\\[n - 1\\].value/return self.slice[n].value/' ply/yacc.py")["exit_code"] == 0);
-  const json passing = exec("cd test && python3 testyacc.py");
+  // The session's shell stays in test/ (a live session carries cd over, as a terminal does).
+  CHECK(exec("sed -i 's/return self.slice\\[n - 1\\].value/return self.slice[n].value/' ../ply/yacc.py")["exit_code"] == 0);
+  const json passing = exec("python3 testyacc.py");
   CHECK(passing["exit_code"] == 0);
   const CliResult diff = run_cli(env, {"session", "diff", id}, 120);
   INFO(diff.err);
