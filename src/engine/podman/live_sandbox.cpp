@@ -2,7 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "engine/podman/log_stream.h"
+#include "engine/podman/podman_engine.h"
+#include "util/atomic_file.h"
 #include "engine/podman/warm_spares.h"
 #include "policy/isolation_probe.h"
 #include "policy/live_shell.h"
@@ -157,6 +162,31 @@ Result<std::unique_ptr<LiveSandbox>> open_podman_live(PodmanClient& podman, cons
 std::unique_ptr<LiveSandbox> podman_live(PodmanClient& podman, const std::string& id) {
   return std::make_unique<PodmanLive>(podman, id);
 }
+
+Result<std::unique_ptr<LiveSandbox>> PodmanEngine::open_live(const SandboxSpec& spec, std::int64_t lifetime_seconds) {
+  if (spec.session_copy.empty() || lifetime_seconds <= 0) return usage_error("a live sandbox needs a session's working copy and a lifetime");
+  const std::string dir = spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/live";
+  if (auto st = remove_tree(dir); !st) return st.error();
+  if (::mkdir(dir.c_str(), 0700) != 0) return engine_error("creating " + dir + ": " + std::strerror(errno));
+  SandboxRequest req;
+  req.policy = spec.policy;
+  req.name = "lazyagent-session-" + spec.run_id;
+  // No owner process (io.lazyagent.owner, .pid): the session owns it, and
+  // outlives the process that opened it. A reaper judging by owner pid
+  // (this tool before live sessions, still on the host) leaves a container
+  // without one alone; ours judges it by its session (live_sandbox.h).
+  req.labels = {{kLabelRole, kRoleSession}, {kLabelRun, spec.run_id}};
+  req.labels[kLabelSessionStore] = store_.dir();
+  req.labels[kLabelSessionEnds] = std::to_string(static_cast<std::int64_t>(std::time(nullptr)) + lifetime_seconds);
+  req.seccomp_profile_path = dir + "/seccomp.json";
+  req.work_copy_path = spec.session_copy;
+  req.live_seconds = lifetime_seconds;
+  req.runtime = sandbox_runtime();
+  if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
+  return open_podman_live(*sandbox_, req);
+}
+
+std::unique_ptr<LiveSandbox> PodmanEngine::live(const std::string& id) { return podman_live(*sandbox_, id); }
 
 bool live_session_kept(const std::map<std::string, std::string>& labels, const std::string& store_dir,
                        std::time_t now) {

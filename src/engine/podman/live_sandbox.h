@@ -15,6 +15,7 @@
 // made with podman's auto-remove: with every process of ours gone, it still
 // ends and leaves no container. The reaper (podman_reaper.h) removes one whose
 // session's record is gone (closed, reaped) or whose end has passed.
+// PodmanEngine::open_live and ::live are defined in live_sandbox.cpp.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,6 @@
 #include "contract/planner_snapshot.h"
 #include "engine/podman/cgroup_usage.h"
 #include "engine/podman/exit_file.h"
-#include "engine/podman/live_sandbox.h"
 #include "engine/podman/log_stream.h"
 #include "engine/podman/planner_allowlist.h"
 #include "store/ownership.h"
@@ -552,31 +551,6 @@ Result<nlohmann::json> PodmanEngine::spares_json(std::time_t now) {
   for (const auto& s : *list) out.push_back(spare_json(s, now));
   return out;
 }
-
-Result<std::unique_ptr<LiveSandbox>> PodmanEngine::open_live(const SandboxSpec& spec, std::int64_t lifetime_seconds) {
-  if (spec.session_copy.empty() || lifetime_seconds <= 0) return usage_error("a live sandbox needs a session's working copy and a lifetime");
-  const std::string dir = spec.session_copy.substr(0, spec.session_copy.rfind('/')) + "/live";
-  if (auto st = remove_tree(dir); !st) return st.error();
-  if (::mkdir(dir.c_str(), 0700) != 0) return engine_error("creating " + dir + ": " + std::strerror(errno));
-  SandboxRequest req;
-  req.policy = spec.policy;
-  req.name = "lazyagent-session-" + spec.run_id;
-  // No owner process (io.lazyagent.owner, .pid): the session owns it, and
-  // outlives the process that opened it. A reaper judging by owner pid
-  // (this tool before live sessions, still on the host) leaves a container
-  // without one alone; ours judges it by its session (live_sandbox.h).
-  req.labels = {{kLabelRole, kRoleSession}, {kLabelRun, spec.run_id}};
-  req.labels[kLabelSessionStore] = store_.dir();
-  req.labels[kLabelSessionEnds] = std::to_string(static_cast<std::int64_t>(std::time(nullptr)) + lifetime_seconds);
-  req.seccomp_profile_path = dir + "/seccomp.json";
-  req.work_copy_path = spec.session_copy;
-  req.live_seconds = lifetime_seconds;
-  req.runtime = sandbox_runtime();
-  if (auto st = write_file_atomic(req.seccomp_profile_path, req.policy.seccomp.dump()); !st) return st.error();
-  return open_podman_live(*sandbox_, req);
-}
-
-std::unique_ptr<LiveSandbox> PodmanEngine::live(const std::string& id) { return podman_live(*sandbox_, id); }
 
 Result<bool> PodmanEngine::sandbox_exists(const std::string& id) { return sandbox_->exists(id); }
 
