@@ -37,6 +37,12 @@ struct Live {
     sandbox = rec.at("sandbox").get<std::string>();
     REQUIRE_FALSE(sandbox.empty());
   }
+  // A check that stopped the test early leaves no sandbox or mounted copy behind.
+  ~Live() {
+    if (fs::exists(dir())) (void)run_cli(env, {"session", "close", id}, 120);
+  }
+  Live(const Live&) = delete;
+  Live& operator=(const Live&) = delete;
   json exec(const std::string& command, std::vector<std::string> extra = {}) const {
     std::vector<std::string> args = {"session", "exec", id, "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
