@@ -216,9 +216,11 @@ TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, th
 TEST_CASE("chaos: a session's command meets a podman restart: a retryable error, the session and its copy kept, "
           "the cut-short container removed before the next command", "[chaos]") {
   PrivatePodman podman;
-  TempDir state, io;
+  TempDir state, io, cfg;
   CliEnv env{state.path(), {{"CONTAINER_HOST", podman.container_host()}}};
-  CliResult opened = run_cli(env, {"session", "open", "--seed", seed_dir()});
+  // The per-command model: its command's own container meets the restart.
+  const std::string config = cfg.file("c.yaml", "seed: " + seed_dir() + "\nsessions:\n  isolation: per-command\n");
+  CliResult opened = run_cli(env, {"session", "open", "--config", config});
   INFO(opened.err);
   REQUIRE(opened.exit_code == 0);
   std::string id = opened.out;
