@@ -152,3 +152,12 @@ add_test(NAME "package: cmake --install into a scratch root runs with nothing fr
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/scratch_install.sh ${CMAKE_BINARY_DIR})
 set_tests_properties("package: cmake --install into a scratch root runs with nothing from the build tree" PROPERTIES
   LABELS "package;unit" TIMEOUT 120)
+
+# The .deb (issue 43 item 4): scripts/build-deb.sh (lintian: no error), then
+# dpkg -i inside a container from the planner image, where the installed tool
+# runs with nothing from the checkout, and dpkg -r removes it. A short
+# container of its own (no lazyagent labels), so no podman lock.
+add_test(NAME "package: the .deb passes lintian, and dpkg installs, runs and removes it in a container"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/deb_install.sh ${CMAKE_BINARY_DIR})
+set_tests_properties("package: the .deb passes lintian, and dpkg installs, runs and removes it in a container" PROPERTIES
+  LABELS "package;unit" TIMEOUT 300)

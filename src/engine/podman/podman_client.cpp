@@ -184,8 +184,12 @@ Result<json> PodmanClient::image_inspect(const std::string& image, const std::st
   const std::string what = "inspecting image " + image + " (" + config_key + ")";
   auto r = call("GET", "/images/" + url_escape(image) + "/json");
   if (r && r->status == 404) {
-    return engine_error(what + ": image not found; build it with scripts/build-images.sh "
-                               "(or set " + config_key + " in the config to an image that exists)");
+    // The tool's own images are built by `images build`; others are the user's.
+    const std::string fix = config_key == "images.sandbox" || config_key == "images.planner"
+                                ? "build it with `lazyagent-oci images build --only " + config_key.substr(7) +
+                                      "` (or set " + config_key + " in the config to an image that exists)"
+                                : "set " + config_key + " in the config to an image that exists";
+    return engine_error(what + ": image not found; " + fix);
   }
   if (auto st = expect(r, {200}, what); !st) return st.error();
   return parse_json_reply(r, what);
