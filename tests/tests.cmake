@@ -161,3 +161,10 @@ add_test(NAME "package: the .deb passes lintian, and dpkg installs, runs and rem
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/deb_install.sh ${CMAKE_BINARY_DIR})
 set_tests_properties("package: the .deb passes lintian, and dpkg installs, runs and removes it in a container" PROPERTIES
   LABELS "package;unit" TIMEOUT 300)
+
+# The completion scripts in bash, zsh (autoloaded from fpath, as installed) and
+# fish themselves (tests/completion/shells.sh).
+add_test(NAME "completion: bash, zsh and fish complete commands, verbs, options and their values"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/completion/shells.sh $<TARGET_FILE:lazyagent-oci>)
+set_tests_properties("completion: bash, zsh and fish complete commands, verbs, options and their values" PROPERTIES
+  LABELS "completion;unit" TIMEOUT 120)
