@@ -159,8 +159,12 @@ Status PodmanClient::expect(const Result<HttpResponse>& r, std::initializer_list
   return podman_status_error(what, r->status, r->body);
 }
 
+// 20 s: a socket-activated service (podman.socket, systemd hosts' default)
+// answers its first call only once it has started, which on a loaded host
+// takes seconds (over 5 s seen in the Debian 13 VM). A service that is not
+// there at all is refused at once; only a hung one costs the wait.
 Result<std::string> PodmanClient::ping() {
-  auto r = call("GET", "/_ping", "", RequestOptions{.timeout_ms = 5000});
+  auto r = call("GET", "/_ping", "", RequestOptions{.timeout_ms = 20000});
   if (auto st = expect(r, {200}, "pinging podman"); !st) return st.error();
   if (auto st = check_api_version(r->api_version); !st) return st.error();
   return r->api_version;
