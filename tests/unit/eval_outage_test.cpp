@@ -122,6 +122,11 @@ TEST_CASE("eval outage: a task the engine's outage cut short runs again from the
   CHECK(outage_line(began).rfind("engine unreachable since " + clock_time(began.outage.began) +
                                      ", waiting (up to 600 s, eval.engine_wait_seconds): ",
                                  0) == 0);
+  // The task's verdict wording is not repeated in the outage line.
+  OutageEvent worded = began;
+  worded.error = "infra_error (not a test failure, retried 1x): podman unreachable";
+  CHECK(outage_line(worded).find("eval.engine_wait_seconds): podman unreachable") != std::string::npos);
+  CHECK(outage_line(worded).find("not a test failure") == std::string::npos);
   CHECK(w.outage_events[1].outage.kind == OutageEvent::Kind::kBack);
   REQUIRE(report->outages.size() == 1);
   CHECK_FALSE(report->outages[0].gave_up);
