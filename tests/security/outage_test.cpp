@@ -224,39 +224,69 @@ TEST_CASE("chaos: a session's command meets a podman restart: a retryable error,
   std::string id = opened.out;
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   REQUIRE_FALSE(id.empty());
-  // Command 2 writes a file, then runs on while the service goes away.
-  const pid_t pid = spawn_cli(env, {"session", "exec", id, "--json", "--", "echo kept > note && sleep 20"}, io.path());
+  // Command 2 writes a file, runs on while the service is away for 3 s, and
+  // finishes after it is back: the same container, waited for again.
+  const pid_t pid = spawn_cli(env, {"session", "exec", id, "--json", "--timeout", "60", "--",
+                                    "echo kept > note && echo before && sleep 6 && echo after"},
+                              io.path());
   const std::string name = "lazyagent-sandbox-" + id + "-2";
   const bool running =
       wait_for([&] { return !sh("podman ps --filter name=" + name + " --filter status=running -q").empty(); }, 60);
   INFO("session " << id << ": " << read_file(io.path() + "/stdout") << read_file(io.path() + "/stderr"));
   REQUIRE(running);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the echo has run
+  const auto stopped = std::chrono::steady_clock::now();
   podman.stop(SIGTERM);
-  const int code = wait_cli(pid, 60);
-  const json cut = json::parse(read_file(io.path() + "/stdout"), nullptr, false);
-  INFO(read_file(io.path() + "/stdout") << read_file(io.path() + "/stderr"));
-  CHECK(code == 5);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  podman.start();
+  const long outage_ms = ms_since(stopped);
+  const int code = wait_cli(pid, 90);
+  const std::string err = read_file(io.path() + "/stderr");
+  const json done = json::parse(read_file(io.path() + "/stdout"), nullptr, false);
+  INFO(read_file(io.path() + "/stdout") << err);
+  CHECK(code == 0);
+  REQUIRE(done.is_object());
+  CHECK(done["exit_code"] == 0);
+  CHECK(done["exec_id"] == id + "-2");
+  // Its whole output, each line once (the follow after the outage starts over).
+  CHECK(done["output"] == "before\nafter\n");
+  REQUIRE(done["engine_outages"].size() == 1);
+  CHECK(done["engine_outages"][0]["gave_up"] == false);
+  CHECK(done["engine_outages"][0]["ms"].get<long>() >= 2000);
+  // It said so as the outage began and as it ended.
+  CHECK(has(err, "podman unreachable since "));
+  CHECK(has(err, ", waiting (up to 60 s, the command's timeout): "));
+  CHECK(has(err, "podman answers again after "));
+  CHECK(sh("podman container exists " + name + "; echo $?") == "1\n");  // removed once it finished
+
+  // Away for longer than a command's timeout: a retryable error naming it, nothing ran.
+  podman.stop(SIGTERM);
+  const auto t0 = std::chrono::steady_clock::now();
+  CliResult away = run_cli(env, {"session", "exec", id, "--json", "--timeout", "2", "--", "echo ran >> note"});
+  const long away_ms = ms_since(t0);
+  INFO(away.out << away.err);
+  CHECK(away.exit_code == 5);
+  const json cut = json::parse(away.out, nullptr, false);
   REQUIRE(cut.is_object());
   CHECK(cut["error_kind"] == "engine_unreachable");
   CHECK(cut["retryable"] == true);
   CHECK(has(cut.value("error", ""), "session " + id + ": command " + id +
-                                        "-2 cut short, podman is unreachable (the session and its working copy are "
-                                        "kept; the command may have run in part): retry once podman answers"));
-  // While it is away, the next command says the same, retryable, and runs nothing.
-  CliResult away = run_cli(env, {"session", "exec", id, "--json", "--", "true"});
-  CHECK(away.exit_code == 5);
-  CHECK(json::parse(away.out, nullptr, false).value("retryable", false));
+                                        "-3 not run, podman is unreachable (the session and its working copy are "
+                                        "kept): retry once podman answers: "));
+  CHECK(has(cut.value("error", ""), "podman stayed unreachable for more than 2 s (the command's timeout): "));
+  CHECK(away_ms >= 2000);
+  CHECK(away_ms < 2000 + 8000);  // its budget, then one check's backoff and the way out
 
-  // Back: the cut-short container (still sleeping) goes first, the copy has the file.
+  // Back: the copy has the file, written once; the session goes on and closes.
   podman.start();
-  CHECK(sh("podman container exists " + name + "; echo $?") == "0\n");
   CliResult next = run_cli(env, {"session", "exec", id, "--json", "--", "cat note"});
   INFO(next.err);
   CHECK(next.exit_code == 0);
-  CHECK(has(json::parse(next.out, nullptr, false).value("output", ""), "kept"));
-  CHECK(sh("podman container exists " + name + "; echo $?") == "1\n");
+  CHECK(json::parse(next.out, nullptr, false).value("output", "") == "kept\n");
   CHECK(run_cli(env, {"session", "close", id}).exit_code == 0);
-  evidence("session command cut by a podman stop: exit " + std::to_string(code) + ", " + cut.value("error", "") +
-           "; after the restart the next command removed the cut-short container and read the file it wrote");
+  CHECK(sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " -q").empty());
+  evidence("session command with the podman service stopped " + std::to_string(outage_ms) +
+           " ms under it: exit " + std::to_string(code) + " with its whole output, outage " +
+           done["engine_outages"][0]["ms"].dump() + " ms as it saw it; away past a 2 s timeout: exit " +
+           std::to_string(away.exit_code) + " after " + std::to_string(away_ms) + " ms: " + cut.value("error", ""));
 }
