@@ -150,8 +150,8 @@ TEST_CASE("chaos: eval waits out a podman restart mid-run: every verdict right, 
            " ms as the eval saw it, wall " + std::to_string(wall_ms) + " ms; first line: " + began_text);
 }
 
-TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, then a resume runs exactly those",
-          "[chaos]") {
+TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, then a resume started while it is "
+          "still away waits for it and runs exactly those", "[chaos]") {
   PrivatePodman podman;
   TempDir state, dir, io;
   const std::string tasks = slow_tasks(dir, 6);
@@ -185,15 +185,26 @@ TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, th
                      std::to_string(not_run.size()) + " task(s) not run; rerun with the same --out once it answers"));
   for (const auto& id : not_run) CHECK_FALSE(fs::exists(out + "/results/" + id + ".json"));  // no half verdict
 
-  // The service is back: the resume runs the not_run tasks, and only them.
-  podman.start();
+  // The resume starts while the service is still away: it waits for it (as
+  // one that goes away mid-run), then runs the not_run tasks, and only them.
+  const std::string patient =
+      dir.file("patient.yaml", read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml") +
+                                   "\neval:\n  engine_wait_seconds: 60\n");
   TempDir io2;
-  const pid_t again_pid = spawn_cli(env, {"eval", tasks, "--jobs", "2", "--out", out, "--config", config, "--json"}, io2.path());
+  const pid_t again_pid = spawn_cli(env, {"eval", tasks, "--jobs", "2", "--out", out, "--config", patient, "--json"}, io2.path());
+  const bool waiting = wait_for([&] { return has(read_file(io2.path() + "/stderr"), "eval: engine unreachable since "); }, 30);
+  podman.start();
   const int again_code = wait_cli(again_pid, 300);
-  INFO(read_file(io2.path() + "/stderr"));
+  const std::string err2 = read_file(io2.path() + "/stderr");
+  INFO(err2);
+  CHECK(waiting);
+  CHECK(has(err2, ", waiting (up to 60 s, eval.engine_wait_seconds): "));
+  CHECK(has(err2, "engine answers again after "));
   CHECK(again_code == 0);
   const json s2 = json::parse(read_file(io2.path() + "/stdout"), nullptr, false);
   REQUIRE(s2.is_object());
+  REQUIRE(s2["engine_outages"].size() == 1);
+  CHECK(s2["engine_outages"][0]["gave_up"] == false);
   CHECK(wrong_verdicts(s2).empty());
   CHECK(s2["passed"]["count"] == 3);
   CHECK(s2["failed"]["count"] == 3);
@@ -209,12 +220,13 @@ TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, th
   CHECK(containers_with_label("io.lazyagent.pid=" + std::to_string(again_pid)).empty());
   evidence("eval of 6 tasks, the podman service stopped for good mid-run with eval.engine_wait_seconds 3: exit " +
            std::to_string(code) + " " + std::to_string(gave_up_after_ms) + " ms after the stop, " +
-           std::to_string(not_run.size()) + " not_run, 0 infra_error; the resume ran exactly those (exit " +
+           std::to_string(not_run.size()) + " not_run, 0 infra_error; the resume, started while it was away, waited " +
+           s2["engine_outages"][0]["ms"].dump() + " ms for it and ran exactly those (exit " +
            std::to_string(again_code) + ")");
 }
 
-TEST_CASE("chaos: a session's command meets a podman restart: a retryable error, the session and its copy kept, "
-          "the cut-short container removed before the next command", "[chaos]") {
+TEST_CASE("chaos: a session's command meets a podman restart: it waits within its timeout, says so and finishes, "
+          "past its timeout a retryable error, the session and its copy kept", "[chaos]") {
   PrivatePodman podman;
   TempDir state, io;
   CliEnv env{state.path(), {{"CONTAINER_HOST", podman.container_host()}}};
