@@ -48,7 +48,10 @@ class ExecSteps {
     engine_.adapt_policy(&policy_);
     if (auto st = steps(); !st) {
       if (sandbox_) (void)sandbox_->remove();
-      return st.error().context("session " + rec_.id + ", command " + exec_id).with_id("sandbox_id", res_.sandbox_id);
+      // (An outage's error gets its own words from exec_in_session, naming both.)
+      const Error& e = st.error();
+      return (e.kind == ErrorKind::kUnreachable ? e : e.context("session " + rec_.id + ", command " + exec_id))
+          .with_id("sandbox_id", res_.sandbox_id);
     }
     res_.ms = ms_since(t0);
     return res_;

@@ -269,7 +269,8 @@ TEST_CASE("chaos: a session's command meets a podman restart: it waits within it
   CHECK(has(err, "podman unreachable since "));
   CHECK(has(err, ", waiting (up to 60 s, the command's timeout): "));
   CHECK(has(err, "podman answers again after "));
-  CHECK(sh("podman container exists " + name + "; echo $?") == "1\n");  // removed once it finished
+  // Removed once it finished, by a child after the answer (as every command's is).
+  CHECK(wait_for([&] { return sh("podman container exists " + name + "; echo $?") == "1\n"; }, 30));
 
   // Away for longer than a command's timeout: a retryable error naming it, nothing ran.
   podman.stop(SIGTERM);
@@ -289,12 +290,23 @@ TEST_CASE("chaos: a session's command meets a podman restart: it waits within it
   CHECK(away_ms >= 2000);
   CHECK(away_ms < 2000 + 8000);  // its budget, then one check's backoff and the way out
 
-  // Back: the copy has the file, written once; the session goes on and closes.
+  CHECK_FALSE(has(cut.value("error", ""), ", command " + id + "-3: "));  // said once
+
+  // The next command starts while the service is still away: it waits, and
+  // once the service is back it first removes what the cut-short one may
+  // have left (by name), then runs. The copy has the file, written once.
+  TempDir io3;
+  const pid_t next_pid = spawn_cli(env, {"session", "exec", id, "--json", "--", "cat note"}, io3.path());
+  const bool next_waits =
+      wait_for([&] { return has(read_file(io3.path() + "/stderr"), "podman unreachable since "); }, 30);
   podman.start();
-  CliResult next = run_cli(env, {"session", "exec", id, "--json", "--", "cat note"});
-  INFO(next.err);
-  CHECK(next.exit_code == 0);
-  CHECK(json::parse(next.out, nullptr, false).value("output", "") == "kept\n");
+  const int next_code = wait_cli(next_pid, 60);
+  const json next = json::parse(read_file(io3.path() + "/stdout"), nullptr, false);
+  INFO(read_file(io3.path() + "/stderr"));
+  CHECK(next_waits);
+  CHECK(next_code == 0);
+  CHECK(next.value("output", "") == "kept\n");
+  CHECK(next.value("exec_id", "") == id + "-4");
   CHECK(run_cli(env, {"session", "close", id}).exit_code == 0);
   CHECK(sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " -q").empty());
   evidence("session command with the podman service stopped " + std::to_string(outage_ms) +
