@@ -144,6 +144,16 @@ add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven f
 set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
 
+# The MCP server while podman's service goes away and comes back (issue 44),
+# through the same client: a retryable tool error during the outage, tools/list
+# answering meanwhile, the same call working once the service is back. The
+# outage is a private podman service of the test's own, never the shared one.
+add_test(NAME "mcp: a tool call during a podman outage is a retryable error and the server works on once it is back"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR}
+          outage_client_test.mjs)
+set_tests_properties("mcp: a tool call during a podman outage is a retryable error and the server works on once it is back"
+  PROPERTIES LABELS "mcp;chaos;integration" RESOURCE_LOCK podman TIMEOUT 600)
+
 # The install (issue 43 item 4): `cmake --install` into a scratch root gives the
 # binary, lazyagent-oci(1), the completions and share/lazyagent-oci, and the
 # installed binary runs from there (scripts/build-deb.sh checks the .deb the same
