@@ -89,7 +89,7 @@ TEST_CASE("doctor checks the real podman service and images", "[cli][quick]") {
   CHECK(down.out.find("fix: run scripts/setup.sh") != std::string::npos);
 }
 
-TEST_CASE("a Kubernetes API server that refuses the connection is engine_unreachable, retryable; eval waits for it "
+TEST_CASE("a Kubernetes API server that refuses the connection is engine_unreachable, retryable, and eval waits for it "
           "within eval.engine_wait_seconds", "[cli][k8s][quick]") {
   TempDir state, dir;
   // A kubeconfig naming a port nothing listens on: the API server is away.
