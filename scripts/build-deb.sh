@@ -59,6 +59,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "podman, runc | crun")
+# images build (lazyagent-oci images build) runs debootstrap for the base image.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "debootstrap, debian-archive-keyring")
 set(CPACK_PACKAGE_FILE_NAME "lazyagent-oci_${version}_$(dpkg --print-architecture)")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_INSTALLED_DIRECTORIES "$stage/root;/")

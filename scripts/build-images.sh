@@ -139,7 +139,12 @@ cleanup_rootfs() {
     awk -v r="$ROOTFS" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/self/mounts | sort -r)
   rm -rf --one-file-system "$ROOTFS"
 }
-trap cleanup_rootfs EXIT
+PLANNER_CTX=""
+cleanup() {
+  cleanup_rootfs
+  [ -z "$PLANNER_CTX" ] || rm -rf "$PLANNER_CTX"
+}
+trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -308,7 +313,7 @@ build_containerfile() {
     base_id="$base"   # a registry image: pulled by podman build below
   fi
   recipe="$( { sha256sum <"$file"; printf '%s\n' "$base" "$base_id"
-               if [ $# -gt 0 ]; then sha256sum "$@"; fi; } | sha256sum | cut -c1-64)"
+               local f; for f in "$@"; do sha256sum <"$f"; done; } | sha256sum | cut -c1-64)"
   if image_exists "$name" && [ "$REBUILD" -eq 0 ]; then
     have="$(image_label "$name" io.lazyagent.recipe || true)"
     if [ "$have" = "$recipe" ]; then
@@ -357,17 +362,28 @@ build_egress_proxy() {
 # binary, so the binary is part of the recipe (a new build means a new image)
 # and the planner is skipped until it exists (setup.sh builds before images).
 # Adjust freely, e.g. to pass more build args.
+# LAZYAGENT_BINARY (`lazyagent-oci images build` sets it to itself) names
+# another binary, e.g. an installed /usr/bin/lazyagent-oci: the context is
+# then a staging directory holding just it as build/lazyagent-oci.
 build_planner() {
-  local file="$LAZYAGENT_ROOT/Containerfile" bin="$LAZYAGENT_ROOT/build/lazyagent-oci"
+  local file="$LAZYAGENT_ROOT/Containerfile" bin="${LAZYAGENT_BINARY:-$LAZYAGENT_ROOT/build/lazyagent-oci}"
+  local ctx="$LAZYAGENT_ROOT"
   if [ ! -f "$file" ]; then
     info "$LAZYAGENT_PLANNER_IMAGE: skipped (no ./Containerfile yet)"
     return 0
   fi
   if [ ! -x "$bin" ]; then
-    info "$LAZYAGENT_PLANNER_IMAGE: skipped (no build/lazyagent-oci yet: run scripts/setup.sh without --no-build)"
+    info "$LAZYAGENT_PLANNER_IMAGE: skipped (no $bin yet: run scripts/setup.sh without --no-build)"
     return 0
   fi
-  build_containerfile planner "$LAZYAGENT_PLANNER_IMAGE" "$file" "$LAZYAGENT_ROOT" "$bin"
+  if [ "$(readlink -f "$bin")" != "$(readlink -f "$LAZYAGENT_ROOT/build/lazyagent-oci" 2>/dev/null || true)" ]; then
+    PLANNER_CTX="$(mktemp -d /var/tmp/lazyagent-planner-ctx.XXXXXX)"
+    install -D -m 0755 "$bin" "$PLANNER_CTX/build/lazyagent-oci"
+    cp "$LAZYAGENT_ROOT/.containerignore" "$PLANNER_CTX/"
+    ctx="$PLANNER_CTX"
+    bin="$PLANNER_CTX/build/lazyagent-oci"
+  fi
+  build_containerfile planner "$LAZYAGENT_PLANNER_IMAGE" "$file" "$ctx" "$bin"
 }
 # The planner image's runtime stage alone (Containerfile, `--target runtime`),
 # into podman's layer cache: setup.sh runs this while the CLI compiles, so that

@@ -120,8 +120,9 @@ PACKAGES=(
   # scripts/check-host-commands.py (ctest "deps: ...") fails when a command the
   # scripts, the build or Kubernetes' build run is not covered by this list.
   apt iproute2
-  # `man lazyagent-oci` and the shell completion the set-up installs (step 4a)
-  man-db bash-completion
+  # `man lazyagent-oci` and the shell completion the set-up installs (step 4a);
+  # zsh and fish run their completion scripts in the suite (tests/completion/)
+  man-db bash-completion zsh fish
   # scripts/build-deb.sh checks the package it makes (cpack, dpkg-shlibdeps: above)
   lintian
 )

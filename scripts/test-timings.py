@@ -8,7 +8,9 @@ to each report as REPORT.tests.json by scripts/test.sh), the number of tests,
 their summed time and the slowest ones; then the slowest N tests of the whole
 run, the total, and last the failed tests. --phases names a file of "NAME SECONDS" lines (the
 set-up, each ctest invocation, the fuzzers: wall time, as scripts/test.sh
-measured them) whose sum is the total; without it the total is the tests' sum.
+measured them) whose sum is the total ("+ NAME SECONDS" lines are parts run side by
+side within the phase before them: shown, not added); without it the total is the
+tests' sum.
 
 Exit 0, or 3 when the total passes --budget-min (default 40): the suite is
 growing past what CI may spend on it (issue 39), said on stderr so that the
@@ -120,11 +122,16 @@ def main():
         except (OSError, ValueError) as e:
             print(f"test-timings: cannot read {a.phases}: {e}", file=sys.stderr)
             return 2
+        # "+ NAME SECONDS": a part run beside others inside the phase above it
+        # (shown under it, not added to the total).
         if not a.markdown:
             print("==> wall time per phase")
             for name, secs in phases:
-                print(f"    {fmt(secs):>7}  {name}")
-        total = sum(s for _, s in phases)
+                if name.startswith("+ "):
+                    print(f"      {fmt(secs):>7}  {name[2:]}")
+                else:
+                    print(f"    {fmt(secs):>7}  {name}")
+        total = sum(s for n, s in phases if not n.startswith("+ "))
     failed = [name for name, _, status, _ in tests if status == "fail"]
     if not a.markdown:
         print(f"==> total {fmt(total)} ({len(tests)} tests)")

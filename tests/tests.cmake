@@ -144,6 +144,16 @@ add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven f
 set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
 
+# The MCP server while podman's service goes away and comes back (issue 44),
+# through the same client: a retryable tool error during the outage, tools/list
+# answering meanwhile, the same call working once the service is back. The
+# outage is a private podman service of the test's own, never the shared one.
+add_test(NAME "mcp: a tool call during a podman outage is a retryable error and the server works on once it is back"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/mcp/run_client.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR}
+          outage_client_test.mjs)
+set_tests_properties("mcp: a tool call during a podman outage is a retryable error and the server works on once it is back"
+  PROPERTIES LABELS "mcp;chaos;integration" RESOURCE_LOCK podman TIMEOUT 600)
+
 # The install (issue 43 item 4): `cmake --install` into a scratch root gives the
 # binary, lazyagent-oci(1), the completions and share/lazyagent-oci, and the
 # installed binary runs from there (scripts/build-deb.sh checks the .deb the same
@@ -152,3 +162,19 @@ add_test(NAME "package: cmake --install into a scratch root runs with nothing fr
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/scratch_install.sh ${CMAKE_BINARY_DIR})
 set_tests_properties("package: cmake --install into a scratch root runs with nothing from the build tree" PROPERTIES
   LABELS "package;unit" TIMEOUT 120)
+
+# The .deb (issue 43 item 4): scripts/build-deb.sh (lintian: no error), then
+# dpkg -i inside a container from the planner image, where the installed tool
+# runs with nothing from the checkout, and dpkg -r removes it. A short
+# container of its own (no lazyagent labels), so no podman lock.
+add_test(NAME "package: the .deb passes lintian, and dpkg installs, runs and removes it in a container"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/package/deb_install.sh ${CMAKE_BINARY_DIR})
+set_tests_properties("package: the .deb passes lintian, and dpkg installs, runs and removes it in a container" PROPERTIES
+  LABELS "package;unit" TIMEOUT 300)
+
+# The completion scripts in bash, zsh (autoloaded from fpath, as installed) and
+# fish themselves (tests/completion/shells.sh).
+add_test(NAME "completion: bash, zsh and fish complete commands, verbs, options and their values"
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/completion/shells.sh $<TARGET_FILE:lazyagent-oci>)
+set_tests_properties("completion: bash, zsh and fish complete commands, verbs, options and their values" PROPERTIES
+  LABELS "completion;unit" TIMEOUT 120)

@@ -63,6 +63,7 @@ const std::vector<Command>& commands() {
       {"session", "an agent's working copy: exec commands in fresh sandboxes, diff, prove (open, exec, ..., close)", cmd_session},
       {"mcp", "serve the Model Context Protocol on stdio: test_patch, run_task and more for coding agents", cmd_mcp},
       {"doctor", "check podman, the runtime, the images and this host's quirks", cmd_doctor},
+      {"images", "list or build the images the tool itself needs (base, sandbox, planner, egress proxy)", cmd_images},
       {"provider-stub", "serve a scripted OpenAI-compatible provider (a stand-in, not a model)", cmd_provider_stub},
       {"plan", "the planner itself, run inside the planner container", cmd_plan},
       {"completion", "print a shell's completion script (bash, zsh, fish), made from these commands' options", cmd_completion},

@@ -161,6 +161,7 @@ int cmd_test(const std::vector<std::string>& args);
 int cmd_sandboxes(const std::vector<std::string>& args);
 int cmd_reap(const std::vector<std::string>& args);
 int cmd_doctor(const std::vector<std::string>& args);
+int cmd_images(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
 int cmd_configure(const std::vector<std::string>& args);

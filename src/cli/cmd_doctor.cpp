@@ -162,7 +162,7 @@ std::vector<Check> run_checks(const Config& config, const std::string& config_pa
                       img ? key + ": " + image_hash_text(img->value("Id", "")) +
                                 (img->value("Digest", "").empty() ? "" : ", " + image_hash_text(img->value("Digest", "")))
                           : img.error().message,
-                      img ? "" : "run scripts/build-images.sh (no registry is needed), or set " + key +
+                      img ? "" : "run lazyagent-oci images build --only " + key.substr(7) + " (no registry is needed), or set " + key +
                                      " in the config to an image that exists"});
   }
   {

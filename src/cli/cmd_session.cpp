@@ -187,6 +187,7 @@ int session_exec(const std::vector<std::string>& args) {
   ExecRequest req;
   req.command = command_text(words);
   req.timeout_seconds = timeout ? timeout : s->config.timeouts.test_seconds;
+  req.notes = [](const std::string& line) { progress_line(line); };  // an outage waited out: stderr
   const bool tty = ::isatty(STDOUT_FILENO);
   if (!as_json) {
     bool past_probe = false;

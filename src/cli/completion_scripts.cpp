@@ -226,7 +226,13 @@ _lazyagent_oci() {
   fi
 }
 
-compdef _lazyagent_oci lazyagent-oci
+# Autoloaded from fpath (the installed _lazyagent-oci), this file's first run is
+# the first Tab: complete it now. Sourced, register the function.
+if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then
+  _lazyagent_oci "$@"
+else
+  compdef _lazyagent_oci lazyagent-oci
+fi
 )SH";
 
 std::string fish_quoted(const std::string& s) { return sh_quoted(s); }

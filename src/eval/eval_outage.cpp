@@ -8,12 +8,23 @@
 
 namespace lazyagent {
 
+namespace {
+// The task's error as triage_run words it for a verdict ("infra_error (not a
+// test failure...): "): the outage line says what it is already.
+std::string without_verdict_prefix(const std::string& error) {
+  const std::string head = "infra_error (not a test failure";
+  if (error.rfind(head, 0) != 0) return error;
+  const auto end = error.find("): ");
+  return end == std::string::npos ? error : error.substr(end + 3);
+}
+}  // namespace
+
 std::string outage_line(const OutageEvent& e) {
   const std::string since = "engine unreachable since " + clock_time(e.outage.began);
   const std::string waited = std::to_string(e.outage.ms / 1000) + "." + std::to_string(e.outage.ms % 1000 / 100) + " s";
   switch (e.kind) {
     case OutageEvent::Kind::kUnreachable:
-      return since + ", waiting (up to " + std::to_string(e.wait_seconds) + " s, eval.engine_wait_seconds): " + e.error;
+      return since + ", waiting (up to " + std::to_string(e.wait_seconds) + " s, eval.engine_wait_seconds): " + without_verdict_prefix(e.error);
     case OutageEvent::Kind::kBack:
       return "engine answers again after " + waited + " (" + since +
              "); carrying on, tasks it cut short run again from the start";

@@ -226,6 +226,15 @@ class Runner {
     auto first = opt_.open_engine();
     if (!first) return first.error();
     engines.push_back(std::move(*first));
+    // An engine away as the eval starts (its service restarting) is waited
+    // out as one that goes away mid-run, before anything is asked of it:
+    // the resume keys need its image digests.
+    if (Status st = engines.front()->after_outage(); !st && st.error().kind == ErrorKind::kUnreachable) {
+      if (auto w = outage_.ride_out(*engines.front(), st.error()); !w) {
+        return w.error().context("eval: nothing was run (eval.engine_wait_seconds " +
+                                 std::to_string(opt_.engine_wait_seconds) + "); rerun once the engine answers");
+      }
+    }
     {
       ResumeKeys keys(opt_, engines.front().get());
       for (const auto& t : tasks_) {

@@ -29,14 +29,6 @@ void add_resources(ResourceTotals* t, const nlohmann::json& r) {
 
 }  // namespace
 
-std::string clock_time(std::time_t t) {
-  std::tm tm {};
-  localtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
-  return buf;
-}
-
 EvalSummary summarize(const std::vector<std::string>& task_ids, const std::vector<EvalRow>& rows) {
   EvalSummary s;
   s.total = task_ids.size();
@@ -94,13 +86,7 @@ nlohmann::json summary_to_json(const EvalSummary& s) {
   j["diff_stats"] = {{"added", s.added}, {"removed", s.removed}};
   const ResourceTotals& t = s.resources;
   nlohmann::json outages = nlohmann::json::array();
-  for (const auto& o : s.engine_outages) {
-    char since[32];
-    std::tm tm {};
-    gmtime_r(&o.began, &tm);
-    std::strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    outages.push_back({{"since", since}, {"ms", o.ms}, {"gave_up", o.gave_up}});
-  }
+  for (const auto& o : s.engine_outages) outages.push_back(outage_log_json(o));
   j["engine_outages"] = outages;
   j["resources"] = {{"measured", t.measured},          {"unavailable", t.unavailable},
                     {"cpu_ms", t.cpu_ms},              {"memory_peak_bytes_max", t.memory_peak_bytes},

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eval/eval_attempts.h"
+#include "pipeline/engine_wait.h"  // EngineOutageLog: the outages the eval waited out (eval_outage.h)
 
 namespace lazyagent {
 
@@ -37,16 +38,6 @@ struct ResourceTotals {
   std::size_t measured = 0, unavailable = 0;
   std::int64_t cpu_ms = 0, memory_peak_bytes = 0, pids_peak = 0, tmpfs_peak_bytes = 0;
 };
-
-// An outage of the engine the eval waited out, or gave up on (eval_outage.h).
-struct EngineOutageLog {
-  std::time_t began = 0;  // wall clock
-  long ms = 0;            // how long it lasted (or was waited for before giving up)
-  bool gave_up = false;
-};
-
-// "01:02:03", local time: how the progress line and the table name a moment.
-std::string clock_time(std::time_t t);
 
 struct EvalSummary {
   std::size_t total = 0;                           // tasks in the file

@@ -7,6 +7,7 @@
 
 #include "util/interrupt.h"
 #include "contract/seed_snapshot.h"
+#include "pipeline/engine_wait.h"
 #include "pipeline/session_copy.h"
 #include "policy/isolation_probe.h"
 #include "policy/sandbox_policy.h"
@@ -24,11 +25,19 @@ std::int64_t session_now() { return static_cast<std::int64_t>(std::time(nullptr)
 
 // One command's container, from prepare to remove, each step timed. The
 // Sandbox removes itself on every path out (engine.h).
+//
+// A step that meets an outage of the engine (kUnreachable) waits for it
+// within the command's timeout (engine_wait.h), then carries on: before the
+// container started, from a new container; once it runs, by waiting again
+// for the same container (it outlives a restart of podman's service: conmon
+// keeps it) and reading its logs. Only a start cut short is not taken up
+// again: the command may or may not have begun, and running it twice could
+// change the copy twice.
 class ExecSteps {
  public:
   ExecSteps(const SessionRecord& rec, const Config& config, const ExecRequest& req, Engine& engine,
-            const SessionStore& store, const ProgressFn& progress)
-      : rec_(rec), config_(config), req_(req), engine_(engine), store_(store), progress_(progress) {}
+            const SessionStore& store, const ProgressFn& progress, EngineWait& wait)
+      : rec_(rec), config_(config), req_(req), engine_(engine), store_(store), progress_(progress), wait_(wait) {}
 
   Result<ExecResult> run(const std::string& exec_id) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -39,11 +48,17 @@ class ExecSteps {
     engine_.adapt_policy(&policy_);
     if (auto st = steps(); !st) {
       if (sandbox_) (void)sandbox_->remove();
-      return st.error().context("session " + rec_.id + ", command " + exec_id).with_id("sandbox_id", res_.sandbox_id);
+      // (An outage's error gets its own words from exec_in_session, naming both.)
+      const Error& e = st.error();
+      return (e.kind == ErrorKind::kUnreachable ? e : e.context("session " + rec_.id + ", command " + exec_id))
+          .with_id("sandbox_id", res_.sandbox_id);
     }
     res_.ms = ms_since(t0);
     return res_;
   }
+
+  // Its start was asked for (whether or not the answer came back).
+  bool may_have_run() const { return start_asked_; }
 
  private:
   using Step = Status (ExecSteps::*)();
@@ -58,6 +73,13 @@ class ExecSteps {
       if (progress_) progress_(name);
       const auto t = std::chrono::steady_clock::now();
       Status st = (this->*fn)();
+      while (!st && st.error().kind == ErrorKind::kUnreachable && !start_cut_) {
+        if (auto w = wait_.ride_out(st.error()); !w) {
+          st = w;
+          break;
+        }
+        st = again(fn);
+      }
       res_.timings.push_back({name, ms_since(t)});
       if (!st) return st;
       if (auto i = check_interrupted(); !i) return i;
@@ -79,6 +101,23 @@ class ExecSteps {
     return ok_status();
   }
 
+  // A step again once the engine answers after an outage.
+  Status again(Step step) {
+    if (step == &ExecSteps::create || step == &ExecSteps::verify) {
+      // What was made may be half made: a new container (the old one goes
+      // now, or with the engine's after_outage when it was made unnamed).
+      sandbox_.reset();
+      res_.sandbox_id.clear();
+      for (Step s : {&ExecSteps::prepare, &ExecSteps::create, &ExecSteps::verify}) {
+        if (auto st = (this->*s)(); !st) return st;
+        if (s == step) break;
+      }
+      return ok_status();
+    }
+    if (step == &ExecSteps::start_and_wait) return wait_for_exit();
+    return (this->*step)();
+  }
+
   Status create() {
     if (auto st = sandbox_->create(); !st) return st.error().context("creating the sandbox");
     res_.sandbox_id = sandbox_->id();
@@ -88,8 +127,20 @@ class ExecSteps {
   Status verify() { return sandbox_->verify(); }
 
   Status start_and_wait() {
-    if (auto st = sandbox_->start(); !st) return st;
-    auto exit = sandbox_->wait(static_cast<long>(req_.timeout_seconds) * 1000);
+    start_asked_ = true;
+    if (auto st = sandbox_->start(); !st) {
+      start_cut_ = st.error().kind == ErrorKind::kUnreachable;
+      return st;
+    }
+    started_ = std::chrono::steady_clock::now();
+    return wait_for_exit();
+  }
+
+  // Until the command exits or its deadline (counted from its start) passes;
+  // again after an outage, for what is left of it.
+  Status wait_for_exit() {
+    const long left_ms = static_cast<long>(req_.timeout_seconds) * 1000 - ms_since(started_);
+    auto exit = sandbox_->wait(std::max(left_ms, 1L));
     if (!exit) return exit.error();
     res_.exit_code = exit->exit_code;
     res_.timed_out = exit->timed_out;
@@ -120,8 +171,12 @@ class ExecSteps {
   Engine& engine_;
   const SessionStore& store_;
   const ProgressFn& progress_;
+  EngineWait& wait_;
   SandboxPolicy policy_;
   std::unique_ptr<Sandbox> sandbox_;
+  std::chrono::steady_clock::time_point started_;
+  bool start_asked_ = false;
+  bool start_cut_ = false;  // the start met an outage: the command may have begun
   ExecResult res_;
 };
 
@@ -186,10 +241,12 @@ Status check_engine_supports_sessions(const Engine& engine) {
 json exec_result_json(const ExecResult& r) {
   json timings = json::object();
   for (const auto& t : r.timings) timings[t.step] = t.ms;
+  json outages = json::array();
+  for (const auto& o : r.outages) outages.push_back(outage_log_json(o));
   json j{{"session_id", r.session_id}, {"exec_id", r.exec_id},     {"sandbox_id", r.sandbox_id},
          {"exit_code", r.exit_code},   {"timed_out", r.timed_out}, {"output", r.output},
          {"truncated", r.truncated},   {"timings_ms", timings},    {"ms", r.ms},
-         {"isolation", r.isolation}};
+         {"isolation", r.isolation},   {"engine_outages", outages}};
   if (r.isolation == kIsolationLive) {
     j["shell"] = r.shell;
     j["fresh_shell"] = r.fresh_shell;
@@ -372,7 +429,16 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
 Result<ExecResult> exec_in_session(const std::string& id, const Config& config, const ExecRequest& req,
                                    Engine& engine, const SessionStore& store, const ProgressFn& progress) {
   if (auto st = check_engine_supports_sessions(engine); !st) return st.error();
+  // An outage waited out within the command's timeout, here as in its steps.
+  EngineWait wait(engine, req.timeout_seconds, "the command's timeout", req.notes ? req.notes : progress);
   auto held = hold_session(id, &engine, store);
+  while (!held && held.error().kind == ErrorKind::kUnreachable) {
+    if (auto w = wait.ride_out(held.error()); !w) {
+      return w.error().context("session " + id + ": podman is unreachable (the session and its working copy are "
+                               "kept; no command ran): retry once podman answers");
+    }
+    held = hold_session(id, &engine, store);
+  }
   if (!held) return held.error();
   SessionRecord& rec = held->record;
   if (rec.isolation == kIsolationLive) return exec_live(*held, config, req, engine, store);
@@ -381,14 +447,21 @@ Result<ExecResult> exec_in_session(const std::string& id, const Config& config, 
   rec.last_used = session_now();
   rec.pending_exec = exec_id;
   if (auto st = store.save(rec); !st) return st.error();
-  ExecSteps steps(rec, config, req, engine, store, progress);
+  ExecSteps steps(rec, config, req, engine, store, progress, wait);
   auto result = steps.run(exec_id);
+  if (result) result->outages = wait.log();
   rec.last_used = session_now();
   if (!result && result.error().kind == ErrorKind::kUnreachable) {
-    // The service went away under the command: its container may outlive
+    // The service went away under the command and did not come back within
+    // its timeout, or its start was cut short: its container may outlive
     // the restart, still running over the copy. It stays pending, and the
     // next command (or close, or reap) removes it before touching the copy.
     (void)store.save(rec);
+    if (!steps.may_have_run()) {
+      return result.error().context("session " + id + ": command " + exec_id +
+                                    " not run, podman is unreachable (the session and its working copy are kept): "
+                                    "retry once podman answers");
+    }
     return result.error().context("session " + id + ": command " + exec_id +
                                   " cut short, podman is unreachable (the session and its working copy are kept; "
                                   "the command may have run in part): retry once podman answers");

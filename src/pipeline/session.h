@@ -43,6 +43,7 @@
 
 #include "config.h"
 #include "engine/engine.h"
+#include "pipeline/engine_wait.h"
 #include "pipeline/run_result.h"
 #include "pipeline/session_store.h"
 #include "util/result.h"
@@ -70,6 +71,9 @@ struct ExecRequest {
   std::int64_t timeout_seconds = 120;
   // The output's lines as they come (another thread), when set.
   std::function<void(const std::string&)> output;
+  // What the command says of its own way, when set (else `progress` hears
+  // it): an outage of the engine waited out (engine_wait.h).
+  ProgressFn notes;
 };
 
 struct ExecResult {
@@ -88,13 +92,17 @@ struct ExecResult {
   std::string shell;
   bool fresh_shell = false;
   bool shell_ended = false;
+  std::vector<EngineOutageLog> outages;  // outages of the engine it waited out (engine_wait.h)
 };
 
 nlohmann::json exec_result_json(const ExecResult& r);
 
 // Runs one command in the session (see the top of this file). `config` is
 // the session's (session_config in the CLI). An isolation violation is an
-// Error of kind kIsolation; a failing command is a result.
+// Error of kind kIsolation; a failing command is a result. An outage of the
+// engine is waited out within req.timeout_seconds (engine_wait.h; `progress`
+// says so); past it, or when it cut the start short, an error of kind
+// kUnreachable (retryable) that keeps the session.
 Result<ExecResult> exec_in_session(const std::string& id, const Config& config, const ExecRequest& req,
                                    Engine& engine, const SessionStore& store, const ProgressFn& progress);
 

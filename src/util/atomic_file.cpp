@@ -83,10 +83,22 @@ std::int64_t free_bytes(const std::string& dir) {
 
 Error disk_full_error(const std::string& dir, const std::string& what, std::uint64_t needed) {
   const std::int64_t free = free_bytes(dir);
+  const std::string fix = "; free space on that filesystem (the run store is $XDG_STATE_HOME/lazyagent-oci) and run again";
+  if (free >= 0 && static_cast<std::uint64_t>(free) >= needed) {
+    // The filesystem refused a write that the free blocks would hold: what
+    // ran out is what statvfs does not count as bytes (inodes, or the blocks
+    // its own metadata needs).
+    struct statvfs st {};
+    const bool inodes_out = ::statvfs(dir.c_str(), &st) == 0 && st.f_files > 0 && st.f_favail == 0;
+    return engine_error("no space left under " + dir + ": the filesystem refused " + what + " (" +
+                        std::to_string(needed) + " bytes) with " + std::to_string(free) + " bytes still free: " +
+                        (inodes_out ? std::string("it has no free inodes left")
+                                    : std::string("it is nearly full (what is left goes to its own metadata)")) +
+                        fix);
+  }
   return engine_error("no space left under " + dir + ": " + what + " needs " + std::to_string(needed) + " bytes, " +
-                      (free < 0 ? std::string("an unknown number") : std::to_string(free)) +
-                      " bytes are free there; free space on that filesystem (the run store is "
-                      "$XDG_STATE_HOME/lazyagent-oci) and run again");
+                      (free < 0 ? std::string("an unknown number") : std::to_string(free)) + " bytes are free there" +
+                      fix);
 }
 
 Status check_free_space(const std::string& dir, const std::string& what, std::uint64_t needed) {

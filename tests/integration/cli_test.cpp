@@ -88,3 +88,41 @@ TEST_CASE("doctor checks the real podman service and images", "[cli][quick]") {
   CHECK(down.out.find("[FAIL] socket: pinging podman: cannot reach podman at") != std::string::npos);
   CHECK(down.out.find("fix: run scripts/setup.sh") != std::string::npos);
 }
+
+TEST_CASE("a Kubernetes API server that refuses the connection is engine_unreachable, retryable, and eval waits for it "
+          "within eval.engine_wait_seconds", "[cli][k8s][quick]") {
+  TempDir state, dir;
+  // A kubeconfig naming a port nothing listens on: the API server is away.
+  const std::string kubeconfig = dir.file("kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: none}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)");
+  const CliEnv env{state.path(), {{"KUBECONFIG", kubeconfig}}};
+  const std::string patch = dir.file("fix.json", fixing_patch());
+  const CliResult t = run_cli(env, {"test", "--backend", "k8s", "--seed", seed_dir(), "--patch", patch, "--json"});
+  INFO(t.out << t.err);
+  CHECK(t.exit_code == 5);
+  const json tj = json::parse(t.out, nullptr, false);
+  CHECK(tj.value("error_kind", "") == "engine_unreachable");
+  CHECK(tj.value("retryable", false) == true);
+  CHECK(tj.value("error", "").find("cannot reach the Kubernetes API at https://127.0.0.1:1 (kubeconfig " + kubeconfig +
+                                   " (context x)): connection refused") != std::string::npos);
+
+  const std::string config = dir.file("c.yaml", "eval:\n  engine_wait_seconds: 1\n");
+  const std::string tasks = dir.file(
+      "tasks.jsonl", json{{"id", "a"}, {"seed", seed_dir()}, {"patch", json::parse(fixing_patch())}}.dump() + "\n");
+  const CliResult e = run_cli(env, {"eval", tasks, "--backend", "k8s", "--config", config, "--out", dir.path() + "/out",
+                                    "--json"});
+  INFO(e.out << e.err);
+  CHECK(e.exit_code == 5);
+  CHECK(e.err.find("eval: engine unreachable since ") != std::string::npos);
+  CHECK(e.err.find(", waiting (up to 1 s, eval.engine_wait_seconds): reading the API server's version: cannot reach "
+                   "the Kubernetes API at https://127.0.0.1:1") != std::string::npos);
+  const json ej = json::parse(e.out, nullptr, false);
+  CHECK(ej.value("error_kind", "") == "engine_unreachable");
+  CHECK(ej.value("error", "").rfind("eval: nothing was run (eval.engine_wait_seconds 1); rerun once the engine answers: ",
+                                    0) == 0);
+}

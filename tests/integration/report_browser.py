@@ -156,7 +156,20 @@ def main():
     path, _, fragment = args.page.partition("#")
     url = "file://" + os.path.abspath(path) + ("#" + fragment if fragment else "")
     profile = tempfile.mkdtemp(prefix="lazyagent-chromium-")
-    log_path = os.path.join(profile, "..", os.path.basename(profile) + ".log")
+    # Beside the profile, not through it: the profile is gone by the unlink.
+    log_path = profile + ".log"
+    try:
+        return run_page(args, url, profile, log_path)
+    finally:
+        # Chromium's log is for a failure's message (Browser says where); it is
+        # never left behind in /tmp, whatever ended the run.
+        try:
+            os.unlink(log_path)
+        except OSError:
+            pass
+
+
+def run_page(args, url, profile, log_path):
     out = {}
     with open(log_path, "w") as log:
         b = Browser(profile, log)
@@ -228,11 +241,8 @@ def main():
         finally:
             b.close()
             shutil.rmtree(profile, ignore_errors=True)
-    try:
-        os.unlink(log_path)
-    except OSError:
-        pass
     print(json.dumps(out))
+    return 0
 
 
 if __name__ == "__main__":

@@ -117,7 +117,11 @@ TEST_CASE("a session works the demo bug to a proven fix, and close leaves nothin
   CHECK(diff["diff"].get<std::string>().find("+    return a + b") != std::string::npos);
   CHECK(diff["ok"] == true);
 
-  const CliResult p = s.run({"prove", "--json"}, 300);
+  // Proven and signed (docs/signing.md): the verdict is a DSSE envelope that
+  // verifies offline against the session's diff and the seed.
+  TempDir keys;
+  const json key = json_out(run_cli(s.env, {"keygen", "--out", keys.path() + "/k", "--json"}));
+  const CliResult p = s.run({"prove", "--json", "--sign-key", key["private_key"].get<std::string>()}, 300);
   INFO(p.err);
   REQUIRE(p.exit_code == 0);
   const json proven = json_out(p);
@@ -126,6 +130,20 @@ TEST_CASE("a session works the demo bug to a proven fix, and close leaves nothin
   // The proven run is an ordinary one: `diff RUN_ID` prints its change.
   const CliResult rd2 = run_cli(s.env, {"diff", proven["run_id"].get<std::string>()});
   CHECK(rd2.out.find("+    return a + b") != std::string::npos);
+  REQUIRE(proven["attestation"].is_object());
+  CHECK(proven["attestation"]["keyid"] == key["keyid"]);
+  const std::string envelope = proven["attestation"]["path"];
+  const std::string diff_file = io.file("session.diff", diff["diff"].get<std::string>());
+  const CliResult sv = run_cli(s.env, {"verify", "--key", key["public_key"].get<std::string>(), envelope, "--patch",
+                                       diff_file, "--seed", seed_dir(), "--require-passed", "--json"});
+  INFO(sv.out << sv.err);
+  CHECK(sv.exit_code == 0);
+  CHECK(json_out(sv)["checked"] == json{{"patch", true}, {"seed", true}});
+  // Another patch is not what was proven.
+  CHECK(run_cli(s.env, {"verify", "--key", key["public_key"].get<std::string>(), envelope, "--patch",
+                        io.file("other.diff", diff["diff"].get<std::string>() + " ")})
+            .exit_code == 1);
+  CHECK(run_cli(s.env, {"attestation", proven["run_id"].get<std::string>()}).out == read_file(envelope));
 
   const json list = json::parse(run_cli(s.env, {"session", "list", "--json"}).out);
   REQUIRE(list.size() == 1);

@@ -115,11 +115,15 @@ class DropPodEgress {
 
 }  // namespace
 
-TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything of the run is deleted", "[k8s]") {
+TEST_CASE("k8s: a fixing patch passes, signed on the CLI's side, the sandbox pod had only lo, everything of the run "
+          "is deleted", "[k8s]") {
   Provider p({reply(fixing_patch())});
   K8sClient k = client();
   Recorder pods(kK8sPods, "io.lazyagent.role=sandbox");
-  CliResult r = p.run();
+  Recorder configmaps(kK8sConfigMaps, "io.lazyagent.run");
+  TempDir keys;
+  const json key = json_out(p.cli({"keygen", "--out", keys.path() + "/k", "--json"}));
+  CliResult r = p.run({"--sign-key", key["private_key"].get<std::string>()});
   const json j = json_out(r);
   INFO(r.err);
   CHECK(r.exit_code == 0);
@@ -179,6 +183,46 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
   INFO(v.out << v.err);
   CHECK(v.exit_code == 0);
 
+  // Signed as on podman (docs/signing.md): the envelope verifies offline with
+  // the public key and the seed, the statement names the k8s backend and the
+  // image the pod really ran, and a changed seed does not verify.
+  REQUIRE(j["attestation"].is_object());
+  CHECK(j["attestation"]["keyid"] == key["keyid"]);
+  const std::string envelope_path = j["attestation"]["path"];
+  CliResult sv = p.cli({"verify", "--key", key["public_key"].get<std::string>(), envelope_path, "--seed", seed_dir(),
+                        "--require-passed", "--json"});
+  INFO(sv.out << sv.err);
+  CHECK(sv.exit_code == 0);
+  CHECK(json_out(sv)["verified"] == true);
+  const json envelope = json::parse(read_file(envelope_path));
+  const json statement = json::parse(*base64_decode(envelope["payload"].get<std::string>()));
+  CHECK(statement["predicate"]["result"] == "PASSED");
+  CHECK(statement["predicate"]["run"]["backend"] == "k8s");
+  CHECK(statement["predicate"]["run"]["id"] == j["run_id"]);
+  const std::string pod_image = j["image_digest"].get<std::string>();
+  bool image_subject = false;
+  for (const auto& sub : statement["subject"]) {
+    image_subject = image_subject || pod_image.find(sub["digest"].value("sha256", std::string("-"))) != std::string::npos;
+  }
+  CHECK(image_subject);  // the pod's imageID, known only after the run
+  CHECK(p.cli({"attestation", j["run_id"].get<std::string>()}).out == read_file(envelope_path));
+  TempDir other_seed;
+  other_seed.file("calculator.py", "def add(a, b):\n    return a + b\n");
+  CHECK(p.cli({"verify", "--key", key["public_key"].get<std::string>(), envelope_path, "--seed", other_seed.path()})
+            .exit_code == 1);
+  // The private key never entered the cluster: not in a pod's spec, not in a ConfigMap of a run.
+  std::vector<std::string> canaries;
+  std::istringstream pem(read_file(key["private_key"].get<std::string>()));
+  for (std::string line; std::getline(pem, line);) {
+    if (!line.empty() && line.rfind("-----", 0) != 0) canaries.push_back(line);
+  }
+  REQUIRE_FALSE(canaries.empty());
+  const auto maps = configmaps.stop();
+  CHECK_FALSE(maps.empty());  // positive control: the run's ConfigMaps were seen
+  for (const auto& m : maps) {
+    for (const auto& c : canaries) CHECK(m.dump().find(c) == std::string::npos);
+  }
+
   // The provider Secret never appears in the sandbox pod's spec or env.
   const auto seen = pods.stop();
   bool saw_ours = false;
@@ -191,6 +235,7 @@ TEST_CASE("k8s: a fixing patch passes, the sandbox pod had only lo, everything o
     CHECK(spec.find("secretKeyRef") == std::string::npos);
     CHECK(spec.find("envFrom") == std::string::npos);
     CHECK(spec.find(kKey) == std::string::npos);
+    for (const auto& c : canaries) CHECK(spec.find(c) == std::string::npos);
     CHECK(pod["spec"]["automountServiceAccountToken"] == false);
     CHECK(pod["spec"]["runtimeClassName"] == "lazyagent-nonet");
   }

@@ -31,9 +31,28 @@ fs.copyFileSync(path.join(source, "seed", "calculator.py"), path.join(outside, "
 // stored under), as scripts/lib.sh demo_config does.
 const prefix = `LAZYAGENT_MCP_IT_${process.pid}`;
 const config = path.join(tmp, "lazyagent.yaml");
-fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8")
-  .replace(/CODING_AGENT_(BASE_URL|MODEL|API_KEY)/g, `${prefix}_$1`) + `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\n`);
 const env = { ...process.env, XDG_STATE_HOME: path.join(tmp, "state") };
+// A signing key the config names (signing.key): every verdict the tools make is signed.
+const key = JSON.parse(execFileSync(binary, ["keygen", "--out", path.join(tmp, "keys"), "--json"], { env, encoding: "utf8" }));
+fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8")
+  .replace(/CODING_AGENT_(BASE_URL|MODEL|API_KEY)/g, `${prefix}_$1`) + `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\n` +
+  `signing:\n  key: ${JSON.stringify(key.private_key)}\n`);
+
+// `lazyagent-oci verify --key` on a tool result's attestation: {code, verdict}.
+function verifyAttestation(result, extra = []) {
+  const file = result?.attestation?.path;
+  if (!file) return { code: -1, verdict: null };
+  try {
+    const out = execFileSync(binary, ["verify", "--key", key.public_key, file, "--seed", seed, "--json", ...extra], { env, encoding: "utf8" });
+    return { code: 0, verdict: JSON.parse(out) };
+  } catch (e) {
+    return { code: e.status, verdict: e.stdout ? JSON.parse(e.stdout) : null };
+  }
+}
+function statementOf(result) {
+  const envelope = JSON.parse(fs.readFileSync(result.attestation.path, "utf8"));
+  return JSON.parse(Buffer.from(envelope.payload, "base64").toString("utf8"));
+}
 
 // The bundled scripted provider (the demo's script) for run_task, reached by
 // the planner container at host.containers.internal; podman secrets made by
@@ -109,11 +128,21 @@ try {
   check(progress.some((m) => m === `run ${r?.run_id}: run`), "test_patch (fix): progress notifications named the run's steps", progress);
   check(JSON.parse(fixed.content[0].text).run_id === r?.run_id, "test_patch (fix): the text content is the same result");
   check(containersWithLabel(`io.lazyagent.run=${r?.run_id}`).length === 0, "test_patch (fix): no container left");
+  // Signed (signing.key in the server's config): the envelope verifies offline, PASSED.
+  check(r?.attestation?.keyid === key.keyid, "test_patch (fix): the result points to its signed verdict", r?.attestation);
+  const fixVerified = verifyAttestation(r, ["--require-passed"]);
+  check(fixVerified.code === 0 && fixVerified.verdict?.verified === true, "test_patch (fix): the attestation verifies with verify --key", fixVerified);
+  check(r?.attestation && statementOf(r).predicate?.run?.id === r.run_id, "test_patch (fix): the statement names the run");
 
   // 4. a wrong patch: a result (not an error) that did not pass
   const bad = await client.callTool({ name: "test_patch", arguments: { seed, patch: wrong, baseline: false } }, undefined, { timeout: 300000 });
   check(bad.isError === false && bad.structuredContent?.tests_passed === false && bad.structuredContent?.test_exit_code !== 0,
     "test_patch (wrong): tests_passed false", bad.structuredContent);
+  const badVerified = verifyAttestation(bad.structuredContent);
+  check(badVerified.code === 0 && statementOf(bad.structuredContent).predicate?.result === "FAILED",
+    "test_patch (wrong): signed FAILED, and it verifies", badVerified);
+  const notPassed = verifyAttestation(bad.structuredContent, ["--require-passed"]);
+  check(notPassed.code === 1 && notPassed.verdict?.findings?.[0]?.part === "result", "test_patch (wrong): --require-passed refuses it", notPassed);
 
   // 5. show_run of the fixing run; list_sandboxes
   const shown = await client.callTool({ name: "show_run", arguments: { run_id: r.run_id } });
@@ -146,6 +175,8 @@ try {
   const garbage = await client.callTool({ name: "test_patch", arguments: { seed, patch: "this is not a patch", baseline: false } });
   check(garbage.isError === false && garbage.structuredContent?.status === "refused" && garbage.structuredContent?.findings?.length > 0,
     "malformed patch text: refused by the contract, every finding named", garbage.structuredContent);
+  check(garbage.structuredContent?.attestation === undefined || garbage.structuredContent?.attestation === null,
+    "malformed patch text: a refusal is no verdict and is not signed", garbage.structuredContent?.attestation);
 
   // 8. run_task: the planner (the scripted provider) proposes, the sandbox proves; show_task reads its task
   // (An instruction that looks like flags stays an instruction: it cannot name another config or seed.)
@@ -154,6 +185,8 @@ try {
   const rr = ran.structuredContent;
   check(ran.isError === false && rr?.tests_passed === true && /^t-/.test(rr?.planner_task_id ?? ""),
     "run_task: the planner's patch proven, tests_passed", rr && { tests_passed: rr.tests_passed, reason: rr.reason, planner_task_id: rr.planner_task_id });
+  const runVerified = verifyAttestation(rr, ["--require-passed"]);
+  check(rr?.attestation?.keyid === key.keyid && runVerified.code === 0, "run_task: the verdict is signed and verifies", { attestation: rr?.attestation, runVerified });
   const task = await client.callTool({ name: "show_task", arguments: { task_id: rr?.planner_task_id ?? "none" } });
   check(task.structuredContent?.task_id === rr?.planner_task_id && task.structuredContent?.model === "lazyagent-stub",
     "show_task: the planner task's record", task.structuredContent && { task_id: task.structuredContent.task_id, model: task.structuredContent.model });

@@ -28,9 +28,11 @@ const outside = path.join(tmp, "outside");
 fs.mkdirSync(outside);
 fs.copyFileSync(path.join(source, "seed", "calculator.py"), path.join(outside, "calculator.py"));
 const config = path.join(tmp, "lazyagent.yaml");
-fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8") +
-  `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\n`);
 const env = { ...process.env, XDG_STATE_HOME: path.join(tmp, "state") };
+// signing.key in the server's config: session_prove signs its verdict.
+const key = JSON.parse(execFileSync(binary, ["keygen", "--out", path.join(tmp, "keys"), "--json"], { env, encoding: "utf8" }));
+fs.writeFileSync(config, fs.readFileSync(path.join(source, "config", "lazyagent.yaml"), "utf8") +
+  `\nmcp:\n  seeds: [${JSON.stringify(seeds)}]\nsigning:\n  key: ${JSON.stringify(key.private_key)}\n`);
 const calculator = fs.readFileSync(path.join(seed, "calculator.py"), "utf8");
 
 // Per-command containers (lazyagent-sandbox-ID-N) and the live sandbox (lazyagent-session-ID).
@@ -104,6 +106,18 @@ try {
   const r = proved.structuredContent;
   check(proved.isError === false && r?.tests_passed === true && r?.patch_format === "diff", "session_prove: the ordinary test passes", r);
   check(r?.triage?.fixed?.length > 0, "session_prove: the baseline ran and the triage names what it fixed", r?.triage);
+  // Signed: the envelope verifies offline against the session's diff and the seed.
+  const diffFile = path.join(tmp, "session.diff");
+  fs.writeFileSync(diffFile, diff.structuredContent?.diff ?? "");
+  let verified = null;
+  try {
+    verified = JSON.parse(execFileSync(binary, ["verify", "--key", key.public_key, r?.attestation?.path ?? "-", "--patch", diffFile,
+      "--seed", seed, "--require-passed", "--json"], { env, encoding: "utf8" }));
+  } catch (e) {
+    verified = { status: e.status, out: String(e.stdout), err: String(e.stderr) };
+  }
+  check(r?.attestation?.keyid === key.keyid && verified?.verified === true && verified?.checked?.patch === true,
+    "session_prove: the verdict is signed and verifies against the diff and the seed", { attestation: r?.attestation, verified });
 
   const closed = await call(client, "session_close", { session_id: id });
   check(closed.structuredContent?.closed === true, "session_close", closed.structuredContent);

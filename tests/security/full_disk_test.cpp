@@ -100,7 +100,11 @@ TEST_CASE("chaos: a full disk under the run store: a clear error naming it, no h
   REQUIRE(fj.is_object());
   const std::string full_error = fj.value("error", "");
   CHECK(has(full_error, "no space left under " + disk.dir + "/lazyagent-oci/"));
-  CHECK(has(full_error, " bytes are free there"));
+  // Either the free bytes were too few, or the filesystem (ext4 keeps blocks
+  // for its metadata) refused the write with bytes still free: said as such,
+  // never as "needs 540 bytes, 502784 free".
+  CHECK((has(full_error, " bytes are free there") ||
+         (has(full_error, " bytes still free: it ") && has(full_error, "free space on that filesystem"))));
 
   // Every record reads whole; no temp file is left; `sandboxes` reads the store.
   std::vector<std::string> torn;

@@ -150,8 +150,8 @@ TEST_CASE("chaos: eval waits out a podman restart mid-run: every verdict right, 
            " ms as the eval saw it, wall " + std::to_string(wall_ms) + " ms; first line: " + began_text);
 }
 
-TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, then a resume runs exactly those",
-          "[chaos]") {
+TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, then a resume started while it is "
+          "still away waits for it and runs exactly those", "[chaos]") {
   PrivatePodman podman;
   TempDir state, dir, io;
   const std::string tasks = slow_tasks(dir, 6);
@@ -185,15 +185,26 @@ TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, th
                      std::to_string(not_run.size()) + " task(s) not run; rerun with the same --out once it answers"));
   for (const auto& id : not_run) CHECK_FALSE(fs::exists(out + "/results/" + id + ".json"));  // no half verdict
 
-  // The service is back: the resume runs the not_run tasks, and only them.
-  podman.start();
+  // The resume starts while the service is still away: it waits for it (as
+  // one that goes away mid-run), then runs the not_run tasks, and only them.
+  const std::string patient =
+      dir.file("patient.yaml", read_file(std::string(LAZYAGENT_SOURCE_DIR) + "/config/lazyagent.yaml") +
+                                   "\neval:\n  engine_wait_seconds: 60\n");
   TempDir io2;
-  const pid_t again_pid = spawn_cli(env, {"eval", tasks, "--jobs", "2", "--out", out, "--config", config, "--json"}, io2.path());
+  const pid_t again_pid = spawn_cli(env, {"eval", tasks, "--jobs", "2", "--out", out, "--config", patient, "--json"}, io2.path());
+  const bool waiting = wait_for([&] { return has(read_file(io2.path() + "/stderr"), "eval: engine unreachable since "); }, 30);
+  podman.start();
   const int again_code = wait_cli(again_pid, 300);
-  INFO(read_file(io2.path() + "/stderr"));
+  const std::string err2 = read_file(io2.path() + "/stderr");
+  INFO(err2);
+  CHECK(waiting);
+  CHECK(has(err2, ", waiting (up to 60 s, eval.engine_wait_seconds): "));
+  CHECK(has(err2, "engine answers again after "));
   CHECK(again_code == 0);
   const json s2 = json::parse(read_file(io2.path() + "/stdout"), nullptr, false);
   REQUIRE(s2.is_object());
+  REQUIRE(s2["engine_outages"].size() == 1);
+  CHECK(s2["engine_outages"][0]["gave_up"] == false);
   CHECK(wrong_verdicts(s2).empty());
   CHECK(s2["passed"]["count"] == 3);
   CHECK(s2["failed"]["count"] == 3);
@@ -209,12 +220,13 @@ TEST_CASE("chaos: eval gives up on a podman service that stays away: not_run, th
   CHECK(containers_with_label("io.lazyagent.pid=" + std::to_string(again_pid)).empty());
   evidence("eval of 6 tasks, the podman service stopped for good mid-run with eval.engine_wait_seconds 3: exit " +
            std::to_string(code) + " " + std::to_string(gave_up_after_ms) + " ms after the stop, " +
-           std::to_string(not_run.size()) + " not_run, 0 infra_error; the resume ran exactly those (exit " +
+           std::to_string(not_run.size()) + " not_run, 0 infra_error; the resume, started while it was away, waited " +
+           s2["engine_outages"][0]["ms"].dump() + " ms for it and ran exactly those (exit " +
            std::to_string(again_code) + ")");
 }
 
-TEST_CASE("chaos: a session's command meets a podman restart: a retryable error, the session and its copy kept, "
-          "the cut-short container removed before the next command", "[chaos]") {
+TEST_CASE("chaos: a session's command meets a podman restart: it waits within its timeout, says so and finishes, "
+          "past its timeout a retryable error, the session and its copy kept", "[chaos]") {
   PrivatePodman podman;
   TempDir state, io, cfg;
   CliEnv env{state.path(), {{"CONTAINER_HOST", podman.container_host()}}};
@@ -226,39 +238,81 @@ TEST_CASE("chaos: a session's command meets a podman restart: a retryable error,
   std::string id = opened.out;
   while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
   REQUIRE_FALSE(id.empty());
-  // Command 2 writes a file, then runs on while the service goes away.
-  const pid_t pid = spawn_cli(env, {"session", "exec", id, "--json", "--", "echo kept > note && sleep 20"}, io.path());
+  // Command 2 writes a file, runs on while the service is away for 3 s, and
+  // finishes after it is back: the same container, waited for again.
+  const pid_t pid = spawn_cli(env, {"session", "exec", id, "--json", "--timeout", "60", "--",
+                                    "echo kept > note && echo before && sleep 6 && echo after"},
+                              io.path());
   const std::string name = "lazyagent-sandbox-" + id + "-2";
   const bool running =
       wait_for([&] { return !sh("podman ps --filter name=" + name + " --filter status=running -q").empty(); }, 60);
   INFO("session " << id << ": " << read_file(io.path() + "/stdout") << read_file(io.path() + "/stderr"));
   REQUIRE(running);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the echo has run
+  const auto stopped = std::chrono::steady_clock::now();
   podman.stop(SIGTERM);
-  const int code = wait_cli(pid, 60);
-  const json cut = json::parse(read_file(io.path() + "/stdout"), nullptr, false);
-  INFO(read_file(io.path() + "/stdout") << read_file(io.path() + "/stderr"));
-  CHECK(code == 5);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  podman.start();
+  const long outage_ms = ms_since(stopped);
+  const int code = wait_cli(pid, 90);
+  const std::string err = read_file(io.path() + "/stderr");
+  const json done = json::parse(read_file(io.path() + "/stdout"), nullptr, false);
+  INFO(read_file(io.path() + "/stdout") << err);
+  CHECK(code == 0);
+  REQUIRE(done.is_object());
+  CHECK(done["exit_code"] == 0);
+  CHECK(done["exec_id"] == id + "-2");
+  // Its whole output, each line once (the follow after the outage starts over).
+  CHECK(done["output"] == "before\nafter\n");
+  REQUIRE(done["engine_outages"].size() == 1);
+  CHECK(done["engine_outages"][0]["gave_up"] == false);
+  CHECK(done["engine_outages"][0]["ms"].get<long>() >= 2000);
+  // It said so as the outage began and as it ended.
+  CHECK(has(err, "podman unreachable since "));
+  CHECK(has(err, ", waiting (up to 60 s, the command's timeout): "));
+  CHECK(has(err, "podman answers again after "));
+  // Removed once it finished, by a child after the answer (as every command's is).
+  CHECK(wait_for([&] { return sh("podman container exists " + name + "; echo $?") == "1\n"; }, 30));
+
+  // Away for longer than a command's timeout: a retryable error naming it, nothing ran.
+  podman.stop(SIGTERM);
+  const auto t0 = std::chrono::steady_clock::now();
+  CliResult away = run_cli(env, {"session", "exec", id, "--json", "--timeout", "2", "--", "echo ran >> note"});
+  const long away_ms = ms_since(t0);
+  INFO(away.out << away.err);
+  CHECK(away.exit_code == 5);
+  const json cut = json::parse(away.out, nullptr, false);
   REQUIRE(cut.is_object());
   CHECK(cut["error_kind"] == "engine_unreachable");
   CHECK(cut["retryable"] == true);
   CHECK(has(cut.value("error", ""), "session " + id + ": command " + id +
-                                        "-2 cut short, podman is unreachable (the session and its working copy are "
-                                        "kept; the command may have run in part): retry once podman answers"));
-  // While it is away, the next command says the same, retryable, and runs nothing.
-  CliResult away = run_cli(env, {"session", "exec", id, "--json", "--", "true"});
-  CHECK(away.exit_code == 5);
-  CHECK(json::parse(away.out, nullptr, false).value("retryable", false));
+                                        "-3 not run, podman is unreachable (the session and its working copy are "
+                                        "kept): retry once podman answers: "));
+  CHECK(has(cut.value("error", ""), "podman stayed unreachable for more than 2 s (the command's timeout): "));
+  CHECK(away_ms >= 2000);
+  CHECK(away_ms < 2000 + 8000);  // its budget, then one check's backoff and the way out
 
-  // Back: the cut-short container (still sleeping) goes first, the copy has the file.
+  CHECK_FALSE(has(cut.value("error", ""), ", command " + id + "-3: "));  // said once
+
+  // The next command starts while the service is still away: it waits, and
+  // once the service is back it first removes what the cut-short one may
+  // have left (by name), then runs. The copy has the file, written once.
+  TempDir io3;
+  const pid_t next_pid = spawn_cli(env, {"session", "exec", id, "--json", "--", "cat note"}, io3.path());
+  const bool next_waits =
+      wait_for([&] { return has(read_file(io3.path() + "/stderr"), "podman unreachable since "); }, 30);
   podman.start();
-  CHECK(sh("podman container exists " + name + "; echo $?") == "0\n");
-  CliResult next = run_cli(env, {"session", "exec", id, "--json", "--", "cat note"});
-  INFO(next.err);
-  CHECK(next.exit_code == 0);
-  CHECK(has(json::parse(next.out, nullptr, false).value("output", ""), "kept"));
-  CHECK(sh("podman container exists " + name + "; echo $?") == "1\n");
+  const int next_code = wait_cli(next_pid, 60);
+  const json next = json::parse(read_file(io3.path() + "/stdout"), nullptr, false);
+  INFO(read_file(io3.path() + "/stderr"));
+  CHECK(next_waits);
+  CHECK(next_code == 0);
+  CHECK(next.value("output", "") == "kept\n");
+  CHECK(next.value("exec_id", "") == id + "-4");
   CHECK(run_cli(env, {"session", "close", id}).exit_code == 0);
-  evidence("session command cut by a podman stop: exit " + std::to_string(code) + ", " + cut.value("error", "") +
-           "; after the restart the next command removed the cut-short container and read the file it wrote");
+  CHECK(sh("podman ps -a --filter name=lazyagent-sandbox-" + id + " -q").empty());
+  evidence("session command with the podman service stopped " + std::to_string(outage_ms) +
+           " ms under it: exit " + std::to_string(code) + " with its whole output, outage " +
+           done["engine_outages"][0]["ms"].dump() + " ms as it saw it; away past a 2 s timeout: exit " +
+           std::to_string(away.exit_code) + " after " + std::to_string(away_ms) + " ms: " + cut.value("error", ""));
 }

@@ -75,7 +75,8 @@ TEST_CASE("completion_script: bash and zsh carry one table row per command path,
   CHECK(bash.find("--backend=w:podman,k8s") != std::string::npos);
   const std::string zsh = completion_script("zsh", shapes);
   CHECK(zsh.rfind("#compdef lazyagent-oci\n", 0) == 0);
-  CHECK(zsh.find("\ncompdef _lazyagent_oci lazyagent-oci\n") != std::string::npos);
+  CHECK(zsh.find("\n  compdef _lazyagent_oci lazyagent-oci\n") != std::string::npos);
+  CHECK(zsh.find("loadautofunc") != std::string::npos);  // autoloaded from fpath: the first Tab completes
   const std::string fish = completion_script("fish", shapes);
   CHECK(fish.find("complete -c lazyagent-oci -n '__fish_seen_subcommand_from test' -l patch -r -F") != std::string::npos);
   CHECK(fish.find("-a '(lazyagent-oci completion --ids runs 2>/dev/null)'") != std::string::npos);

@@ -50,11 +50,12 @@ struct OutageWorld {
   }
 
   // One fake engine scripted by `runs`, away for `unreachable_checks`
-  // checks once the outage begins (-1: for good).
-  Result<EvalReport> run(std::deque<fake::Run> runs, int unreachable_checks) {
+  // checks once the outage begins (-1: for good), and for `at_start` checks
+  // before the first sandbox.
+  Result<EvalReport> run(std::deque<fake::Run> runs, int unreachable_checks, int at_start = 0) {
     prepared.clear();
     outage_events.clear();
-    opt.open_engine = [this, runs, unreachable_checks]() -> Result<std::unique_ptr<Engine>> {
+    opt.open_engine = [this, runs, unreachable_checks, at_start]() -> Result<std::unique_ptr<Engine>> {
       struct Recording : fake::Engine {
         std::vector<std::string>* prepared = nullptr;
         Result<std::unique_ptr<Sandbox>> prepare_sandbox(const SandboxSpec& spec) override {
@@ -65,6 +66,7 @@ struct OutageWorld {
       auto e = std::make_unique<Recording>();
       e->runs = runs;
       e->unreachable_checks = unreachable_checks;
+      e->unreachable_at_start = at_start;
       e->prepared = &prepared;
       return std::unique_ptr<Engine>(std::move(e));
     };
@@ -122,6 +124,11 @@ TEST_CASE("eval outage: a task the engine's outage cut short runs again from the
   CHECK(outage_line(began).rfind("engine unreachable since " + clock_time(began.outage.began) +
                                      ", waiting (up to 600 s, eval.engine_wait_seconds): ",
                                  0) == 0);
+  // The task's verdict wording is not repeated in the outage line.
+  OutageEvent worded = began;
+  worded.error = "infra_error (not a test failure, retried 1x): podman unreachable";
+  CHECK(outage_line(worded).find("eval.engine_wait_seconds): podman unreachable") != std::string::npos);
+  CHECK(outage_line(worded).find("not a test failure") == std::string::npos);
   CHECK(w.outage_events[1].outage.kind == OutageEvent::Kind::kBack);
   REQUIRE(report->outages.size() == 1);
   CHECK_FALSE(report->outages[0].gave_up);
@@ -162,6 +169,34 @@ TEST_CASE("eval outage: past eval.engine_wait_seconds the tasks not run are not_
   CHECK(s2.skipped == std::vector<std::string>{"t1"});
   CHECK(w.prepared.size() == 3);
   CHECK(again->outages.empty());
+}
+
+TEST_CASE("eval outage: an engine away as the eval starts is waited for, then every task runs, past "
+          "eval.engine_wait_seconds nothing runs", "[eval][outage][quick]") {
+  OutageWorld w;
+  auto report = w.run({}, 0, 3);  // the first check, the ride-out's own, and one after 250 ms find it away
+  REQUIRE(report.ok());
+  const EvalSummary s = summarize(w.ids(), report->rows);
+  CHECK(s.ids(Category::kPassed) == w.ids());
+  CHECK(s.not_run.empty());
+  CHECK(w.prepared.size() == 4);
+  REQUIRE(w.outage_events.size() == 2);
+  CHECK(w.outage_events[0].outage.kind == OutageEvent::Kind::kUnreachable);
+  CHECK(w.outage_events[1].outage.kind == OutageEvent::Kind::kBack);
+  REQUIRE(report->outages.size() == 1);
+  CHECK(report->outages[0].ms >= EngineOutage::kFirstCheckMs);
+
+  OutageWorld gone;
+  gone.opt.engine_wait_seconds = 1;
+  auto stopped = gone.run({}, 0, -1);
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.error().kind == ErrorKind::kUnreachable);
+  CHECK(stopped.error().message ==
+        "eval: nothing was run (eval.engine_wait_seconds 1); rerun once the engine answers: the engine stayed "
+        "unreachable: the fake engine is away");
+  CHECK(gone.prepared.empty());
+  REQUIRE(gone.outage_events.size() == 2);
+  CHECK(gone.outage_events[1].outage.kind == OutageEvent::Kind::kGaveUp);
 }
 
 TEST_CASE("eval outage: without a ride-out an outage is an infra_error, and a task that keeps meeting one becomes "

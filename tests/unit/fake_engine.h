@@ -74,9 +74,11 @@ class Engine : public lazyagent::Engine {
   int alive = 0;                         // sandboxes and planners not yet destroyed
   std::vector<std::string> commands;     // the test command each sandbox was prepared with
   bool fail_check = false;
-  // An outage (Engine::after_outage): this many checks find the engine
-  // unreachable (-1: every one), then it answers.
+  // An outage (Engine::after_outage): once a sandbox was prepared, this many
+  // checks find the engine unreachable (-1: every one), then it answers.
   int unreachable_checks = 0;
+  // Down from the start: this many checks before any sandbox (-1: every one).
+  int unreachable_at_start = 0;
 
   const char* name() const override { return "fake"; }
   Status check_policy(const lazyagent::Config&) const override { return lazyagent::ok_status(); }
@@ -91,6 +93,11 @@ class Engine : public lazyagent::Engine {
   }
   Status after_outage() override {
     calls.push_back("after_outage");
+    if (run_ids.empty()) {
+      if (unreachable_at_start == 0) return lazyagent::ok_status();
+      if (unreachable_at_start > 0) --unreachable_at_start;
+      return Error{ErrorKind::kUnreachable, "the fake engine is away"};
+    }
     if (unreachable_checks == 0) return lazyagent::ok_status();
     if (unreachable_checks > 0) --unreachable_checks;
     return Error{ErrorKind::kUnreachable, "the fake engine is away"};

@@ -17,6 +17,11 @@
 #include <mutex>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "util/interrupt.h"
@@ -324,16 +329,81 @@ TEST_CASE("k8s pod log: limitBytes and container in the query, body kept") {
   CHECK(api.seen().at(0) == "GET /api/v1/namespaces/ns/pods/p1/log?container=sandbox&limitBytes=4096 Bearer tok-123");
 }
 
-TEST_CASE("k8s client: a server that is not there is an engine error naming it") {
+TEST_CASE("k8s client: a server that is not there is an outage (engine_unreachable, retryable) naming it", "[quick]") {
   K8sConnection c;
   c.server = "http://127.0.0.1:1";
   c.source = "kubeconfig /x (context y)";
   K8sClient k(c);
   auto v = k.version();
   REQUIRE_FALSE(v.ok());
-  CHECK(v.error().kind == ErrorKind::kEngine);
-  CHECK(v.error().message.find("cannot reach the Kubernetes API at http://127.0.0.1:1 (kubeconfig /x (context y))") !=
-        std::string::npos);
+  CHECK(v.error().kind == ErrorKind::kUnreachable);
+  CHECK(is_retryable(v.error()));
+  CHECK(v.error().message ==
+        "reading the API server's version: cannot reach the Kubernetes API at http://127.0.0.1:1 (kubeconfig /x (context y)): connection refused; is the "
+        "cluster running? (local: scripts/k8s-cluster.sh start)");
+  // The engine's check after an outage asks the same: still away.
+  K8sEngine engine(std::make_unique<K8sClient>(c), K8sRunSettings{});
+  const Status back = engine.after_outage();
+  REQUIRE_FALSE(back.ok());
+  CHECK(back.error().kind == ErrorKind::kUnreachable);
+}
+
+TEST_CASE("k8s client: 502/503/504 and a connection dropped mid-reply are outages, 500 and 403 are not", "[quick]") {
+  FakeApi api;
+  api.server.Get(R"(/api/v1/namespaces/ns/configmaps/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
+    res.status = std::stoi(req.matches[1].str().substr(1));  // "s503" -> 503
+    res.set_content(status_body(res.status, "ServiceUnavailable", "the server is starting").dump(), "application/json");
+  });
+  api.server.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"gitVersion":"v1.20.2"})", "application/json");
+  });
+  api.start();
+  K8sClient k(api.conn());
+  for (int status : {502, 503, 504}) {
+    auto r = k.get(kK8sConfigMaps, "ns", "s" + std::to_string(status));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kUnreachable);
+  }
+  auto r503 = k.get(kK8sConfigMaps, "ns", "s503");
+  CHECK(r503.error().message.find("kubernetes said 503 ServiceUnavailable: the server is starting") != std::string::npos);
+  for (int status : {500, 403}) {
+    auto r = k.get(kK8sConfigMaps, "ns", "s" + std::to_string(status));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kEngine);
+  }
+  // The API server answers: the engine's check after an outage is ok.
+  K8sEngine engine(std::make_unique<K8sClient>(api.conn()), K8sRunSettings{});
+  CHECK(engine.after_outage().ok());
+
+  // A server that promises a body and closes the connection half way (it
+  // stopped or restarted mid-call): what was asked may or may not have happened.
+  const int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(ls, 1) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  std::thread dropper([ls] {
+    const int c = ::accept(ls, nullptr, nullptr);
+    char buf[4096];
+    (void)::read(c, buf, sizeof buf);
+    const char half[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"gitVer";
+    (void)::write(c, half, sizeof half - 1);
+    ::close(c);
+  });
+  K8sConnection c;
+  c.server = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  c.source = "test";
+  K8sClient dropped(c);
+  auto v = dropped.version();
+  dropper.join();
+  ::close(ls);
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.error().kind == ErrorKind::kUnreachable);
+  CHECK(v.error().message.find("reading the API server's version: GET /version: the Kubernetes API at " + c.server +
+                               " went away mid-call (") == 0);
 }
 
 TEST_CASE("kubeconfig: current context, token, CA data, client certificate files, namespace") {

@@ -55,6 +55,13 @@ std::string k8s_error_text(long status, const std::string& body) {
          escape_for_terminal(msg.substr(0, 1000));
 }
 
+Error k8s_status_error(const std::string& what, long status, const std::string& body) {
+  // 502/503/504: what stands in front of an API server that is not there
+  // (a load balancer, `kubectl proxy`), or one still starting: an outage.
+  const ErrorKind kind = status == 502 || status == 503 || status == 504 ? ErrorKind::kUnreachable : ErrorKind::kEngine;
+  return Error{kind, what + ": " + k8s_error_text(status, body)};
+}
+
 std::vector<json> WatchDecoder::feed(const std::string& bytes) {
   pending_ += bytes;
   std::vector<json> events;
@@ -104,9 +111,17 @@ Result<K8sResponse> K8sClient::call(const std::string& method, const std::string
     return Error{ErrorKind::kInterrupted, what + ": interrupted by signal " + std::to_string(interrupted_signal())};
   }
   if (x.timed_out()) return Error{ErrorKind::kTimeout, "timeout after " + std::to_string(opts.timeout_ms) + " ms: " + what};
+  // An API server that refuses the connection or drops it mid-call is an
+  // outage to wait out (kUnreachable, retryable), as podman's service is:
+  // restarting, upgraded, or its node rebooting.
   if (x.connection_refused()) {
-    return engine_error("cannot reach the Kubernetes API at " + conn_.server + " (" + conn_.source +
-                        "): connection refused; is the cluster running? (local: scripts/k8s-cluster.sh start)");
+    return Error{ErrorKind::kUnreachable, "cannot reach the Kubernetes API at " + conn_.server + " (" + conn_.source +
+                                              "): connection refused; is the cluster running? (local: "
+                                              "scripts/k8s-cluster.sh start)"};
+  }
+  if (x.connection_broke()) {
+    return Error{ErrorKind::kUnreachable, what + ": the Kubernetes API at " + conn_.server + " went away mid-call (" +
+                                              x.curl_error() + "): its server stopped or restarted"};
   }
   if (!x.ok()) return engine_error(what + " at " + conn_.server + ": " + x.curl_error());
   K8sResponse resp;
@@ -121,7 +136,7 @@ Status K8sClient::expect(const Result<K8sResponse>& r, std::initializer_list<lon
   for (long s : ok) {
     if (r->status == s) return ok_status();
   }
-  return engine_error(what + ": " + k8s_error_text(r->status, r->body));
+  return k8s_status_error(what, r->status, r->body);
 }
 
 namespace {
@@ -294,7 +309,7 @@ Result<WatchEnd> K8sClient::watch_until(const K8sKind& kind, const std::string& 
       rv.clear();
       continue;
     }
-    if (r->status != 200) return engine_error(what + ": " + k8s_error_text(r->status, r->body));
+    if (r->status != 200) return k8s_status_error(what, r->status, r->body);
     // The server ended the stream (its timeoutSeconds): resume from rv.
   }
 }

@@ -54,6 +54,9 @@ std::string k8s_query(const K8sListQuery& q);  // "" or "?labelSelector=...&..."
 // A Status body -> "kubernetes said 409 AlreadyExists: ...". Anything else ->
 // "kubernetes said 500: <first 300 bytes, escaped>".
 std::string k8s_error_text(long status, const std::string& body);
+// "WHAT: kubernetes said ...", of kind kEngine; kUnreachable for 502, 503
+// and 504 (an outage, as a refused or broken connection is: retryable).
+Error k8s_status_error(const std::string& what, long status, const std::string& body);
 
 // Splits a watch stream into events; feed it bytes as they come.
 class WatchDecoder {

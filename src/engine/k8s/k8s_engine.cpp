@@ -139,6 +139,12 @@ Status K8sEngine::check(const ProgressFn& progress) {
   return ok_status();
 }
 
+Status K8sEngine::after_outage() {
+  auto v = k8s_->version();
+  if (!v) return v.error();
+  return ok_status();
+}
+
 Result<K8sDocuments> K8sEngine::documents(const Config& config, const SandboxPolicy& policy, const SeedSnapshot& seed,
                                           const std::vector<FileWrite>* writes, const PlannerTask* task,
                                           const std::string& run_id, const SeedImage* seed_image,

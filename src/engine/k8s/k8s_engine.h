@@ -182,6 +182,11 @@ class K8sEngine : public Engine {
   Result<std::unique_ptr<Container>> prepare_planner(const PlannerSpec& spec) override;
 
   Result<ReapReport> reap(bool all) override;
+  // The API server answers its version again (an outage's error, kUnreachable,
+  // while it does not). What a cut-short run left is not chased here: its
+  // Job ends at its activeDeadlineSeconds and `reap` removes it once the run's
+  // owner is gone.
+  Status after_outage() override;
   // A record's sandbox_id is "namespace/pod".
   Result<bool> sandbox_exists(const std::string& id) override;
   // Jobs, ConfigMaps and NetworkPolicies labelled with this host's owner and `pid`.

@@ -95,7 +95,7 @@ Result<std::unique_ptr<EgressProxy>> EgressProxy::start(PodmanClient& podman, co
     // image was never built. That is a set-up fact, named with its command.
     if (auto r = podman.call("GET", "/images/" + url_escape(image) + "/json"); r && r->status == 404) {
       return usage_error(what + ": its image " + image + " is not on this podman service: build it with " +
-                         "scripts/build-images.sh --only egress-proxy (scripts/setup.sh and scripts/demo.sh build it)");
+                         "`lazyagent-oci images build --only egress-proxy` (scripts/setup.sh and scripts/demo.sh build it)");
     }
     return box.error().context(what + ": creating the proxy container from " + image);
   }

@@ -164,8 +164,12 @@ Status PodmanClient::expect(const Result<HttpResponse>& r, std::initializer_list
   return podman_status_error(what, r->status, r->body);
 }
 
+// 20 s: a socket-activated service (podman.socket, systemd hosts' default)
+// answers its first call only once it has started, which on a loaded host
+// takes seconds (over 5 s seen in the Debian 13 VM). A service that is not
+// there at all is refused at once; only a hung one costs the wait.
 Result<std::string> PodmanClient::ping() {
-  auto r = call("GET", "/_ping", "", RequestOptions{.timeout_ms = 5000});
+  auto r = call("GET", "/_ping", "", RequestOptions{.timeout_ms = 20000});
   if (auto st = expect(r, {200}, "pinging podman"); !st) return st.error();
   if (auto st = check_api_version(r->api_version); !st) return st.error();
   return r->api_version;
@@ -189,8 +193,12 @@ Result<json> PodmanClient::image_inspect(const std::string& image, const std::st
   const std::string what = "inspecting image " + image + " (" + config_key + ")";
   auto r = call("GET", "/images/" + url_escape(image) + "/json");
   if (r && r->status == 404) {
-    return engine_error(what + ": image not found; build it with scripts/build-images.sh "
-                               "(or set " + config_key + " in the config to an image that exists)");
+    // The tool's own images are built by `images build`; others are the user's.
+    const std::string fix = config_key == "images.sandbox" || config_key == "images.planner"
+                                ? "build it with `lazyagent-oci images build --only " + config_key.substr(7) +
+                                      "` (or set " + config_key + " in the config to an image that exists)"
+                                : "set " + config_key + " in the config to an image that exists";
+    return engine_error(what + ": image not found; " + fix);
   }
   if (auto st = expect(r, {200}, what); !st) return st.error();
   return parse_json_reply(r, what);

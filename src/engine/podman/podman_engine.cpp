@@ -168,7 +168,13 @@ class PodmanSandbox : public Sandbox {
         PodmanClient own(podman_.socket_path());
         FollowedLog log;
         log.max_line = 16 * 1024;
-        log.line = output_;
+        // A wait again after an outage follows from the start: the lines
+        // already passed on are not passed on twice.
+        log.line = [this, skip = lines_out_, seen = std::size_t{0}](const std::string& line) mutable {
+          if (seen++ < skip) return;
+          ++lines_out_;
+          output_(line);
+        };
         (void)own.stream_get("/containers/" + container_.id() + "/logs?follow=true&stdout=true&stderr=true",
                              [&](std::string_view c) { log.feed(c); }, deadline_ms + 15000, "following the output");
         log.finish();
@@ -176,8 +182,9 @@ class PodmanSandbox : public Sandbox {
     }
     auto exit = wait_for_exit(deadline_ms);
     // A wait that failed (a signal) leaves the container running: it is
-    // removed next anyway; kill it now so that the follow ends.
-    if (!exit && follower.joinable()) (void)podman_.kill(container_.id());
+    // removed next anyway; kill it now so that the follow ends. Not after an
+    // outage (the follow ended with the service): it is waited for again.
+    if (!exit && exit.error().kind != ErrorKind::kUnreachable && follower.joinable()) (void)podman_.kill(container_.id());
     if (follower.joinable()) follower.join();
     if (watch_) watch_->stop();
     return exit;
@@ -238,6 +245,7 @@ class PodmanSandbox : public Sandbox {
   std::unique_ptr<CgroupWatch> watch_;  // null when not measured (gVisor, a systemd-managed service)
   std::optional<SpareClaim> claim_;  // none: made for this run
   std::string exit_file_;        // conmon's exit file for it (exit_file.h)
+  std::size_t lines_out_ = 0;    // output lines passed on (by the follower, during wait)
   std::vector<DeferredRemoval>* deferred_ = nullptr;  // remove() hands it over (engine.warm)
   std::vector<StrandedContainer>* stranded_ = nullptr;  // where it goes when its removal meets an outage
   bool handed_over_ = false;     // ... and did: its cgroup goes with it there
