@@ -155,6 +155,9 @@ struct LiveCommand {
   std::size_t head_bytes = 0, tail_bytes = 0;  // the output kept (limits.log_bytes)
   // When set, the output's lines as they arrive (this thread).
   std::function<void(const std::string&)> output;
+  // When set, made true once the command has been handed to the sandbox: an
+  // error before that (the engine unreachable) means it did not run.
+  bool* started = nullptr;
 };
 
 struct LiveExit {

@@ -182,7 +182,7 @@ class ExecSteps {
 
 // One command of a live session, the session held (exec_in_session).
 Result<ExecResult> exec_live(HeldSession& held, const Config& config, const ExecRequest& req, Engine& engine,
-                             const SessionStore& store) {
+                             const SessionStore& store, EngineWait& wait) {
   SessionRecord& rec = held.record;
   const auto t0 = std::chrono::steady_clock::now();
   rec.execs += 1;
@@ -200,7 +200,22 @@ Result<ExecResult> exec_live(HeldSession& held, const Config& config, const Exec
   c.head_bytes = static_cast<std::size_t>(policy.log_bytes) - c.tail_bytes;
   c.output = req.output;
   auto live = engine.live(rec.sandbox);
+  bool started = false;
+  c.started = &started;
   auto r = live->exec(c);
+  // Not handed to the sandbox yet: the outage is waited out within the
+  // command's timeout and the command then runs (once it started, it may be
+  // running: it is never run twice).
+  while (!r && r.error().kind == ErrorKind::kUnreachable && !started) {
+    if (auto w = wait.ride_out(r.error()); !w) {
+      rec.pending_exec.clear();
+      (void)store.save(rec);
+      return w.error().context("session " + rec.id + ": command " + exec_id +
+                               " not run, podman is unreachable (the session is kept): retry once podman answers");
+    }
+    live = engine.live(rec.sandbox);
+    r = live->exec(c);
+  }
   rec.last_used = session_now();
   if (!r && r.error().kind == ErrorKind::kUnreachable) {
     (void)store.save(rec);  // still pending: the next holder ends it
@@ -225,6 +240,7 @@ Result<ExecResult> exec_live(HeldSession& held, const Config& config, const Exec
   res.shell = r->shell;
   res.fresh_shell = r->fresh_shell;
   res.shell_ended = r->shell_ended;
+  res.outages = wait.log();
   return res;
 }
 
@@ -441,7 +457,7 @@ Result<ExecResult> exec_in_session(const std::string& id, const Config& config, 
   }
   if (!held) return held.error();
   SessionRecord& rec = held->record;
-  if (rec.isolation == kIsolationLive) return exec_live(*held, config, req, engine, store);
+  if (rec.isolation == kIsolationLive) return exec_live(*held, config, req, engine, store, wait);
   const std::string exec_id = id + "-" + std::to_string(rec.execs + 1);
   rec.execs += 1;
   rec.last_used = session_now();

@@ -50,6 +50,7 @@ class PodmanLive : public LiveSandbox {
   Result<LiveExit> exec(const LiveCommand& c) override {
     auto exec = podman_.exec_create(id_, live_command_argv(c.number, c.command), "/work");
     if (!exec) return ended_or(exec.error());
+    if (c.started != nullptr) *c.started = true;
     LiveStream stream(c.head_bytes, c.tail_bytes, c.output);
     FrameDemux demux;
     auto st = podman_.exec_start(*exec, [&](std::string_view chunk) {
