@@ -5,7 +5,11 @@
 // or under its mcp.seeds: a session id names a session only when its seed is
 // one the server may use. Sessions live in the run store, so a client that
 // reconnects (a new server process) continues them.
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "cli/cli_args.h"
 #include "cli/mcp_args.h"
@@ -30,6 +34,80 @@ ProgressFn log_and(const ProgressFn& progress, const std::string& what) {
     if (progress) progress(what + ": " + step);
   };
 }
+
+// A running command's output as MCP progress (notifications/progress when
+// the call carried a progressToken): the last kShownBytes of what it printed
+// so far, at most every kEveryMs (a thread sends what came since), the rest
+// before the call answers. Every progress call of the exec goes through
+// say(), one at a time.
+class OutputProgress {
+ public:
+  static constexpr std::size_t kShownBytes = 4096;
+  static constexpr int kEveryMs = 250;
+
+  OutputProgress(ProgressFn progress, std::string what)
+      : progress_(std::move(progress)), what_(std::move(what)), sender_([this] { send_loop(); }) {}
+  ~OutputProgress() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    sender_.join();
+    send_pending();
+  }
+  OutputProgress(const OutputProgress&) = delete;
+  OutputProgress& operator=(const OutputProgress&) = delete;
+
+  void line(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A per-command sandbox's probe lines come first: not the command's.
+    if (total_ == 0 && text.rfind("lazyagent-probe: ", 0) == 0) return;
+    tail_ += text;
+    tail_ += '\n';
+    total_ += text.size() + 1;
+    if (tail_.size() > kShownBytes) tail_.erase(0, tail_.size() - kShownBytes);
+    dirty_ = true;
+  }
+
+  void say(const std::string& text) {
+    std::lock_guard<std::mutex> lock(say_mu_);
+    if (progress_) progress_(text);
+  }
+
+ private:
+  void send_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(kEveryMs), [this] { return stop_; });
+      if (stop_) break;
+      lock.unlock();
+      send_pending();
+      lock.lock();
+    }
+  }
+
+  void send_pending() {
+    std::string text;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!dirty_) return;
+      dirty_ = false;
+      text = what_ + ": output so far (" + std::to_string(total_) + " bytes" +
+             (total_ > tail_.size() ? "; the last " + std::to_string(tail_.size()) + " shown" : "") + "):\n" + tail_;
+    }
+    say(text);
+  }
+
+  ProgressFn progress_;
+  std::string what_;
+  std::mutex mu_, say_mu_;
+  std::condition_variable cv_;
+  std::string tail_;
+  std::size_t total_ = 0;
+  bool dirty_ = false, stop_ = false;
+  std::thread sender_;  // last: started once the rest is ready
+};
 
 // The session_id argument (and the others `keys` lists), checked; the
 // session's context when its seed is one the server may use.
@@ -94,13 +172,19 @@ Result<json> mcp_session_exec(const SessionToolSetup& s, const json& args, const
   // As `session exec` (per-command): the container is removed after the
   // answer, by a child holding the session's removals lock (session_close waits for it).
   SessionLock removals = defer_removal(*ctx->engine, SessionStore(default_run_store()), ctx->record);
-  const ProgressFn said = log_and(progress, "session_exec " + ctx->record.id);
-  auto r = exec_in_session(ctx->record.id, ctx->config, req, *ctx->engine, SessionStore(default_run_store()), said);
-  if (const pid_t pid = remove_after_answer(*ctx->engine, std::move(removals)); pid > 0) {
-    said("its container is removed after the answer (pid " + std::to_string(pid) + ")");
+  const std::string what = "session_exec " + ctx->record.id;
+  std::optional<Result<ExecResult>> r;
+  {
+    OutputProgress streamed(progress, what);
+    const ProgressFn said = log_and([&streamed](const std::string& t) { streamed.say(t); }, what);
+    req.output = [&streamed](const std::string& line) { streamed.line(line); };
+    r.emplace(exec_in_session(ctx->record.id, ctx->config, req, *ctx->engine, SessionStore(default_run_store()), said));
+    if (const pid_t pid = remove_after_answer(*ctx->engine, std::move(removals)); pid > 0) {
+      said("its container is removed after the answer (pid " + std::to_string(pid) + ")");
+    }
   }
-  if (!r) return r.error();
-  return exec_result_json(*r);
+  if (!*r) return r->error();
+  return exec_result_json(**r);
 }
 
 Result<json> mcp_session_write(const SessionToolSetup& s, const json& args) {
@@ -188,7 +272,8 @@ std::vector<McpTool> mcp_session_tools(const std::string& config_path, const Con
                "(a per-command session: a fresh sandbox each time, nothing carries over). At timeout_seconds the "
                "command's processes are ended, the session lives on. Returns exit_code, output (bounded), "
                "truncated, timed_out, and for a live session shell_ended (the command ended the shell: the next "
-               "gets a fresh one).",
+               "gets a fresh one). With a progressToken, the output so far (its last 4 KiB) comes as "
+               "notifications/progress while the command runs.",
                schema({{"session_id", kSessionId},
                        {"command", {{"type", "string"}}},
                        {"timeout_seconds", {{"type", "integer"}, {"minimum", 1}, {"maximum", 86400}}}},

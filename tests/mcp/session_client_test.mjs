@@ -83,6 +83,16 @@ try {
   const where = await call(client, "session_exec", { session_id: id, command: "pwd" });
   check(where.structuredContent?.output === "/work/.lazyagent-tmp/here\n", "session_exec: cd carries over", where.structuredContent);
   await call(client, "session_exec", { session_id: id, command: "cd /work" });
+  // Output streams as progress while the command runs: its first line is
+  // seen alone, before the second is printed and before the answer.
+  const streamed = [];
+  const t0 = Date.now();
+  const slow = await call(client, "session_exec", { session_id: id, command: "echo first-line; sleep 2; echo second-line" },
+    { onprogress: (p) => streamed.push({ ms: Date.now() - t0, message: p.message }) });
+  const alone = streamed.find((p) => /first-line/.test(p.message) && !/second-line/.test(p.message));
+  check(slow.structuredContent?.output === "first-line\nsecond-line\n" && alone !== undefined && alone.ms < 1800 &&
+    streamed.some((p) => /first-line\nsecond-line/.test(p.message)),
+    "session_exec: output streams as notifications/progress while the command runs", { streamed, result: slow.structuredContent });
 
   // A reconnect: the session is in the run store, not in the server.
   await client.close();
