@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -413,7 +414,11 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
     spec.policy = policy;
     spec.session_copy = store.work_dir(rec.id);
     spec.progress = progress;
-    auto live = engine.open_live(spec, rec.max_age_seconds);
+    // It ends no sooner than the record expires (session_expiry: past
+    // max_age whole seconds after `created`), so a command that finds it
+    // gone is told the session has expired, and reap removes both.
+    const std::int64_t lifetime = rec.created + rec.max_age_seconds + 1 - session_now();
+    auto live = engine.open_live(spec, std::max<std::int64_t>(lifetime, 1));
     if (live) {
       rec.sandbox = (*live)->id();
       if (auto st = store.save(rec); !st) {

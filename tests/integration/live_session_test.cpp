@@ -192,6 +192,12 @@ TEST_CASE("a live session's sandbox ends itself at its maximum age with no lazya
   TempDir state, cfg;
   const std::string config = cfg.file("c.yaml", "seed: " + seed_dir() + "\nsessions:\n  max_age_seconds: 60\n");
   Live s({state.path()}, {"--config", config});
+  // Its deadline is no sooner than the record's expiry (past 60 whole
+  // seconds after `created`): a command that finds it gone hears "expired".
+  const json rec = json::parse(sh("cat " + s.dir() + "/session.json"));
+  const std::string ends = sh("podman inspect " + s.sandbox + " --format '{{index .Config.Labels \"io.lazyagent.session-ends\"}}'");
+  INFO("created " << rec["created"] << ", sandbox ends " << ends);
+  CHECK(std::stoll(ends) >= rec["created"].get<long long>() + 61);
   // Something running in it; then every process of ours is gone (each CLI call has exited).
   CHECK(s.exec("sleep 100000 >/dev/null 2>&1 & echo started")["exit_code"] == 0);
   REQUIRE(s.state() == "running\n");
