@@ -322,7 +322,7 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
   }
   if (auto st = store.mount_work(*rec); !st) return st.error();  // after a reboot
   HeldSession held{std::move(*lock), std::move(*rec), {}};
-  if (live && purpose == HoldFor::kRead) {
+  if (live && purpose == HoldFor::kRead && held.record.unfrozen.empty()) {
     // Nothing in the sandbox changes the copy while the host reads it.
     held.record.frozen = true;
     if (auto st = store.save(held.record); !st) return st.error();
@@ -341,7 +341,14 @@ Result<HeldSession> hold_session(const std::string& id, Engine* engine, const Se
 Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, const SessionStore& store,
                                    const ProgressFn& progress) {
   if (auto st = check_engine_supports_sessions(engine); !st) return st.error();
-  if (auto st = engine.check_policy(open.config); !st) return st.error();
+  SandboxPolicy policy = policy_from_config(open.config, open.config.timeouts.test_seconds);
+  engine.adapt_policy(&policy);
+  const bool live_model = open.config.sessions.isolation == kIsolationLive;
+  if (auto st = engine.check_policy(open.config); !st) {
+    if (!live_model || policy.no_freezer.empty()) return st.error();
+    return usage_error(st.error().message + "; and the live session model (sessions.isolation: live) cannot freeze "
+                       "its sandbox while the host reads the copy (" + policy.no_freezer + ")");
+  }
   if (progress) progress("engine");
   if (auto st = engine.check(progress); !st) return st.error();
   if (progress) progress("snapshot");
@@ -357,12 +364,24 @@ Result<SessionRecord> open_session(const SessionOpen& open, Engine& engine, cons
   rec.created = rec.last_used = session_now();
   rec.idle_ttl_seconds = open.config.sessions.idle_ttl_seconds;
   rec.max_age_seconds = open.config.sessions.max_age_seconds;
-  SandboxPolicy policy = policy_from_config(open.config, open.config.timeouts.test_seconds);
-  engine.adapt_policy(&policy);
   rec.host_id = policy.userns.enabled ? policy.userns.host_id : -1;
   rec.rootless = policy.userns.enabled && policy.userns.rootless;
   rec.accept_weaker_policy = open.config.engine.accept_weaker_policy;
   rec.isolation = open.config.sessions.isolation;
+  // The live model freezes its sandbox while the host reads the copy: where
+  // the host has no freezer for it (no cgroups: rootless podman on cgroup
+  // v1), refused by name unless accepted, and the record says so.
+  if (live_model && !policy.no_freezer.empty()) {
+    const std::string why = "the host cannot freeze the session's sandbox (" + policy.no_freezer +
+                            "): a background process could change the working copy while diff, read or prove reads it";
+    if (!open.config.engine.accept_weaker_policy) {
+      return usage_error("the live session model (sessions.isolation: live) needs the cgroup freezer, and " + why +
+                         ". Refused before any copy or container exists: use sessions.isolation: per-command (nothing "
+                         "runs between commands), or accept the weaker policy with --accept-weaker-policy (or "
+                         "engine.accept_weaker_policy: true)");
+    }
+    rec.unfrozen = why;
+  }
   // The working copy's cap, or why there is none (refused unless accepted).
   const std::string uncapped = capped_dir_unsupported_reason();
   if (uncapped.empty()) {

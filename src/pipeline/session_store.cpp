@@ -43,7 +43,7 @@ json session_to_json(const SessionRecord& r) {
               {"disk_bytes", r.disk_bytes},  {"max_files", r.max_files},
               {"uncapped", r.uncapped},      {"accept_weaker_policy", r.accept_weaker_policy},
               {"rootless", r.rootless},     {"isolation", r.isolation},
-              {"sandbox", r.sandbox},       {"frozen", r.frozen}};
+              {"sandbox", r.sandbox},       {"frozen", r.frozen}, {"unfrozen", r.unfrozen}};
 }
 
 Result<SessionRecord> session_from_json(const json& j) {
@@ -70,6 +70,7 @@ Result<SessionRecord> session_from_json(const json& j) {
     r.isolation = j.value("isolation", "per-command");
     r.sandbox = j.value("sandbox", "");
     r.frozen = j.value("frozen", false);
+    r.unfrozen = j.value("unfrozen", "");
     return r;
   } catch (const json::exception& e) {
     return engine_error(std::string("a session record is malformed: ") + e.what());

@@ -73,6 +73,9 @@ struct SessionRecord {
   // a free lock, its reader died and the next holder thaws it).
   std::string sandbox;
   bool frozen = false;
+  // Live, where the host cannot freeze it (rootless podman on cgroup v1),
+  // why: accepted with --accept-weaker-policy, and host reads are not frozen.
+  std::string unfrozen;
 };
 
 nlohmann::json session_to_json(const SessionRecord& r);

@@ -90,6 +90,9 @@ struct SandboxPolicy {
   // demand them in the OCI spec.
   std::vector<std::string> host_gaps;
   std::string host_gaps_reason;
+  // Why the host cannot freeze the sandbox (podman pause), "" when it can:
+  // set by the engine (rootless_host.h: rootless podman on cgroup v1).
+  std::string no_freezer;
   // Addresses the egress probe tries beyond what it finds itself
   // ("label=host:port", egress_probe.h): the engine's (Kubernetes: the API).
   std::vector<std::string> egress_probe_targets;

@@ -43,7 +43,8 @@
 #   reap         a run killed (-9) mid-test: its container removed, its
 #                record closed; an unclaimed spare removed
 #   mcp          one tools/call test_patch over stdio proves the fix
-#   session      open (the copy given to the first subordinate id inside the
+#   session      refused without --accept-weaker-policy (no freezer for the
+#                live model), then open (the copy given to the first subordinate id inside the
 #                user's namespace), exec writing a 0600 file in a new 0700
 #                directory, diff and read it back, close: no session
 #                directory, no file of another id in the state dir, no
@@ -380,11 +381,16 @@ sys.exit(0 if not r.get('isError') and r['structuredContent']['status']=='passed
 # 0700 directory, which the user can neither read nor remove: open, diff,
 # read and close each work only inside the user's namespace (session_copy.h).
 SESSION_T0="$(date +%s%N)"
+# Rootless on cgroup v1 has no freezer: the live model is refused by name
+# unless accepted, then recorded, and host reads go unfrozen.
+as_user lazyagent-oci session open --config config/lazyagent.yaml --json >/dev/null 2>"$WORK/session-refused.err"
+rc=$?
+check "session open without --accept-weaker-policy: refused, exit 2, the live model's freezer named" "$([ $rc -eq 2 ] && grep -q "the live session model (sessions.isolation: live) cannot freeze its sandbox" "$WORK/session-refused.err"; echo $?)" "rc=$rc $(cat "$WORK/session-refused.err")"
 as_user lazyagent-oci session open --config config/lazyagent.yaml --accept-weaker-policy --json >"$WORK/session-open.json" 2>"$WORK/session-open.err"
 rc=$?
 SESSION="$(python3 -c "import json; print(json.load(open('$WORK/session-open.json'))['session_id'])" 2>/dev/null)"
 SESSION_DIR="$USER_HOME/.local/state/lazyagent-oci/sessions/${SESSION:-none}"
-check "session open as the user: its working copy given to the sandbox's root, subordinate id $SUB_START" "$([ $rc -eq 0 ] && [ -n "$SESSION" ] && [ "$(stat -c %u:%g "$SESSION_DIR/work/calculator.py")" = "$SUB_START:$(grep "^$USER_NAME:" /etc/subgid | cut -d: -f2)" ] && grep -q '"rootless": true' "$WORK/session-open.json"; echo $?)" "rc=$rc $(cat "$WORK/session-open.err")"
+check "session open as the user: its working copy given to the sandbox's root, subordinate id $SUB_START" "$([ $rc -eq 0 ] && [ -n "$SESSION" ] && [ "$(stat -c %u:%g "$SESSION_DIR/work/calculator.py")" = "$SUB_START:$(grep "^$USER_NAME:" /etc/subgid | cut -d: -f2)" ] && grep -q '"rootless": true' "$WORK/session-open.json" && grep -q '"unfrozen": "the host cannot freeze' "$WORK/session-open.json"; echo $?)" "rc=$rc $(cat "$WORK/session-open.err" "$WORK/session-open.json")"
 as_user lazyagent-oci session exec "$SESSION" --json -- sh -c \
   "umask 077 && mkdir -p notes/deep && echo 'note $MARK' >notes/deep/private.txt && sed -i '0,/return a - b/s//return a + b/' calculator.py" \
   >"$WORK/session-exec.json" 2>"$WORK/session-exec.err"

@@ -61,6 +61,22 @@ TEST_CASE("rootless on cgroup v1 cannot enforce memory, pids or cpu, v2 with del
   CHECK(root.gaps.empty());
 }
 
+TEST_CASE("only rootless podman on cgroup v1 has no freezer for a live session's sandbox", "[rootless][quick]") {
+  SandboxPolicy v1;
+  REQUIRE(adapt_policy_to_host(v1_user(), &v1).ok());
+  CHECK(v1.no_freezer.rfind("rootless podman on cgroup v1: ", 0) == 0);
+  RootlessHost v2 = v1_user();
+  v2.cgroup_v2 = true;  // no controller delegated: cgroup.freeze is in every v2 cgroup all the same
+  fill_gaps(&v2);
+  SandboxPolicy p2;
+  REQUIRE(adapt_policy_to_host(v2, &p2).ok());
+  CHECK_FALSE(p2.host_gaps.empty());
+  CHECK(p2.no_freezer.empty());
+  SandboxPolicy rooted;
+  REQUIRE(adapt_policy_to_host(RootlessHost{}, &rooted).ok());
+  CHECK(rooted.no_freezer.empty());
+}
+
 TEST_CASE("the sandbox's ids map into the user's subordinate range, never the user's uid", "[rootless]") {
   SandboxPolicy p;
   REQUIRE(adapt_policy_to_host(v1_user(), &p).ok());

@@ -81,6 +81,10 @@ RootlessHost rootless_host_of(const std::string& socket_path) {
 Status adapt_policy_to_host(const RootlessHost& h, SandboxPolicy* policy) {
   policy->host_gaps = h.gaps;
   policy->host_gaps_reason = h.gaps_reason;
+  policy->no_freezer = h.rootless && !h.cgroup_v2
+                           ? "rootless podman on cgroup v1: an unprivileged user's containers get no freezer cgroup, "
+                             "so podman cannot pause them"
+                           : "";
   if (!h.rootless || !policy->userns.enabled) return ok_status();
   const std::string who = h.user.empty() ? "uid " + std::to_string(h.uid) : h.user;
   if (!h.subuid || !h.subgid) {
