@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark: one command's round trip in an open session (`session exec`: a
-# fresh sandbox per command over the session's working copy, created,
+# Benchmark: one command's round trip in a per-command session
+# (sessions.isolation: per-command; bench/live_session.sh measures the
+# default, live sessions) (`session exec`: a fresh sandbox per command over the session's working copy, created,
 # verified, started, waited for, its logs read and the probe judged, removed)
 # against the two other exec models with the same image and copy:
 #   podman exec   into a long-lived container with the same hardening flags
@@ -50,7 +51,8 @@ flags=(--network none --cap-drop ALL --security-opt no-new-privileges
   -v "$work/copy:/work:rw,nosuid,nodev")
 
 podman run -d --name "$long" "${flags[@]}" "$image" sleep infinity >/dev/null
-sid=$("$bin" session open --seed seed 2>/dev/null)
+printf 'seed: %s\nsessions:\n  isolation: per-command\n' "$PWD/seed" >"$work/per-command.yaml"
+sid=$("$bin" session open --config "$work/per-command.yaml" 2>/dev/null)
 
 ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; t1=$(date +%s%N); echo $(((t1 - t0) / 1000000)); }
 session_cmd() { "$bin" session exec "$sid" -- "$1"; }
