@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
+#include "unreachable_kubeconfig.h"
 
 using nlohmann::json;
 using namespace it;
@@ -93,13 +94,7 @@ TEST_CASE("a Kubernetes API server that refuses the connection is engine_unreach
           "within eval.engine_wait_seconds", "[cli][k8s][quick]") {
   TempDir state, dir;
   // A kubeconfig naming a port nothing listens on: the API server is away.
-  const std::string kubeconfig = dir.file("kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: none}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)");
+  const std::string kubeconfig = unreachable_kubeconfig(dir);
   const CliEnv env{state.path(), {{"KUBECONFIG", kubeconfig}}};
   const std::string patch = dir.file("fix.json", fixing_patch());
   const CliResult t = run_cli(env, {"test", "--backend", "k8s", "--seed", seed_dir(), "--patch", patch, "--json"});

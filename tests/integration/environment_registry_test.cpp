@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "unreachable_kubeconfig.h"
 
 using nlohmann::json;
 using namespace it;
@@ -60,13 +61,7 @@ TEST_CASE("environment registry: env build --backend k8s builds as on podman, pu
   PrivateRegistry reg;
   REQUIRE_FALSE(reg.address().empty());
   TempDir dir;
-  const std::string kubeconfig = dir.file("kubeconfig", R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-users: [{name: u, user: {token: none}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)");
+  const std::string kubeconfig = unreachable_kubeconfig(dir);
   const std::string config = dir.file(
       "c.yaml", "seed: " + seed_dir() +
                     "\nenvironment:\n  setup: [\"echo lazyagent environment registry test > marker\"]\n"
