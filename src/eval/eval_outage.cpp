@@ -30,7 +30,8 @@ std::string outage_line(const OutageEvent& e) {
              "); carrying on, tasks it cut short run again from the start";
     case OutageEvent::Kind::kGaveUp:
       return since + ": gave up after " + waited + " (eval.engine_wait_seconds " + std::to_string(e.wait_seconds) +
-             "); the tasks not run are not_run: rerun with the same --out once the engine answers";
+             (e.before_tasks ? "); nothing was run: rerun once the engine answers"
+                             : "); the tasks not run are not_run: rerun with the same --out once the engine answers");
   }
   return since;
 }
@@ -104,7 +105,7 @@ Status EngineOutage::wait(Engine& engine) {
         gave_up_ = true;
         log_.back().ms = waited;
         log_.back().gave_up = true;
-        if (observer_) observer_({OutageEvent::Kind::kGaveUp, log_.back(), wait_seconds_, first_error_});
+        if (observer_) observer_({OutageEvent::Kind::kGaveUp, log_.back(), wait_seconds_, first_error_, !tasks_started_});
       }
       if (gave_up_) return Error{ErrorKind::kUnreachable, "the engine stayed unreachable: " + st.error().message};
     }
@@ -123,6 +124,11 @@ void EngineOutage::nap(long ms) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+void EngineOutage::tasks_begin() {
+  std::lock_guard<std::mutex> lock(mu_);
+  tasks_started_ = true;
 }
 
 bool EngineOutage::gave_up() const {

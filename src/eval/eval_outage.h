@@ -39,6 +39,7 @@ struct OutageEvent {
   EngineOutageLog outage;   // so far (ms: since it began)
   std::int64_t wait_seconds = 0;
   std::string error;        // what the first worker met (kUnreachable)
+  bool before_tasks = false;  // no task had been handed out yet (the eval's start)
 };
 
 // "engine unreachable since 01:02:03, waiting (up to 600 s): <error>" and the
@@ -61,6 +62,9 @@ class EngineOutage {
   bool ready(Engine& engine);
 
   bool gave_up() const;
+  // The eval hands out tasks from now on (an outage before this, given up
+  // on, leaves nothing run and no summary).
+  void tasks_begin();
   std::vector<EngineOutageLog> log() const;
 
   // The backoff between checks: first, then doubled, at most max.
@@ -80,6 +84,7 @@ class EngineOutage {
   mutable std::mutex mu_;
   bool active_ = false;
   bool gave_up_ = false;
+  bool tasks_started_ = false;
   std::chrono::steady_clock::time_point began_;
   std::string first_error_;
   std::vector<EngineOutageLog> log_;  // the last one is the current one while active_

@@ -249,6 +249,7 @@ class Runner {
         }
       }
     }
+    outage_.tasks_begin();
     const int prepare = opt_.prepare < 0 ? opt_.jobs : opt_.prepare;
     const int jobs = std::max(1, std::min<int>(opt_.jobs + prepare, static_cast<int>(pending_.size())));
     if (pending_.empty()) engines.clear();

@@ -153,6 +153,7 @@ TEST_CASE("eval outage: past eval.engine_wait_seconds the tasks not run are not_
   REQUIRE(w.outage_events.size() == 2);
   CHECK(w.outage_events[1].outage.kind == OutageEvent::Kind::kGaveUp);
   CHECK(outage_line(w.outage_events[1].outage).find("gave up after 1.") != std::string::npos);
+  CHECK(outage_line(w.outage_events[1].outage).find("the tasks not run are not_run") != std::string::npos);
   s.engine_outages = report->outages;
   const json j = summary_to_json(s);
   CHECK(j["not_run"]["ids"] == json::array({"t2", "t3", "t4"}));
@@ -197,6 +198,9 @@ TEST_CASE("eval outage: an engine away as the eval starts is waited for, then ev
   CHECK(gone.prepared.empty());
   REQUIRE(gone.outage_events.size() == 2);
   CHECK(gone.outage_events[1].outage.kind == OutageEvent::Kind::kGaveUp);
+  // Its line says nothing ran: no task is not_run, there is no summary.
+  CHECK(outage_line(gone.outage_events[1].outage).find("nothing was run: rerun once the engine answers") != std::string::npos);
+  CHECK(outage_line(gone.outage_events[1].outage).find("not_run") == std::string::npos);
 }
 
 TEST_CASE("eval outage: without a ride-out an outage is an infra_error, and a task that keeps meeting one becomes "
