@@ -63,12 +63,20 @@ function treeHash(dir) {
   walk(dir);
   return h.digest("hex");
 }
-// Containers the project made (its labels) and every volume, as id + name lines.
+// Containers the project made ("ID NAME RUN" lines, RUN from its label) and every volume.
 function podmanObjects() {
-  const containers = execFileSync("podman", ["ps", "-a", "--filter", "label=io.lazyagent.role", "--format", "{{.ID}} {{.Names}}"],
-    { encoding: "utf8" });
+  const containers = execFileSync("podman", ["ps", "-a", "--filter", "label=io.lazyagent.role",
+    "--format", '{{.ID}} {{.Names}} {{index .Labels "io.lazyagent.run"}}'], { encoding: "utf8" });
   const volumes = execFileSync("podman", ["volume", "ls", "--format", "{{.Name}}"], { encoding: "utf8" });
   return { containers: containers.split("\n").filter(Boolean), volumes: volumes.split("\n").filter(Boolean) };
+}
+// The session's id and every run in this test's private run store: a container
+// naming one of them is this test's (another suite on the same podman service
+// may make and remove its own meanwhile).
+function ourIds(sessionId) {
+  const runs = path.join(state, "lazyagent-oci", "runs");
+  const ids = fs.existsSync(runs) ? fs.readdirSync(runs).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -".json".length)) : [];
+  return sessionId ? [sessionId, ...ids] : ids;
 }
 const seedBefore = treeHash(seed);
 const before = podmanObjects();
@@ -176,7 +184,7 @@ check(proved.tests_passed === true && proved.patch_format === "diff" && proved.t
   "session_prove: the fix is proven in a fresh sandbox, the baseline's failures fixed", proved);
 let runDiff = null;
 try {
-  runDiff = execFileSync(binary, ["diff", proved.run_id ?? "-"], { env, encoding: "utf8" });
+  runDiff = execFileSync(binary, ["diff", proved.run_id ?? "-"], { env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 } catch (e) {
   runDiff = `exit ${e.status}: ${e.stderr}`;
 }
@@ -197,7 +205,7 @@ check(proved.attestation?.keyid === key.keyid && verified?.verified === true && 
 check(treeHash(seed) === seedBefore, "the seed directory is untouched");
 const after = podmanObjects();
 const left = {
-  containers: after.containers.filter((c) => !before.containers.includes(c)),
+  containers: after.containers.filter((c) => !before.containers.includes(c) && ourIds(s.id).some((id) => c.includes(id))),
   volumes: after.volumes.filter((v) => !before.volumes.includes(v)),
 };
 check(left.containers.length === 0 && left.volumes.length === 0, "no container or volume of the session is left", left);
