@@ -503,6 +503,21 @@ if [ -x "$LAZYAGENT_ROOT/build/lazyagent-oci" ]; then
   step_done "bash, zsh, fish; lazyagent-oci(1)"
 fi
 
+# ---- 4b. the agent tests' npm packages ---------------------------------------------
+# The MCP SDK's client and Codex CLI (424 MB installed), pinned by their tests'
+# package-lock.json, installed under build/ now so that no test waits for a
+# download (tests/npm-install.sh; a second run finds them installed). Not for
+# --cli-only: only the test suite runs them.
+
+if [ "$CLI_ONLY" -eq 0 ] && [ -d "$LAZYAGENT_ROOT/build" ]; then
+  step "npm packages of the agent tests"
+  for t in mcp:mcp-client codex:codex-agent; do
+    sh "$LAZYAGENT_ROOT/tests/npm-install.sh" "$LAZYAGENT_ROOT/tests/${t%%:*}" "$LAZYAGENT_ROOT/build/${t#*:}" >&2 ||
+      warn "npm could not install tests/${t%%:*}'s packages: its tests will try again"
+  done
+  step_done
+fi
+
 # ---- 5. images ----------------------------------------------------------------------
 
 if [ "$DO_IMAGES" -eq 1 ]; then

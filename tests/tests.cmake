@@ -144,6 +144,18 @@ add_test(NAME "mcp: the official TypeScript SDK client works a bug to a proven f
 set_tests_properties("mcp: the official TypeScript SDK client works a bug to a proven fix in a session" PROPERTIES
   LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 900)
 
+# A real coding agent: OpenAI's Codex CLI (`codex exec`, pinned in
+# tests/codex/package-lock.json, installed under the build directory by
+# tests/npm-install.sh) drives the session tools of `lazyagent-oci mcp`, its
+# model a scripted Responses API server on 127.0.0.1, both in a network
+# namespace with only lo (tests/codex/run_codex.sh): the demo bug worked to a
+# proven, verified fix, a background server queried from the next command,
+# the seed untouched, nothing left. Real podman.
+add_test(NAME "mcp: Codex CLI works the demo bug to a proven fix through the session tools"
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/codex/run_codex.sh ${CMAKE_BINARY_DIR} $<TARGET_FILE:lazyagent-oci> ${CMAKE_SOURCE_DIR})
+set_tests_properties("mcp: Codex CLI works the demo bug to a proven fix through the session tools" PROPERTIES
+  LABELS "mcp;integration" RESOURCE_LOCK podman TIMEOUT 600)
+
 # The MCP server while podman's service goes away and comes back (issue 44),
 # through the same client: a retryable tool error during the outage, tools/list
 # answering meanwhile, the same call working once the service is back. The
