@@ -123,6 +123,18 @@ TEST_CASE("a live session keeps its shell and background jobs, ends only a timed
       "print(u.urlopen('http://127.0.0.1:8765/').status)\" 2>/dev/null && break; sleep 0.3; done";
   CHECK(s.out(query) == "200\n");
 
+  // The CLI prints the output as it comes: the first line is out while the
+  // command still sleeps, before the second is printed.
+  {
+    TempDir streamed;
+    const pid_t pid = spawn_cli(s.env, {"session", "exec", s.id, "--", "echo first-line; sleep 4; echo second-line"},
+                                streamed.path());
+    const auto read_out = [&] { return sh("cat " + streamed.path() + "/stdout"); };
+    CHECK(wait_for([&] { return read_out() == "first-line\n"; }, 4));
+    CHECK(wait_cli(pid, 30) == 0);
+    CHECK(read_out() == "first-line\nsecond-line\n");
+  }
+
   // A timeout ends the command, not the session, nor earlier background jobs.
   const json slow = s.exec("echo begun; sleep 300 & sleep 200", {"--timeout", "2"});
   CHECK(slow["timed_out"] == true);

@@ -90,8 +90,10 @@ try {
   const slow = await call(client, "session_exec", { session_id: id, command: "echo first-line; sleep 2; echo second-line" },
     { onprogress: (p) => streamed.push({ ms: Date.now() - t0, message: p.message }) });
   const alone = streamed.find((p) => /first-line/.test(p.message) && !/second-line/.test(p.message));
+  // (Not the last notification: the SDK runs notification handlers a tick
+  // late and drops one that comes in the same read as the answer.)
   check(slow.structuredContent?.output === "first-line\nsecond-line\n" && alone !== undefined && alone.ms < 1800 &&
-    streamed.some((p) => /first-line\nsecond-line/.test(p.message)),
+    alone.ms < slow.structuredContent?.ms,
     "session_exec: output streams as notifications/progress while the command runs", { streamed, result: slow.structuredContent });
 
   // A reconnect: the session is in the run store, not in the server.
