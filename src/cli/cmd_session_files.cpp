@@ -159,7 +159,8 @@ int session_diff_cmd(const std::vector<std::string>& args) {
     else std::cout.write(d->diff.data(), static_cast<std::streamsize>(d->diff.size()));
     for (const auto& f : d->findings) std::cerr << "refused: " << f.code << ": " << escape_for_terminal(f.message) << "\n";
     if (!d->ignored.empty()) {
-      std::cerr << "left out " << d->ignored.size() << " new file(s) the seed's repository ignores (first: "
+      std::cerr << "left out " << d->ignored.size() << " new file(s) the seed's repository ignores or a tool's "
+                << "cache directory holds (CACHEDIR.TAG) (first: "
                 << escape_for_terminal(d->ignored.front()) << ")\n";
     }
   }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -201,6 +202,38 @@ Status leave_out_ignored(const Config& config, std::vector<TextChange>* changes,
   return ok_status();
 }
 
+// Drops the new files under a directory a tool tagged as its cache with a
+// new CACHEDIR.TAG (the Cache Directory Tagging Specification: pytest's
+// .pytest_cache, cargo's target/): never source, and outside any allow
+// list. Only new files go (a seed file under it stays in the diff), and each
+// is listed, so nothing the sandbox hides this way is silently lost: it is
+// simply not in the patch that is proven.
+void leave_out_caches(std::vector<TextChange>* changes, std::vector<std::string>* ignored) {
+  static constexpr std::string_view kTag = "CACHEDIR.TAG";
+  static constexpr std::string_view kSignature = "Signature: 8a477f597d28d172789f06886806bc55";
+  std::vector<std::string> dirs;  // "dir/"
+  for (const auto& c : *changes) {
+    const std::size_t slash = c.path.rfind('/');
+    const std::string_view name = slash == std::string::npos ? std::string_view(c.path) : std::string_view(c.path).substr(slash + 1);
+    if (c.op == FileOp::kCreate && slash != std::string::npos && name == kTag &&
+        c.new_content.compare(0, kSignature.size(), kSignature) == 0) {
+      dirs.push_back(c.path.substr(0, slash + 1));
+    }
+  }
+  if (dirs.empty()) return;
+  std::vector<TextChange> kept;
+  for (auto& c : *changes) {
+    const bool cached = c.op == FileOp::kCreate &&
+                        std::any_of(dirs.begin(), dirs.end(), [&](const std::string& d) { return c.path.rfind(d, 0) == 0; });
+    if (cached) {
+      ignored->push_back(c.path);
+    } else {
+      kept.push_back(std::move(c));
+    }
+  }
+  *changes = std::move(kept);
+}
+
 }  // namespace
 
 Result<CopyChanges> read_copy_changes(const std::string& base, const std::string& work, const Config& config,
@@ -277,6 +310,7 @@ Result<CopyDiff> judge_copy_changes(CopyChanges changes, const Config& config) {
   CopyDiff out;
   out.findings = std::move(changes.findings);
   if (auto st = leave_out_ignored(config, &changes.changes, &out.ignored); !st) return st.error();
+  leave_out_caches(&changes.changes, &out.ignored);
   for (const auto& c : changes.changes) out.changed_paths.push_back(c.path);
   out.diff = write_unified_diff(changes.changes);
   if (!out.diff.empty()) {

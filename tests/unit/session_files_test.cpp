@@ -4,6 +4,7 @@
 // (policy/sandbox_policy.h): no podman needed.
 #include "catch_compat.h"
 
+#include <algorithm>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -229,6 +230,30 @@ TEST_CASE("a session command's container gets its copy read-write at /work and r
   CHECK(spec["command"][4] == "make test");
   CHECK(spec["command"][2].get<std::string>().find("cp -R") == std::string::npos);
   CHECK(spec["netns"]["nsmode"] == "none");
+}
+
+TEST_CASE("diff_copy leaves out the new files of a tool's tagged cache directory (pytest's .pytest_cache), and only those",
+          "[session][quick]") {
+  Tree base, work;
+  for (Tree* t : {&base, &work}) {
+    t->file("calculator.py", "def add(a, b):\n    return a - b\n");
+    t->file("cache/seed.txt", "the seed's\n");
+  }
+  work.file("calculator.py", "def add(a, b):\n    return a + b\n");
+  const std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n# pytest cache directory\n";
+  work.file(".pytest_cache/CACHEDIR.TAG", tag);
+  work.file(".pytest_cache/v/cache/nodeids", "[]\n");
+  work.file("cache/CACHEDIR.TAG", tag);     // a tag planted in a seed directory:
+  work.file("cache/seed.txt", "changed\n"); // the seed's file stays in the diff
+  work.file("cache/new.txt", "new\n");
+  work.file("fake/CACHEDIR.TAG", "not the signature\n");  // no signature: no cache
+  auto d = diff_copy(base.root, work.root, demo_config(), 1 << 20);
+  REQUIRE(d.ok());
+  CHECK(d->changed_paths == std::vector<std::string>{"cache/seed.txt", "calculator.py", "fake/CACHEDIR.TAG"});
+  std::vector<std::string> ignored = d->ignored;
+  std::sort(ignored.begin(), ignored.end());
+  CHECK(ignored == std::vector<std::string>{".pytest_cache/CACHEDIR.TAG", ".pytest_cache/v/cache/nodeids",
+                                            "cache/CACHEDIR.TAG", "cache/new.txt"});
 }
 
 TEST_CASE("diff_copy leaves out new files the seed's repository ignores, by its rules, not the copy's", "[session]") {
