@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "session_cli.h"
 
 using nlohmann::json;
 using namespace it;
@@ -21,20 +22,12 @@ namespace {
 
 const char* kSecret = "s3cr3t-live-session-value-77";
 
-struct Live {
-  CliEnv env;
-  std::string id, sandbox;
+struct Live : SessionCli {
+  std::string sandbox;
 
-  explicit Live(const CliEnv& e, std::vector<std::string> extra = {}) : env(e) {
-    std::vector<std::string> args = {"session", "open", "--seed", seed_dir(), "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult r = run_cli(env, args, 120);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    const json rec = json_out(r);
-    id = rec.at("session_id").get<std::string>();
-    CHECK(rec.at("isolation") == "live");
-    sandbox = rec.at("sandbox").get<std::string>();
+  explicit Live(const CliEnv& e, std::vector<std::string> extra = {}) : SessionCli(e, std::move(extra)) {
+    CHECK(record.at("isolation") == "live");
+    sandbox = record.at("sandbox").get<std::string>();
     REQUIRE_FALSE(sandbox.empty());
   }
   // A check that stopped the test early leaves no sandbox or mounted copy behind.
@@ -43,23 +36,7 @@ struct Live {
   }
   Live(const Live&) = delete;
   Live& operator=(const Live&) = delete;
-  json exec(const std::string& command, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args = {"session", "exec", id, "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back("--");
-    args.push_back(command);
-    const CliResult r = run_cli(env, args, 180);
-    INFO(command << ": " << r.err);
-    REQUIRE((r.exit_code == 0 || r.exit_code == 1));
-    return json_out(r);
-  }
   std::string out(const std::string& command) const { return exec(command)["output"].get<std::string>(); }
-  CliResult run(std::vector<std::string> args, int timeout_s = 180) const {
-    std::vector<std::string> all = {"session", args[0], id};
-    all.insert(all.end(), args.begin() + 1, args.end());
-    return run_cli(env, all, timeout_s);
-  }
-  std::string dir() const { return env.state_dir + "/lazyagent-oci/sessions/" + id; }
   // "running", "paused", ... or "" when the container is gone.
   std::string state() const {
     return sh("podman inspect " + sandbox + " --format '{{.State.Status}}' 2>/dev/null || true");
@@ -74,9 +51,7 @@ std::string freeze_events(const std::string& id, const std::string& since) {
 
 std::string now_text() { return sh("date -u +%Y-%m-%dT%H:%M:%S.%NZ | tr -d '\\n'"); }
 
-const char* kFixed =
-    "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n\n\n"
-    "def multiply(a, b):\n    return a * b\n";
+const char* const kFixed = kFixedCalculator;
 
 }  // namespace
 

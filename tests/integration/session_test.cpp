@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "session_cli.h"
 
 using nlohmann::json;
 using namespace it;
@@ -21,45 +22,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kFixed =
-    "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n\n\n"
-    "def multiply(a, b):\n    return a * b\n";
+const char* const kFixed = kFixedCalculator;
 
-struct Session {
-  CliEnv env;
-  std::string id;
-
-  Session(const CliEnv& e, std::vector<std::string> extra = {}) : env(e) {
-    std::vector<std::string> args = {"session", "open", "--seed", seed_dir(), "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult r = run_cli(env, args, 120);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    const json rec = json_out(r);
-    id = rec.at("session_id").get<std::string>();
-    REQUIRE(id.rfind("s-", 0) == 0);
-    // Per-command: one "==> copy", the first command's: the working copy is "==> working copy" (issue 43).
+// Checks the open's steps: per-command, one "==> copy" (the first
+// command's); the working copy is "==> working copy" (issue 43).
+struct Session : SessionCli {
+  explicit Session(const CliEnv& e, std::vector<std::string> extra = {}) : SessionCli(e, std::move(extra)) {
     std::size_t copies = 0;
-    for (auto at = r.err.find("==> copy\n"); at != std::string::npos; at = r.err.find("==> copy\n", at + 1)) ++copies;
-    CHECK(copies == (rec.at("isolation") == "per-command" ? 1u : 0u));
-    CHECK(r.err.find("==> working copy\n") != std::string::npos);
+    for (auto at = opened.err.find("==> copy\n"); at != std::string::npos; at = opened.err.find("==> copy\n", at + 1)) ++copies;
+    CHECK(copies == (record.at("isolation") == "per-command" ? 1u : 0u));
+    CHECK(opened.err.find("==> working copy\n") != std::string::npos);
   }
-  json exec(const std::string& command, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args = {"session", "exec", id, "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    args.push_back("--");
-    args.push_back(command);
-    const CliResult r = run_cli(env, args, 180);
-    INFO(r.err);
-    REQUIRE((r.exit_code == 0 || r.exit_code == 1));
-    return json_out(r);
-  }
-  CliResult run(std::vector<std::string> args, int timeout_s = 180) const {
-    std::vector<std::string> all = {"session", args[0], id};
-    all.insert(all.end(), args.begin() + 1, args.end());
-    return run_cli(env, all, timeout_s);
-  }
-  std::string dir() const { return env.state_dir + "/lazyagent-oci/sessions/" + id; }
 };
 
 // The containers of a session's commands (per-command: lazyagent-sandbox-<session>-<n>)
